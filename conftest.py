@@ -1,0 +1,10 @@
+"""Root conftest: 8 fake CPU devices before JAX is imported, and the JAX config guard."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
+).strip()
+os.environ.setdefault("JAX_PLATFORMS", "cpu")

@@ -1,0 +1,111 @@
+"""The IPython extension: load registers every feature's magics and hooks; unload undoes it.
+
+Each feature lives in a module of this package that defines ``MAGICS`` (a ``Magics``
+subclass, or None) and may define ``on_load(shell, state)`` / ``on_unload(shell,
+state)``. Hooks are registered through ``ExtensionState`` so unload removes every one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+# One module per feature; a module not built yet is skipped.
+_FEATURE_MODULES = [
+    ".staging",
+    ".recompiles",
+    ".leaks",
+    ".sharding",
+    ".stepper",
+    ".purity",
+    ".errors",
+    ".graph",
+]
+
+
+class ExtensionState:
+    """What the extension installed into one shell, so that unload can remove it."""
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.magics: list[Any] = []
+        self.events: list[tuple[str, Callable[..., Any]]] = []
+        self.formatters: list[tuple[str, type, Any]] = []
+        self.features: list[Any] = []
+        self.data: dict[str, Any] = {}
+
+    def register_event(self, name: str, callback: Callable[..., Any]) -> None:
+        """``shell.events.register`` that unload will undo."""
+        self.shell.events.register(name, callback)
+        self.events.append((name, callback))
+
+    def register_formatter(self, mime: str, cls: type, func: Callable[..., Any]) -> None:
+        """A display formatter for ``cls`` that unload will restore."""
+        formatter = self.shell.display_formatter.formatters[mime]
+        previous = formatter.for_type(cls, func)
+        self.formatters.append((mime, cls, previous))
+
+
+_STATES: dict[int, ExtensionState] = {}
+
+
+def _feature_modules() -> list[Any]:
+    modules = []
+    for name in _FEATURE_MODULES:
+        try:
+            modules.append(importlib.import_module(name, __name__))
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}{name}":
+                raise
+    return modules
+
+
+def load(shell: Any) -> None:
+    """Register magics, events and formatters of every feature (idempotent)."""
+    if id(shell) in _STATES:
+        return
+    state = ExtensionState(shell)
+    _STATES[id(shell)] = state
+    for module in _feature_modules():
+        state.features.append(module)
+        magics_cls = getattr(module, "MAGICS", None)
+        if magics_cls is not None:
+            magics = magics_cls(shell=shell, state=state)
+            shell.register_magics(magics)
+            state.magics.append(magics)
+        on_load = getattr(module, "on_load", None)
+        if on_load is not None:
+            on_load(shell, state)
+
+
+def unload(shell: Any) -> None:
+    """Remove everything ``load`` installed into ``shell``."""
+    state = _STATES.pop(id(shell), None)
+    if state is None:
+        return
+    for module in reversed(state.features):
+        on_unload = getattr(module, "on_unload", None)
+        if on_unload is not None:
+            on_unload(shell, state)
+    for name, callback in reversed(state.events):
+        try:
+            shell.events.unregister(name, callback)
+        except ValueError:
+            pass
+    for mime, cls, previous in reversed(state.formatters):
+        formatter = shell.display_formatter.formatters[mime]
+        formatter.type_printers.pop(cls, None)
+        if previous is not None:
+            formatter.for_type(cls, previous)
+    magics_manager = shell.magics_manager
+    for magics in state.magics:
+        for kind, names in magics.magics.items():
+            for name in names:
+                magics_manager.magics[kind].pop(name, None)
+        magics_manager.registry.pop(type(magics).__name__, None)
+
+
+def state_of(shell: Any) -> ExtensionState | None:
+    """The extension state of ``shell`` if the extension is loaded there."""
+    return _STATES.get(id(shell))

@@ -1,0 +1,88 @@
+"""Parse ``%magic f(x, y=2)``: the call is evaluated piecewise in the user namespace.
+
+The callee and each argument are evaluated; the call itself is never executed, so a
+magic can trace it instead.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+from .._exceptions import InvalidCallError
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCall:
+    """A call expression split into its evaluated parts."""
+
+    source: str
+    callee_source: str
+    function: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+def _eval(node: ast.expr, source: str, namespace: dict[str, Any], what: str) -> Any:
+    code = compile(ast.Expression(body=node), "<jaxscope-call>", "eval")
+    try:
+        return eval(code, namespace)
+    except NameError as exc:
+        raise InvalidCallError(
+            f"{exc} in {what} `{ast.get_source_segment(source, node) or '?'}`; "
+            "define it in a cell first"
+        ) from None
+    except Exception as exc:
+        raise InvalidCallError(
+            f"evaluating {what} `{ast.get_source_segment(source, node) or '?'}` raised "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+
+
+def parse_call(source: str, namespace: dict[str, Any], magic: str) -> ParsedCall:
+    """Split ``source`` (``f(x, *xs, k=v, **kw)``) into callee, args and kwargs."""
+    text = source.strip()
+    if not text:
+        raise InvalidCallError(
+            f"%{magic} needs a call expression: write e.g. `%{magic} f(x, y)`"
+        )
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise InvalidCallError(
+            f"%{magic}: syntax error in `{text}` ({exc.msg}); write a call such as "
+            f"`%{magic} f(x, y)`"
+        ) from None
+    call = tree.body
+    if not isinstance(call, ast.Call):
+        raise InvalidCallError(
+            f"%{magic} needs a call expression, got `{text}`; write e.g. "
+            f"`%{magic} {text}(x)` with example arguments"
+        )
+    function = _eval(call.func, text, namespace, "the function")
+    if not callable(function):
+        raise InvalidCallError(
+            f"`{ast.get_source_segment(text, call.func)}` is a "
+            f"{type(function).__name__}, not a function; %{magic} needs `f(args)`"
+        )
+    args: list[Any] = []
+    for node in call.args:
+        if isinstance(node, ast.Starred):
+            args.extend(_eval(node.value, text, namespace, "the argument"))
+        else:
+            args.append(_eval(node, text, namespace, "the argument"))
+    kwargs: dict[str, Any] = {}
+    for keyword in call.keywords:
+        value = _eval(keyword.value, text, namespace, "the argument")
+        if keyword.arg is None:
+            kwargs.update(value)
+        else:
+            kwargs[keyword.arg] = value
+    return ParsedCall(
+        source=text,
+        callee_source=ast.get_source_segment(text, call.func) or "",
+        function=function,
+        args=tuple(args),
+        kwargs=kwargs,
+    )

@@ -1,0 +1,62 @@
+"""Records shared by every feature: plain, frozen data that never holds a live array."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceLoc:
+    """A place in the user's source code.
+
+    ``file`` is the path, or ``"In [N]"`` for code typed in IPython cell N.
+    ``str(loc)`` is ``"file:line"``.
+    """
+
+    file: str
+    line: int
+    column: int | None = None
+    function: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """``(file, line)``: the key of ``by_line`` tables."""
+        return (self.file, self.line)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EqnInfo:
+    """One jaxpr equation, at any nesting level.
+
+    ``path`` locates it: ``(i,)`` is equation ``i`` of the top jaxpr; a nested equation
+    appends ``(j, k)``: sub-jaxpr ``j`` of that equation (see ``region``), equation ``k``
+    in it. So ``depth == (len(path) - 1) // 2``.
+    """
+
+    path: tuple[int, ...]
+    depth: int
+    primitive: str
+    inputs: list[tuple[str, str]]
+    outputs: list[tuple[str, str]]
+    params: dict[str, str]
+    source: SourceLoc | None
+    scope: str = ""
+    region: str = ""
+    n_subjaxprs: int = 0
+    user_frames: tuple[SourceLoc, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpInfo:
+    """One HLO / StableHLO operation; ops inside fusions are listed too."""
+
+    name: str
+    opcode: str
+    shape: str
+    source: SourceLoc | None
+    fusion: str | None = None
+    op_name: str = ""
+    computation: str = ""

@@ -1,0 +1,1 @@
+"""Per-feature pytest plugins, registered by ``jaxscope.pytest_plugin``."""

@@ -1,0 +1,113 @@
+"""Frames → ``SourceLoc``: the user's line, with notebook cells shown as ``In [N]``."""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+from typing import Any
+
+from ._model import SourceLoc
+from .compat import source as _csource
+
+_IPYTHON_INPUT = re.compile(r"^<ipython-input-(\d+)-[0-9a-f]+>$")
+
+
+def display_filename(filename: str) -> str:
+    """``"In [N]"`` for a file IPython compiled from cell N; ``filename`` otherwise.
+
+    IPython (terminal) names cells ``<ipython-input-N-hash>``; ipykernel names them
+    ``/tmp/ipykernel_PID/HASH.py``. Both are in the shell's ``compile._filename_map``.
+    The shell is found through ``sys.modules`` so the core never imports IPython.
+    """
+    ipython = sys.modules.get("IPython")
+    if ipython is not None:
+        get_ipython = getattr(ipython, "get_ipython", None)
+        shell = get_ipython() if get_ipython is not None else None
+        filename_map = getattr(getattr(shell, "compile", None), "_filename_map", None)
+        if filename_map:
+            cell = filename_map.get(filename)
+            if cell is not None:
+                return f"In [{cell}]"
+    match = _IPYTHON_INPUT.match(filename)
+    if match:
+        return f"In [{match.group(1)}]"
+    return filename
+
+
+def loc_from_raw(raw: _csource.RawFrame) -> SourceLoc:
+    """A ``SourceLoc`` from a compat ``RawFrame``."""
+    return SourceLoc(
+        file=display_filename(raw.file),
+        line=raw.line,
+        column=raw.column if raw.column >= 0 else None,
+        function=raw.function,
+    )
+
+
+def loc_of_traceback(traceback: Any) -> SourceLoc | None:
+    """The innermost user line of a JAX ``Traceback`` (equation source info)."""
+    raw = _csource.innermost_user_frame(traceback)
+    return loc_from_raw(raw) if raw is not None else None
+
+
+def locs_of_traceback(traceback: Any) -> list[SourceLoc]:
+    """Every user line of a JAX ``Traceback``, innermost first."""
+    return [loc_from_raw(raw) for raw in _csource.user_frames(traceback)]
+
+
+def loc_of_eqn(eqn: Any) -> SourceLoc | None:
+    """The user's line that produced a jaxpr equation, or None."""
+    return loc_of_traceback(_csource.eqn_traceback(eqn))
+
+
+def loc_of_code(code: types.CodeType, line: int | None = None) -> SourceLoc:
+    """A ``SourceLoc`` for a code object (a function's definition line by default)."""
+    return SourceLoc(
+        file=display_filename(code.co_filename),
+        line=line if line is not None else code.co_firstlineno,
+        function=code.co_qualname if hasattr(code, "co_qualname") else code.co_name,
+    )
+
+
+def loc_of_function(fn: Any) -> SourceLoc | None:
+    """Where a Python callable is defined, unwrapping ``jax.jit`` and functools wrappers."""
+    seen = 0
+    while seen < 20:
+        code = getattr(fn, "__code__", None)
+        if isinstance(code, types.CodeType):
+            return loc_of_code(code)
+        inner = getattr(fn, "__wrapped__", None) or getattr(fn, "func", None)
+        if inner is None:
+            return None
+        fn = inner
+        seen += 1
+    return None
+
+
+def is_user_file(filename: str) -> bool:
+    """Whether ``filename`` is the user's (not JAX's, not the stdlib's, not jaxscope's)."""
+    return _csource.is_user_file(filename)
+
+
+def user_frame_of_stack(skip: int = 1) -> SourceLoc | None:
+    """The innermost user frame on the current Python stack, or None."""
+    frame = sys._getframe(skip)
+    while frame is not None:
+        code = frame.f_code
+        if _csource.is_user_file(code.co_filename):
+            return loc_of_code(code, frame.f_lineno)
+        frame = frame.f_back
+    return None
+
+
+def user_frames_of_exception(exc: BaseException) -> list[SourceLoc]:
+    """User frames of an exception's traceback (and its causes), outermost first."""
+    locs: list[SourceLoc] = []
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if _csource.is_user_file(code.co_filename):
+            locs.append(loc_of_code(code, tb.tb_lineno))
+        tb = tb.tb_next
+    return locs

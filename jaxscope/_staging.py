@@ -1,0 +1,198 @@
+"""Trace, lower and compile a user's function on example arguments; never run it."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from ._exceptions import InvalidCallError, TraceError
+from ._source import user_frames_of_exception
+
+_DEPENDS_ON = re.compile(r"depends on the value of the argument ([^\s.]+)")
+_ALLOWED_SCALARS = (bool, int, float, complex, np.generic)
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _param_names(fn: Any) -> list[str]:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return []
+    return [
+        p.name
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+
+
+def _is_traceable_leaf(leaf: Any) -> bool:
+    if isinstance(leaf, (jax.Array, np.ndarray, jax.ShapeDtypeStruct, *_ALLOWED_SCALARS)):
+        return True
+    return hasattr(leaf, "__jax_array__") or (
+        hasattr(leaf, "shape") and hasattr(leaf, "dtype")
+    )
+
+
+def check_example_args(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    static_argnums: Sequence[int],
+    static_argnames: Sequence[str],
+    api_name: str,
+) -> None:
+    """Raise ``InvalidCallError`` naming the first argument JAX cannot trace."""
+    check_callable(fn, api_name)
+    names = _param_names(_user_function(fn))
+    statics = {i % len(args) if args and i < 0 else i for i in static_argnums}
+    for i, arg in enumerate(args):
+        if i in statics:
+            continue
+        name = names[i] if i < len(names) else f"argument {i}"
+        _check_tree(arg, name, f"static_argnums=({i},)", api_name)
+    for key, arg in kwargs.items():
+        if key in static_argnames:
+            continue
+        _check_tree(arg, f"{key} (keyword)", f"static_argnames=('{key}',)", api_name)
+
+
+def _check_tree(tree: Any, name: str, static_fix: str, api_name: str) -> None:
+    leaves_with_paths = jax.tree_util.tree_flatten_with_path(tree)[0]
+    for path, leaf in leaves_with_paths:
+        if _is_traceable_leaf(leaf):
+            continue
+        where = name + jax.tree_util.keystr(path)
+        raise InvalidCallError(
+            f"{where} is a {type(leaf).__name__} ({_describe(leaf)}), which JAX "
+            f"cannot trace; pass it as a static argument ({api_name}(f, "
+            f"{static_fix})(...)) or convert it to an array"
+        )
+
+
+def _user_function(fn: Any) -> Any:
+    return getattr(fn, "__wrapped__", fn)
+
+
+def function_name(fn: Any) -> str:
+    """The user's name for ``fn`` (through ``jax.jit`` and ``functools.wraps``)."""
+    inner = _user_function(fn)
+    return str(
+        getattr(inner, "__qualname__", None)
+        or getattr(inner, "__name__", None)
+        or type(fn).__name__
+    )
+
+
+def check_callable(fn: Any, api_name: str) -> None:
+    """Raise ``InvalidCallError`` unless ``fn`` is callable."""
+    if not callable(fn):
+        raise InvalidCallError(
+            f"{api_name} expects a callable; got {type(fn).__name__} "
+            f"{_describe(fn)}: pass the function itself, e.g. {api_name}(f)(x)"
+        )
+
+
+def trace(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    *,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    api_name: str = "jaxscope",
+) -> Any:
+    """``jax.stages.Traced`` for ``fn(*args, **kwargs)``, traced only, never executed.
+
+    A ``jax.jit``-wrapped ``fn`` given no static arguments of its own is traced through
+    its own ``.trace`` so its ``static_argnums`` and donation are respected.
+    """
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    own_statics = _own_static_args(fn)
+    check_example_args(
+        fn, args, kwargs, nums + own_statics[0], names + own_statics[1], api_name
+    )
+    try:
+        if hasattr(fn, "trace") and not nums and not names:
+            return fn.trace(*args, **kwargs)
+        return jax.jit(fn, static_argnums=nums, static_argnames=names).trace(
+            *args, **kwargs
+        )
+    except InvalidCallError:
+        raise
+    except Exception as exc:
+        raise trace_error(fn, exc, api_name) from exc
+
+
+def _own_static_args(fn: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    # A jitted function stores its statics on the wrapper; reading them is best-effort.
+    nums = getattr(fn, "_static_argnums", None) or ()
+    names = getattr(fn, "_static_argnames", None) or ()
+    try:
+        return tuple(int(n) for n in nums), tuple(str(n) for n in names)
+    except TypeError:
+        return (), ()
+
+
+def first_line(message: str) -> str:
+    """The first non-empty line of an exception message."""
+    for line in str(message).splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def trace_error(fn: Any, exc: BaseException, api_name: str) -> TraceError:
+    """A one-line ``TraceError`` for an exception raised while tracing ``fn``."""
+    fn_name = getattr(_user_function(fn), "__name__", type(fn).__name__)
+    frames = user_frames_of_exception(exc)
+    where = f" at {frames[-1]}" if frames else ""
+    kind = type(exc).__name__
+    text = first_line(str(exc))
+    hint = _hint(fn, exc, api_name)
+    message = f"{fn_name} raised {kind}{where} while being traced: {text}"
+    if hint:
+        message += f"; {hint}"
+    return TraceError(message)
+
+
+def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
+    text = str(exc)
+    match = _DEPENDS_ON.search(text)
+    control_flow = isinstance(
+        exc,
+        (
+            jax.errors.TracerBoolConversionError,
+            jax.errors.ConcretizationTypeError,
+            jax.errors.TracerIntegerConversionError,
+        ),
+    )
+    if not control_flow:
+        return ""
+    if match:
+        arg = match.group(1)
+        names = _param_names(_user_function(fn))
+        static = (
+            f"static_argnums=({names.index(arg)},)"
+            if arg in names
+            else f"static_argnames=('{arg}',)"
+        )
+        return (
+            f"Python control flow depends on the value of argument {arg}: mark it "
+            f"static ({api_name}(f, {static})) or use lax.cond / jnp.where"
+        )
+    return "Python control flow needs a concrete value: use lax.cond / jnp.where or a static argument"
+
+
+def lower(traced: Any) -> Any:
+    """``jax.stages.Lowered`` for a ``Traced``."""
+    return traced.lower()

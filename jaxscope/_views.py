@@ -1,0 +1,78 @@
+"""``JaxprView``: a traced jaxpr as data (``eqns``, ``by_line``) plus display."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._jaxpr import JaxprModel, Region, render_text
+from ._model import EqnInfo
+from ._render import Renderable
+
+
+class JaxprView(Renderable):
+    """The jaxpr of one call, every equation mapped to the user's source line.
+
+    Attributes:
+        text: the jaxpr; each equation line ends with ``# file:line`` where known.
+        eqns: every equation at every nesting level, depth-first (``EqnInfo``).
+        by_line: ``{(file, line): [EqnInfo, ...]}``.
+        closed_jaxpr: the JAX ``ClosedJaxpr`` itself.
+    """
+
+    __slots__ = ("_text", "closed_jaxpr", "depth", "function_name", "model", "show_source")
+
+    def __init__(
+        self,
+        closed_jaxpr: Any,
+        model: JaxprModel,
+        *,
+        function_name: str = "",
+        depth: int | None = None,
+        show_source: bool = True,
+    ) -> None:
+        self.closed_jaxpr = closed_jaxpr
+        self.model = model
+        self.function_name = function_name
+        self.depth = depth
+        self.show_source = show_source
+        self._text: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = render_text(self.model)
+        return self._text
+
+    @property
+    def eqns(self) -> list[EqnInfo]:
+        return self.model.eqns
+
+    @property
+    def by_line(self) -> dict[tuple[str, int], list[EqnInfo]]:
+        return self.model.by_line
+
+    @property
+    def top(self) -> Region:
+        """The top-level region (nested regions hang off ``children``)."""
+        return self.model.top
+
+    @property
+    def arg_names(self) -> tuple[str, ...] | None:
+        return self.model.arg_names
+
+    def text_at(self, *, depth: int | None = None, max_eqns: int | None = None,
+                source: bool = True) -> str:
+        """The text with nested jaxprs deeper than ``depth`` folded, long runs elided."""
+        return render_text(
+            self.model, max_depth=depth, max_eqns_per_region=max_eqns, source=source
+        )
+
+    def graph(self) -> Any:
+        """The dataflow graph of this jaxpr (a ``GraphView``)."""
+        from ._graph_view import graph_from_jaxpr_view
+
+        return graph_from_jaxpr_view(self)
+
+    def __repr__(self) -> str:
+        name = f" of {self.function_name}" if self.function_name else ""
+        return f"<JaxprView{name}: {len(self.eqns)} equations>"

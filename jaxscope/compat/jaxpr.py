@@ -1,0 +1,103 @@
+"""Walking jaxprs: nested jaxprs in equation params, variable kinds, avals, debug info.
+
+Relies mostly on the semi-public ``jax.extend.core`` types (``ClosedJaxpr``, ``Jaxpr``,
+``Literal``, ``DropVar``), present from jax 0.4.35 to 0.10.2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jax.extend import core as _xcore
+
+_SHORT_DTYPE = {
+    "bfloat16": "bf16",
+    "bool": "bool",
+}
+
+
+def short_dtype(dtype: Any) -> str:
+    """``float32`` → ``f32``, ``int8`` → ``i8``, ``uint32`` → ``u32``, ``bool`` → ``bool``."""
+    name = getattr(dtype, "name", str(dtype))
+    if name in _SHORT_DTYPE:
+        return _SHORT_DTYPE[name]
+    for long, short in (("complex", "c"), ("float", "f"), ("uint", "u"), ("int", "i")):
+        if name.startswith(long):
+            return short + name[len(long) :]
+    return name
+
+
+def aval_str(aval: Any) -> str:
+    """``f32[3,4]`` for arrays, ``key<fry>[]`` / ``Token`` / str(aval) otherwise."""
+    shape = getattr(aval, "shape", None)
+    dtype = getattr(aval, "dtype", None)
+    if shape is None or dtype is None:
+        return str(aval)
+    dims = ",".join(str(d) for d in shape)
+    return f"{short_dtype(dtype)}[{dims}]"
+
+
+def is_literal(atom: Any) -> bool:
+    """Whether a jaxpr atom is a ``Literal`` (an inlined constant)."""
+    return isinstance(atom, _xcore.Literal)
+
+
+def is_dropvar(atom: Any) -> bool:
+    """Whether an output atom is a ``DropVar`` (an unused output, printed ``_``)."""
+    return isinstance(atom, _xcore.DropVar)
+
+
+def literal_value(atom: Any) -> Any:
+    """The Python/NumPy value of a ``Literal``."""
+    return atom.val
+
+
+def is_jaxpr(value: Any) -> bool:
+    """Whether ``value`` is a ``Jaxpr`` or ``ClosedJaxpr``."""
+    return isinstance(value, (_xcore.Jaxpr, _xcore.ClosedJaxpr))
+
+
+def open_jaxpr(value: Any) -> tuple[Any, list[Any]]:
+    """``(Jaxpr, consts)`` for a ``ClosedJaxpr`` or an open ``Jaxpr`` (no consts)."""
+    if isinstance(value, _xcore.ClosedJaxpr):
+        return value.jaxpr, list(value.consts)
+    return value, []
+
+
+def subjaxprs(eqn: Any) -> list[tuple[str, Any]]:
+    """Nested jaxprs of an equation as ``(label, Jaxpr | ClosedJaxpr)``, in param order.
+
+    Labels name the param (``"jaxpr"``, ``"body_jaxpr"``, ``"branches[1]"``). Covers
+    jit/pjit, scan, while, cond/switch, remat, custom_jvp/vjp, shard_map, closed_call.
+    """
+    found: list[tuple[str, Any]] = []
+    for key, value in eqn.params.items():
+        if is_jaxpr(value):
+            found.append((key, value))
+        elif isinstance(value, (tuple, list)) and value and all(
+            is_jaxpr(v) for v in value
+        ):
+            found.extend((f"{key}[{i}]", v) for i, v in enumerate(value))
+    return found
+
+
+def primitive_name(eqn: Any) -> str:
+    """The primitive's name; ``pjit`` (jax <= 0.6) is reported as ``jit``."""
+    name = str(eqn.primitive.name)
+    return "jit" if name == "pjit" else name
+
+
+def jaxpr_arg_names(jaxpr: Any) -> tuple[str, ...] | None:
+    """The user's argument path names of a traced jaxpr (``("x", "params['w']")``)."""
+    info = getattr(jaxpr, "debug_info", None)
+    names = getattr(info, "arg_names", None)
+    return tuple(str(n) for n in names) if names is not None else None
+
+
+def jaxpr_result_paths(jaxpr: Any) -> tuple[str, ...] | None:
+    """The result paths of a traced jaxpr (``("result[0]", "result[1]")``)."""
+    info = getattr(jaxpr, "debug_info", None)
+    paths = getattr(info, "result_paths", None)
+    if paths is None or callable(paths):
+        return None
+    return tuple(str(p) for p in paths)

@@ -1,0 +1,92 @@
+"""Source information of traced equations: tracebacks → user frames.
+
+Relies on ``jax._src.source_info_util`` (``user_frames``, ``is_user_filename``,
+``register_exclusion``) and ``jax._src.traceback_util.register_exclusion``; all present,
+unchanged, from jax 0.4.35 to 0.10.2.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, NamedTuple
+
+from jax._src import source_info_util as _siu
+from jax._src import traceback_util as _tbu
+
+from . import require
+
+
+class RawFrame(NamedTuple):
+    """A frame as jaxscope needs it: file, 1-based line, 0-based column, function."""
+
+    file: str
+    line: int
+    column: int
+    function: str
+
+
+def register_own_frames(path: str) -> None:
+    """Hide ``path`` (a directory) from JAX's source attribution and tracebacks.
+
+    Without it the "user line" of every equation traced through jaxscope points into
+    jaxscope. JAX keeps two separate registries; both are needed.
+
+    Relies on: ``source_info_util.register_exclusion`` (public via jax.extend) and
+    ``traceback_util.register_exclusion`` (private).
+    """
+    path = os.path.join(os.path.abspath(path), "")
+    if path not in _siu._exclude_paths:
+        _siu.register_exclusion(path)
+    if path not in _tbu._exclude_paths:
+        _tbu.register_exclusion(path)
+
+
+def is_user_file(filename: str) -> bool:
+    """Whether JAX would attribute an equation to ``filename`` (not JAX, stdlib, jaxscope).
+
+    Relies on: ``source_info_util.is_user_filename``.
+    """
+    return bool(require(_siu, "is_user_filename", "compat.is_user_file")(filename))
+
+
+def user_frames(traceback: Any) -> list[RawFrame]:
+    """User frames of a JAX ``Traceback``, innermost first.
+
+    Relies on: ``source_info_util.user_frames`` yielding ``Frame`` named tuples.
+    """
+    if traceback is None:
+        return []
+    frames = require(_siu, "user_frames", "compat.user_frames")(traceback)
+    return [
+        RawFrame(fr.file_name, fr.start_line, fr.start_column, fr.function_name)
+        for fr in frames
+    ]
+
+
+def innermost_user_frame(traceback: Any) -> RawFrame | None:
+    """The innermost user frame of a JAX ``Traceback`` (cached by JAX), or None.
+
+    Relies on: ``source_info_util.user_frame`` (an ``lru_cache``d function).
+    """
+    if traceback is None:
+        return None
+    fr = require(_siu, "user_frame", "compat.innermost_user_frame")(traceback)
+    if fr is None:
+        return None
+    return RawFrame(fr.file_name, fr.start_line, fr.start_column, fr.function_name)
+
+
+def eqn_traceback(eqn: Any) -> Any:
+    """The JAX ``Traceback`` recorded when ``eqn`` was traced, or None."""
+    source_info = getattr(eqn, "source_info", None)
+    return getattr(source_info, "traceback", None)
+
+
+def eqn_name_stack(eqn: Any) -> str:
+    """The name stack of ``eqn`` as JAX prints it (``"vmap(jvp(layer1))"``), or ``""``.
+
+    Relies on: ``SourceInfo.name_stack`` (a ``NameStack`` whose ``str`` is the path).
+    """
+    source_info = getattr(eqn, "source_info", None)
+    stack = getattr(source_info, "name_stack", None)
+    return str(stack) if stack is not None else ""
