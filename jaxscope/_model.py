@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,7 +46,6 @@ class EqnInfo:
     scope: str = ""
     region: str = ""
     n_subjaxprs: int = 0
-    user_frames: tuple[SourceLoc, ...] = field(default=())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
