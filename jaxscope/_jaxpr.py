@@ -1,13 +1,19 @@
-"""ClosedJaxpr → a tree of regions and a flat, depth-first list of ``EqnInfo``."""
+"""ClosedJaxpr → a tree of regions and a flat, depth-first list of ``EqnInfo``.
+
+Also the display logic shared by every renderer: which params are noise, how a long
+program is folded (nested jaxprs beyond a depth) and elided (long runs of equations),
+as a list of ``Line`` records that the text, rich and HTML renderers all draw from.
+"""
 
 from __future__ import annotations
 
+import linecache
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._model import EqnInfo, SourceLoc
-from ._source import loc_of_traceback
+from ._source import loc_from_raw
 from .compat import jaxpr as _cj
 from .compat import source as _csource
 
@@ -28,6 +34,7 @@ class Region:
     outvars: list[tuple[str, str]]
     eqns: list[EqnInfo] = field(default_factory=list)
     children: dict[int, list[Region]] = field(default_factory=dict)
+    total: int = 0
 
     @property
     def depth(self) -> int:
@@ -35,21 +42,23 @@ class Region:
 
     def count_eqns(self) -> int:
         """Equations in this region, nested ones included."""
-        total = len(self.eqns)
-        for regions in self.children.values():
-            total += sum(r.count_eqns() for r in regions)
-        return total
+        return self.total
 
 
 @dataclass(slots=True)
 class JaxprModel:
-    """Everything a view needs about a traced jaxpr, as plain data."""
+    """Everything a view needs about a traced jaxpr, as plain data.
+
+    ``source_text`` maps ``(file, line)`` keys of ``by_line`` to the text of that
+    source line where Python's ``linecache`` knows it (IPython cells included).
+    """
 
     top: Region
     eqns: list[EqnInfo]
     arg_names: tuple[str, ...] | None
     result_paths: tuple[str, ...] | None
     by_line: dict[tuple[str, int], list[EqnInfo]]
+    source_text: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
 class _Namer:
@@ -78,13 +87,55 @@ def _letters(n: int) -> str:
             return out
 
 
-def _atom(atom: Any, namer: _Namer) -> tuple[str, str]:
-    aval = _cj.aval_str(atom.aval)
-    if _cj.is_literal(atom):
-        return (f"{_cj.literal_value(atom)}:{aval}", aval)
-    if _cj.is_dropvar(atom):
-        return ("_", aval)
-    return (namer.name(atom), aval)
+class _Builder:
+    """State of one walk: variable names, aval strings and source locations, cached."""
+
+    __slots__ = ("by_line", "flat", "locs", "namer", "source_text", "avals")
+
+    def __init__(self) -> None:
+        self.namer = _Namer()
+        self.flat: list[EqnInfo] = []
+        self.by_line: dict[tuple[str, int], list[EqnInfo]] = {}
+        self.source_text: dict[tuple[str, int], str] = {}
+        self.avals: dict[Any, str] = {}
+        self.locs: dict[Any, SourceLoc] = {}
+
+    def aval(self, aval: Any) -> str:
+        try:
+            found = self.avals.get(aval)
+        except TypeError:  # an unhashable aval type
+            return _cj.aval_str(aval)
+        if found is None:
+            found = _cj.aval_str(aval)
+            self.avals[aval] = found
+        return found
+
+    def atom(self, atom: Any) -> tuple[str, str]:
+        aval = self.aval(atom.aval)
+        if _cj.is_literal(atom):
+            return (f"{_literal_text(_cj.literal_value(atom))}:{aval}", aval)
+        if _cj.is_dropvar(atom):
+            return ("_", aval)
+        return (self.namer.name(atom), aval)
+
+    def source(self, eqn: Any) -> SourceLoc | None:
+        raw = _csource.innermost_user_frame(_csource.eqn_traceback(eqn))
+        if raw is None:
+            return None
+        loc = self.locs.get(raw)
+        if loc is None:
+            loc = loc_from_raw(raw)
+            self.locs[raw] = loc
+            if loc.key not in self.source_text:
+                text = linecache.getline(raw.file, raw.line).strip()
+                if text:
+                    self.source_text[loc.key] = text
+        return loc
+
+
+def _literal_text(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _param_str(value: Any) -> str:
@@ -92,6 +143,8 @@ def _param_str(value: Any) -> str:
         text = f"<{value.__name__}>"
     else:
         text = str(value)
+        if len(text) > 4 * _MAX_PARAM_CHARS:
+            text = text[: 4 * _MAX_PARAM_CHARS]
     text = " ".join(text.split())
     if len(text) > _MAX_PARAM_CHARS:
         text = text[: _MAX_PARAM_CHARS - 3] + "..."
@@ -100,93 +153,202 @@ def _param_str(value: Any) -> str:
 
 def build_model(closed_jaxpr: Any) -> JaxprModel:
     """Walk a ClosedJaxpr (from ``Traced.jaxpr`` or ``jax.make_jaxpr``) depth-first."""
-    namer = _Namer()
-    flat: list[EqnInfo] = []
-    by_line: dict[tuple[str, int], list[EqnInfo]] = {}
+    builder = _Builder()
     jaxpr, _consts = _cj.open_jaxpr(closed_jaxpr)
-    top = _walk(jaxpr, (), "", namer, flat, by_line)
+    top = _walk(jaxpr, (), "", builder)
     return JaxprModel(
         top=top,
-        eqns=flat,
+        eqns=builder.flat,
         arg_names=_cj.jaxpr_arg_names(jaxpr),
         result_paths=_cj.jaxpr_result_paths(jaxpr),
-        by_line=by_line,
+        by_line=builder.by_line,
+        source_text=builder.source_text,
     )
 
 
-def _walk(
-    jaxpr: Any,
-    path: tuple[int, ...],
-    label: str,
-    namer: _Namer,
-    flat: list[EqnInfo],
-    by_line: dict[tuple[str, int], list[EqnInfo]],
-) -> Region:
+def _walk(jaxpr: Any, path: tuple[int, ...], label: str, b: _Builder) -> Region:
     depth = len(path) // 2
+    atom = b.atom
     region = Region(
         path=path,
         label=label,
-        constvars=[_atom(v, namer) for v in jaxpr.constvars],
-        invars=[_atom(v, namer) for v in jaxpr.invars],
+        constvars=[atom(v) for v in jaxpr.constvars],
+        invars=[atom(v) for v in jaxpr.invars],
         outvars=[],
     )
-    source_cache: dict[int, SourceLoc | None] = {}
+    total = 0
     for index, eqn in enumerate(jaxpr.eqns):
         eqn_path = (*path, index)
         subs = _cj.subjaxprs(eqn)
-        sub_keys = {key.split("[", 1)[0] for key, _ in subs}
-        params = {
-            key: _param_str(value)
-            for key, value in eqn.params.items()
-            if key not in sub_keys
-        }
-        for key, sub in subs:
-            params[key] = f"{{{len(_cj.open_jaxpr(sub)[0].eqns)} eqns}}"
-        traceback = _csource.eqn_traceback(eqn)
-        tb_key = id(traceback)
-        if tb_key in source_cache:
-            source = source_cache[tb_key]
+        params: dict[str, str]
+        if subs:
+            sub_counts: dict[str, list[str]] = {}
+            for key, sub in subs:
+                n = len(_cj.open_jaxpr(sub)[0].eqns)
+                sub_counts.setdefault(key.split("[", 1)[0], []).append(f"{{{n} eqns}}")
+            params = {
+                key: _param_str(value)
+                for key, value in eqn.params.items()
+                if key not in sub_counts
+            }
+            for key, counts in sub_counts.items():  # nested jaxprs last, as JAX prints
+                value = eqn.params[key]
+                multi = isinstance(value, (tuple, list))
+                params[key] = "(" + ", ".join(counts) + ")" if multi else counts[0]
         else:
-            source = loc_of_traceback(traceback)
-            source_cache[tb_key] = source
+            params = {key: _param_str(value) for key, value in eqn.params.items()}
+        source = b.source(eqn)
         info = EqnInfo(
             path=eqn_path,
             depth=depth,
             primitive=_cj.primitive_name(eqn),
-            inputs=[_atom(v, namer) for v in eqn.invars],
-            outputs=[_atom(v, namer) for v in eqn.outvars],
+            inputs=[atom(v) for v in eqn.invars],
+            outputs=[atom(v) for v in eqn.outvars],
             params=params,
             source=source,
             scope=_csource.eqn_name_stack(eqn),
             region=label,
             n_subjaxprs=len(subs),
         )
-        flat.append(info)
+        b.flat.append(info)
         region.eqns.append(info)
+        total += 1
         if source is not None:
-            by_line.setdefault(source.key, []).append(info)
+            b.by_line.setdefault(source.key, []).append(info)
         if subs:
-            region.children[index] = [
-                _walk(_cj.open_jaxpr(sub)[0], (*eqn_path, j), key, namer, flat, by_line)
+            kids = [
+                _walk(_cj.open_jaxpr(sub)[0], (*eqn_path, j), key, b)
                 for j, (key, sub) in enumerate(subs)
             ]
-    region.outvars = [_atom(v, namer) for v in jaxpr.outvars]
+            region.children[index] = kids
+            total += sum(k.total for k in kids)
+    region.outvars = [atom(v) for v in jaxpr.outvars]
+    region.total = total
     return region
+
+
+# ---------------------------------------------------------------------------------
+# Display: noisy params, equation lines, folding and eliding.
+
+_NOISY_VALUES = {"None", "UnspecifiedValue"}
+_NOISY_BY_KEY = {
+    "keep_unused": {"False"},
+    "inline": {"False"},
+    "compiler_options_kvs": {"()"},
+    "ctx_mesh": {"Mesh()", "AbstractMesh((), axis_types=())", "AbstractMesh(())"},
+    "donated_invars": set(),
+}
+
+
+def is_noisy_param(key: str, value: str) -> bool:
+    """Whether a param is a default that would clutter a printed equation.
+
+    Hidden in ``.text`` and displays only; ``EqnInfo.params`` keeps every param.
+    """
+    if value in _NOISY_VALUES:
+        return True
+    if value.startswith("(") and value.endswith(")"):
+        items = {item.strip() for item in value[1:-1].split(",")}
+        if items <= {"UnspecifiedValue", "None", ""} and value != "()":
+            return True
+    if key == "donated_invars":
+        return "True" not in value
+    noisy = _NOISY_BY_KEY.get(key)
+    return noisy is not None and value in noisy
+
+
+def shown_params(info: EqnInfo) -> dict[str, str]:
+    """The params an equation line shows (noisy defaults dropped)."""
+    return {k: v for k, v in info.params.items() if not is_noisy_param(k, v)}
+
+
+def eqn_parts(info: EqnInfo) -> tuple[str, str, str, str]:
+    """``(outputs, primitive, "[params]" or "", inputs)`` of an equation line."""
+    outs = " ".join(f"{n}:{a}" for n, a in info.outputs) or "()"
+    shown = shown_params(info)
+    params = "[" + " ".join(f"{k}={v}" for k, v in shown.items()) + "]" if shown else ""
+    ins = " ".join(n for n, _ in info.inputs)
+    return outs, info.primitive, params, ins
+
+
+def eqn_line(info: EqnInfo) -> str:
+    """``d:f32[4] = sin a`` (shown params in brackets, nested jaxprs as ``{N eqns}``)."""
+    outs, prim, params, ins = eqn_parts(info)
+    return f"{outs} = {prim}{params} {ins}".rstrip()
 
 
 def _binders(items: list[tuple[str, str]]) -> str:
     return " ".join(f"{name}:{aval}" for name, aval in items)
 
 
-def eqn_line(info: EqnInfo) -> str:
-    """``d:f32[4] = sin a`` (params in brackets, nested jaxprs as ``{N eqns}``)."""
-    outs = " ".join(f"{n}:{a}" for n, a in info.outputs) or "()"
-    params = ""
-    shown = {k: v for k, v in info.params.items()}
-    if shown:
-        params = "[" + " ".join(f"{k}={v}" for k, v in shown.items()) + "]"
-    ins = " ".join(n for n, _ in info.inputs)
-    return f"{outs} = {info.primitive}{params} {ins}".rstrip()
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One display line of a jaxpr.
+
+    ``kind``: ``"open"`` (``{ lambda ...``), ``"eqn"``, ``"close"`` (``in (...) }``),
+    ``"fold"`` (a nested region folded beyond the depth limit), ``"elided"`` (a run
+    of ``count`` equations left out of a long region).
+    """
+
+    kind: str
+    indent: int
+    text: str
+    info: EqnInfo | None = None
+    region: Region | None = None
+    count: int = 0
+
+
+def display_lines(
+    model: JaxprModel,
+    *,
+    max_depth: int | None = None,
+    max_eqns_per_region: int | None = None,
+) -> list[Line]:
+    """The lines of the jaxpr, folded beyond ``max_depth``, long regions elided."""
+    lines: list[Line] = []
+    _region_lines(model.top, 0, lines, max_depth, max_eqns_per_region)
+    return lines
+
+
+def _region_lines(
+    region: Region,
+    indent: int,
+    lines: list[Line],
+    max_depth: int | None,
+    max_eqns: int | None,
+) -> None:
+    prefix = f"{region.label}=" if region.label else ""
+    consts = _binders(region.constvars)
+    lines.append(
+        Line(
+            "open",
+            indent,
+            f"{prefix}{{ lambda {consts}{' ' if consts else ''}; "
+            f"{_binders(region.invars)}. let",
+            region=region,
+        )
+    )
+    for index in shown_indices(len(region.eqns), max_eqns):
+        if index < 0:
+            lines.append(
+                Line("elided", indent + 4, f"... {-index} equations elided ...",
+                     region=region, count=-index)
+            )
+            continue
+        info = region.eqns[index]
+        lines.append(Line("eqn", indent + 4, eqn_line(info), info=info, region=region))
+        for child in region.children.get(index, ()):
+            if max_depth is not None and child.depth > max_depth:
+                lines.append(
+                    Line("fold", indent + 6,
+                         f"{child.label}={{ ... {child.total} equations }}",
+                         region=child, count=child.total)
+                )
+            else:
+                _region_lines(child, indent + 6, lines, max_depth, max_eqns)
+    outs = ", ".join(name for name, _ in region.outvars)
+    comma = "," if len(region.outvars) == 1 else ""
+    lines.append(Line("close", indent + 2, f"in ({outs}{comma}) }}", region=region))
 
 
 def render_text(
@@ -201,46 +363,49 @@ def render_text(
     ``max_depth`` folds nested jaxprs deeper than it into ``{ ... N equations }``;
     ``max_eqns_per_region`` keeps the first and last equations of long regions.
     """
-    lines: list[str] = []
-    _region_lines(model.top, 0, lines, max_depth, max_eqns_per_region, source)
-    return "\n".join(lines)
+    out: list[str] = []
+    for line in display_lines(
+        model, max_depth=max_depth, max_eqns_per_region=max_eqns_per_region
+    ):
+        text = " " * line.indent + line.text
+        if source and line.info is not None and line.info.source is not None:
+            text += f"  # {line.info.source}"
+        out.append(text)
+    return "\n".join(out)
 
 
-def _region_lines(
-    region: Region,
-    indent: int,
-    lines: list[str],
-    max_depth: int | None,
-    max_eqns: int | None,
-    source: bool,
-) -> None:
-    pad = " " * indent
-    prefix = f"{region.label}=" if region.label else ""
-    lines.append(
-        f"{pad}{prefix}{{ lambda {_binders(region.constvars)}; "
-        f"{_binders(region.invars)}. let"
-    )
-    for index in _shown_indices(len(region.eqns), max_eqns):
-        if index < 0:
-            lines.append(f"{pad}    ... {-index} equations elided ...")
-            continue
-        info = region.eqns[index]
-        line = f"{pad}    {eqn_line(info)}"
-        if source and info.source is not None:
-            line += f"  # {info.source}"
-        lines.append(line)
-        for child in region.children.get(index, ()):
-            if max_depth is not None and child.depth > max_depth:
-                lines.append(
-                    f"{pad}      {child.label}={{ ... {child.count_eqns()} equations }}"
-                )
-            else:
-                _region_lines(child, indent + 6, lines, max_depth, max_eqns, source)
-    outs = ", ".join(name for name, _ in region.outvars)
-    lines.append(f"{pad}  in ({outs}{',' if len(region.outvars) == 1 else ''}) }}")
+def render_by_line(model: JaxprModel, *, max_eqns_per_line: int | None = None) -> str:
+    """The equations grouped under the source line that produced them.
+
+    Lines are in order of their first equation; equations without a user line come
+    last under ``(no source line)``.
+    """
+    groups: dict[tuple[str, int] | None, list[EqnInfo]] = {}
+    locs: dict[tuple[str, int], SourceLoc] = {}
+    for info in model.eqns:
+        key = info.source.key if info.source is not None else None
+        if info.source is not None:
+            locs.setdefault(info.source.key, info.source)
+        groups.setdefault(key, []).append(info)
+    if None in groups:
+        groups[None] = groups.pop(None)
+    out: list[str] = []
+    for key, infos in groups.items():
+        if key is None:
+            out.append("(no source line)")
+        else:
+            code = model.source_text.get(key, "")
+            out.append(f"{locs[key]}  {code}".rstrip())
+        for index in shown_indices(len(infos), max_eqns_per_line):
+            if index < 0:
+                out.append(f"    ... {-index} equations elided ...")
+                continue
+            info = infos[index]
+            out.append("    " + "  " * info.depth + eqn_line(info))
+    return "\n".join(out)
 
 
-def _shown_indices(n: int, max_eqns: int | None) -> Iterator[int]:
+def shown_indices(n: int, max_eqns: int | None) -> Iterator[int]:
     """Indices to show; a negative number ``-k`` stands for ``k`` elided equations."""
     if max_eqns is None or n <= max_eqns:
         yield from range(n)
@@ -250,3 +415,7 @@ def _shown_indices(n: int, max_eqns: int | None) -> Iterator[int]:
     yield from range(head)
     yield -(n - head - tail)
     yield from range(n - tail, n)
+
+
+# Kept for callers of the first version of this module.
+_shown_indices = shown_indices

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable, Sequence
@@ -73,9 +74,16 @@ def _check_tree(tree: Any, name: str, static_fix: str, api_name: str) -> None:
         where = name + jax.tree_util.keystr(path)
         raise InvalidCallError(
             f"{where} is a {type(leaf).__name__} ({_describe(leaf)}), which JAX "
-            f"cannot trace; pass it as a static argument ({api_name}(f, "
-            f"{static_fix})(...)) or convert it to an array"
+            f"cannot trace; pass it as a static argument "
+            f"({static_example(api_name, static_fix)}) or convert it to an array"
         )
+
+
+def static_example(api_name: str, static: str) -> str:
+    """How to mark an argument static with ``api_name`` (a transform or a magic)."""
+    if api_name.startswith("%"):
+        return f"{api_name} jax.jit(f, {static})(...)"
+    return f"{api_name}(f, {static})(...)"
 
 
 def _user_function(fn: Any) -> Any:
@@ -121,16 +129,44 @@ def trace(
     check_example_args(
         fn, args, kwargs, nums + own_statics[0], names + own_statics[1], api_name
     )
+    _check_static_argnums(nums, len(args), api_name)
     try:
         if hasattr(fn, "trace") and not nums and not names:
             return fn.trace(*args, **kwargs)
-        return jax.jit(fn, static_argnums=nums, static_argnames=names).trace(
+        target = fn if hasattr(fn, "trace") else _fresh(fn)
+        return jax.jit(target, static_argnums=nums, static_argnames=names).trace(
             *args, **kwargs
         )
     except InvalidCallError:
         raise
     except Exception as exc:
         raise trace_error(fn, exc, api_name) from exc
+
+
+def _fresh(fn: Callable[..., Any]) -> Callable[..., Any]:
+    # JAX caches traces per function object: a second jit(f).trace(x) reuses the first
+    # jaxpr and skips f's Python side effects, and misses globals changed since. A new
+    # wrapper per call makes every view a fresh trace of the code as it is now.
+    @functools.wraps(fn)
+    def fresh(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return fresh
+
+
+def _check_static_argnums(nums: tuple[int, ...], n_args: int, api_name: str) -> None:
+    for i in nums:
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise InvalidCallError(
+                f"static_argnums must be ints, got {i!r}; write e.g. "
+                f"{api_name}(f, static_argnums=(1,))"
+            )
+        if not -n_args <= i < n_args:
+            raise InvalidCallError(
+                f"static_argnums=({i},) but the call has {n_args} positional "
+                f"argument(s); use an index below {n_args} or static_argnames for "
+                "keyword arguments"
+            )
 
 
 def _own_static_args(fn: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
@@ -188,7 +224,7 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
         )
         return (
             f"Python control flow depends on the value of argument {arg}: mark it "
-            f"static ({api_name}(f, {static})) or use lax.cond / jnp.where"
+            f"static ({static_example(api_name, static)}) or use lax.cond / jnp.where"
         )
     return "Python control flow needs a concrete value: use lax.cond / jnp.where or a static argument"
 

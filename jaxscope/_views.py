@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._jaxpr import JaxprModel, Region, render_text
+from ._jaxpr import JaxprModel, Region, render_by_line, render_text
 from ._model import EqnInfo
 from ._render import Renderable
 
@@ -19,7 +19,18 @@ class JaxprView(Renderable):
         closed_jaxpr: the JAX ``ClosedJaxpr`` itself.
     """
 
-    __slots__ = ("_text", "closed_jaxpr", "depth", "function_name", "model", "show_source")
+    __slots__ = (
+        "_text",
+        "by_source",
+        "closed_jaxpr",
+        "depth",
+        "function_name",
+        "model",
+        "show_source",
+    )
+
+    #: Displays keep the first and last equations of longer regions (``.text`` has all).
+    display_max_eqns = 200
 
     def __init__(
         self,
@@ -35,6 +46,7 @@ class JaxprView(Renderable):
         self.function_name = function_name
         self.depth = depth
         self.show_source = show_source
+        self.by_source = False
         self._text: str | None = None
 
     @property
@@ -60,12 +72,45 @@ class JaxprView(Renderable):
     def arg_names(self) -> tuple[str, ...] | None:
         return self.model.arg_names
 
-    def text_at(self, *, depth: int | None = None, max_eqns: int | None = None,
-                source: bool = True) -> str:
+    @property
+    def source_text(self) -> dict[tuple[str, int], str]:
+        """``{(file, line): the text of that line}`` where Python's linecache has it."""
+        return self.model.source_text
+
+    def text_at(
+        self,
+        *,
+        depth: int | None = None,
+        max_eqns: int | None = None,
+        source: bool = True,
+    ) -> str:
         """The text with nested jaxprs deeper than ``depth`` folded, long runs elided."""
         return render_text(
             self.model, max_depth=depth, max_eqns_per_region=max_eqns, source=source
         )
+
+    def text_by_line(self, *, max_eqns: int | None = None) -> str:
+        """The equations grouped under each source line (with its code), in order."""
+        return render_by_line(self.model, max_eqns_per_line=max_eqns)
+
+    def display_text(self) -> str:
+        """What a display shows: folded at ``depth``, long regions elided."""
+        if self.by_source:
+            return self.text_by_line(max_eqns=self.display_max_eqns)
+        return self.text_at(
+            depth=self.depth, max_eqns=self.display_max_eqns, source=self.show_source
+        )
+
+    def __str__(self) -> str:
+        # Unwrapped, so each "# file:line" stays on its equation's line.
+        return self.display_text()
+
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> dict[str, str]:
+        from ._render import to_html
+
+        return {"text/plain": self.display_text(), "text/html": to_html(self)}
 
     def graph(self) -> Any:
         """The dataflow graph of this jaxpr (a ``GraphView``)."""

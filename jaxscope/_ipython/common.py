@@ -33,6 +33,31 @@ def usage_errors(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def split_options(magic_fn: Any, line: str) -> tuple[str, str]:
+    """Split a magic's line into its leading ``--options`` and the rest, verbatim.
+
+    Options that take a value (``--depth 2``, ``--stage=hlo``) are read from the
+    magic's ``magic_arguments`` parser. Everything from the first token that is not
+    an option on is returned untouched (quotes, ``-1``, spaces and all).
+    """
+    parser = getattr(magic_fn, "parser", None)
+    valued: set[str] = set()
+    for action in getattr(parser, "_actions", ()):
+        if action.nargs != 0 and action.option_strings:
+            valued.update(action.option_strings)
+    options: list[str] = []
+    rest = line.strip()
+    while rest.startswith("-"):
+        token, _, rest = rest.partition(" ")
+        rest = rest.lstrip()
+        options.append(token)
+        if token in valued and rest:
+            value, _, rest = rest.partition(" ")
+            rest = rest.lstrip()
+            options.append(value)
+    return " ".join(options), rest
+
+
 def show(obj: Any) -> None:
     """Display ``obj`` through IPython's display machinery (HTML in Jupyter, text otherwise)."""
     from IPython.display import display

@@ -8,43 +8,77 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from .._exceptions import InvalidCallError
-from .common import JaxscopeMagics, show, usage_errors
+from .common import JaxscopeMagics, show, split_options, usage_errors
 from .callparse import parse_call
 
 _STAGES = ("stablehlo", "hlo", "optimized")
 
 
 def _parse(magic_fn: Any, line: str) -> Any:
+    """Options before the call via ``magic_arguments``; the call itself verbatim.
+
+    ``opts.call`` is ``[call text]`` (or ``[]``): argparse would strip the quotes of
+    string arguments and take ``-1`` for an option.
+    """
+    options, call = split_options(magic_fn, line)
     try:
-        return parse_argstring(magic_fn, line)
+        opts = parse_argstring(magic_fn, options)
     except Exception as exc:  # argparse errors are UsageErrors already; keep one line
         raise InvalidCallError(str(exc).splitlines()[0]) from None
+    opts.call = [call] if call else []
+    return opts
 
 
 @magics_class
 class StagingMagics(JaxscopeMagics):
     @magic_arguments()
-    @argument("--source", action="store_true", help="show the source line beside each equation (the default; kept for symmetry with --no-source)")
-    @argument("--no-source", action="store_true", help="hide source lines")
-    @argument("--depth", type=int, default=None, help="fold nested jaxprs deeper than N")
-    @argument("--graph", action="store_true", help="show the interactive graph instead of text")
-    @argument("call", nargs="*", help="a call expression such as f(x, y) or jax.grad(loss)(p, b)")
+    @argument(
+        "--source",
+        action="store_true",
+        help="group the equations under the source line that produced them",
+    )
+    @argument(
+        "--no-source", action="store_true", help="hide the '# file:line' comments"
+    )
+    @argument(
+        "--depth",
+        type=int,
+        default=None,
+        help="fold nested jaxprs deeper than N (0: top level only)",
+    )
+    @argument(
+        "--graph", action="store_true", help="show the dataflow graph instead of text"
+    )
+    @argument(
+        "call",
+        nargs="*",
+        help="a call expression such as f(x, y) or jax.grad(loss)(p, b)",
+    )
     @line_magic
     @usage_errors
     def jaxpr(self, line: str) -> Any:
-        """Show the jaxpr of CALL, each equation mapped to its source line; traced, not run."""
+        """Show the jaxpr of CALL, each equation mapped to its source line.
+
+        CALL is traced, never run: a plain function is traced afresh each time, a
+        jax.jit-wrapped one through its own (cached) trace.
+        """
         opts = _parse(self.jaxpr, line)
         if opts.depth is not None and opts.depth < 0:
-            raise InvalidCallError(f"--depth must be >= 0, got {opts.depth}")
+            raise InvalidCallError(
+                f"--depth must be >= 0, got {opts.depth}; use e.g. --depth 1"
+            )
         from .. import _api
 
         parsed = parse_call(" ".join(opts.call), self.shell.user_ns, "jaxpr")
-        view = _api.jaxpr(parsed.function)(*parsed.args, **parsed.kwargs)
+        view = _api.jaxpr_view(
+            parsed.function, parsed.args, parsed.kwargs, api_name="%jaxpr"
+        )
         if opts.graph:
             show(view.graph())
             return None
         view.depth = opts.depth
         view.show_source = not opts.no_source
+        view.by_source = opts.source
         show(view)
         return None
 
