@@ -1,0 +1,58 @@
+"""compat.purity: the trace hook around jit's tracing, on real programs."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxscope.compat import purity as cpurity
+
+
+def test_trace_listener_sees_each_trace_of_a_user_function_once():
+    seen = []
+
+    def body(x):
+        return x * 2
+
+    remove = cpurity.add_trace_listener(lambda fun: seen.append(fun) or fun, lambda tok, ok: None)
+    try:
+        fn = jax.jit(body)
+        fn(jnp.ones(3))
+        fn(jnp.ones(3))  # C++ cache hit: the hook is not reached
+        fn(jnp.ones(4))  # a new shape traces again
+    finally:
+        remove()
+    assert seen.count(body) == 2
+    assert not cpurity.trace_hook_installed()
+
+
+def test_exit_callback_reports_whether_the_trace_completed():
+    exits = []
+
+    def bad(x):
+        raise ValueError("inside")
+
+    remove = cpurity.add_trace_listener(lambda fun: fun, lambda tok, ok: exits.append((tok, ok)))
+    try:
+        try:
+            jax.jit(bad)(1.0)
+        except ValueError:
+            pass
+    finally:
+        remove()
+    assert (bad, False) in exits
+
+
+def test_clear_trace_cache_makes_the_next_call_trace_again():
+    count = []
+
+    def body(x):
+        count.append(1)
+        return x + 1
+
+    fn = jax.jit(body)
+    fn(1.0)
+    fn.clear_cache()
+    cpurity.clear_trace_cache(body)
+    fn(1.0)
+    assert len(count) == 2

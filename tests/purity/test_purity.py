@@ -1,0 +1,260 @@
+"""Purity checks on real jitted programs, each written to a real file (real line numbers)."""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import textwrap
+import uuid
+import weakref
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jaxscope as js
+from jaxscope.compat import purity as cpurity
+
+
+@pytest.fixture
+def load(tmp_path):
+    """Write ``source`` to a module file and import it (a fresh module each call)."""
+
+    def _load(source: str):
+        name = f"purity_case_{uuid.uuid4().hex[:8]}"
+        path = tmp_path / f"{name}.py"
+        path.write_text(textwrap.dedent(source))
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return _load
+
+
+def line_of(module, text: str) -> int:
+    lines = open(module.__file__).read().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
+def test_stale_global_scalar_is_reported_with_both_values(load):
+    m = load(
+        """
+        import jax
+        shift = -1.0
+        def fn(x):
+            return x + shift
+        jit_fn = jax.jit(fn)
+        """
+    )
+    with js.watch_purity() as plog:
+        assert float(m.jit_fn(jnp.float32(0.0))) == -1.0
+    assert plog.findings == []
+    m.shift = 1.0
+    assert float(m.jit_fn(jnp.float32(0.0))) == -1.0  # the bug purity checks exist for
+    (finding,) = plog.findings
+    assert finding.kind == "stale_constant"
+    assert finding.name == "shift"
+    assert (finding.captured, finding.current) == ("-1.0", "1.0")
+    assert finding.function == "fn"
+    assert finding.source.line == line_of(m, "return x + shift")
+    assert "argument" in finding.hint and "clear_cache" in finding.hint
+    assert [f.name for f in js.stale(m.jit_fn)] == ["shift"]
+
+
+def test_stale_closure_cell_and_config_dict_and_global_array(load):
+    m = load(
+        """
+        import jax, jax.numpy as jnp
+        config = {"use_relu": True}
+        W = jnp.ones(3)
+        def make(scale):
+            def fn(x):
+                y = x * scale + W
+                return jax.nn.relu(y) if config["use_relu"] else y
+            def set_scale(v):
+                nonlocal scale
+                scale = v
+            return jax.jit(fn), set_scale
+        jit_fn, set_scale = make(2.0)
+        """
+    )
+    with js.watch_purity():
+        m.jit_fn(jnp.ones(3))
+    assert js.stale(m.jit_fn) == []
+    m.set_scale(3.0)
+    m.config["use_relu"] = False
+    m.W = jnp.zeros(3)
+    found = {f.name: f for f in js.stale(m.jit_fn)}
+    assert set(found) == {"scale", "config", "W"}
+    assert found["scale"].captured == "2.0" and found["scale"].current == "3.0"
+    assert "True" in found["config"].captured and "False" in found["config"].current
+    assert found["W"].source.line == line_of(m, "y = x * scale + W")
+
+
+def test_array_mutated_in_place_by_value_is_not_stale_when_equal(load):
+    m = load(
+        """
+        import jax, numpy as np
+        table = np.arange(4.0)
+        jit_fn = jax.jit(lambda x: x + table)
+        """
+    )
+    with js.watch_purity():
+        m.jit_fn(1.0)
+    m.table = m.table.copy()  # a new object with the same values
+    assert js.stale(m.jit_fn) == []
+    m.table[0] = 10.0
+    assert [f.name for f in js.stale(m.jit_fn)] == ["table"]
+
+
+def test_attribute_of_captured_object_is_compared(load):
+    m = load(
+        """
+        import jax
+        class Model:
+            def __init__(self):
+                self.temperature = 1.0
+        model = Model()
+        @jax.jit
+        def fn(x):
+            return x / model.temperature
+        """
+    )
+    with js.watch_purity():
+        m.fn(1.0)
+    m.model.temperature = 0.5
+    (finding,) = js.stale(m.fn)
+    assert finding.name == "model.temperature"
+    assert (finding.captured, finding.current) == ("1.0", "0.5")
+
+
+def test_trace_time_side_effects_are_each_reported_at_their_line(load, capsys):
+    m = load(
+        """
+        import jax, time, random
+        log = []
+        registry = {}
+        counter = 0
+        @jax.jit
+        def fn(x):
+            global counter
+            print("tracing", x)
+            log.append(x)
+            registry["last"] = 1
+            counter += 1
+            t = time.time()
+            r = random.random()
+            return x * 2
+        """
+    )
+    with js.watch_purity() as plog:
+        m.fn(1.0)
+        m.fn(2.0)  # cache hit: nothing runs, nothing new is recorded
+    assert capsys.readouterr().out.count("tracing") == 1
+    effects = {f.name: f for f in plog.findings if f.kind == "trace_time_side_effect"}
+    assert set(effects) == {"print", "log.append", "registry", "counter", "time.time", "random.random"}
+    assert effects["print"].source.line == line_of(m, 'print("tracing", x)')
+    assert "jax.debug.print" in effects["print"].hint
+    assert effects["log.append"].source.line == line_of(m, "log.append(x)")
+    assert effects["counter"].captured == "0" and effects["counter"].current == "1"
+    assert "jax.random" in effects["random.random"].hint
+    assert "argument" in effects["time.time"].hint
+
+
+def test_side_effect_in_a_helper_called_during_tracing(load):
+    m = load(
+        """
+        import jax
+        seen = []
+        def helper(x):
+            seen.append(1)
+            return x + 1
+        jit_fn = jax.jit(lambda x: helper(x) * 2)
+        """
+    )
+    with js.watch_purity() as plog:
+        m.jit_fn(1.0)
+    (finding,) = plog.findings
+    assert finding.name == "seen.append"
+    assert finding.source.line == line_of(m, "seen.append(1)")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # module-level functions and modules read while tracing
+        "import jax, jax.numpy as jnp\ndef act(x):\n    return jnp.tanh(x)\nfn = jax.jit(lambda x: act(x) + jnp.pi)\n",
+        # a constant that never changes
+        "import jax\nSCALE = 3.0\nfn = jax.jit(lambda x: x * SCALE)\n",
+        # jax.debug.print runs on every call: not a trace-time side effect
+        "import jax\ndef g(x):\n    jax.debug.print('x={x}', x=x)\n    return x\nfn = jax.jit(g)\n",
+        # values passed as arguments and static arguments
+        "import jax\ndef g(x, n):\n    return x * n\nfn = jax.jit(g, static_argnums=1)\n",
+        # a local list mutated inside the function is not an outer object
+        "import jax\ndef g(x):\n    acc = []\n    acc.append(x)\n    return acc[0]\nfn = jax.jit(g)\n",
+    ],
+    ids=["functions-and-modules", "unchanged-constant", "debug-print", "arguments", "local-list"],
+)
+def test_ordinary_code_has_no_findings(load, body):
+    m = load(body)
+    with js.watch_purity() as plog:
+        args = (jnp.ones(2), 3) if "static_argnums" in body else (jnp.ones(2),)
+        jax.block_until_ready(m.fn(*args))
+    assert plog.findings == []
+
+
+def test_stale_on_a_function_never_traced_while_watching_says_how_to_fix():
+    fn = jax.jit(lambda x: x + 1)
+    with pytest.raises(js.InvalidCallError, match="start js.watch_purity"):
+        js.stale(fn)
+    with pytest.raises(js.InvalidCallError, match="expects a .*function"):
+        js.stale(42)
+
+
+def test_watcher_is_zero_cost_when_stopped_and_restores_jax():
+    assert not cpurity.trace_hook_installed()
+    log = js.watch_purity().start()
+    assert cpurity.trace_hook_installed()
+    log.stop()
+    log.stop()  # repeated stop is harmless
+    assert not cpurity.trace_hook_installed()
+    with pytest.raises(RuntimeError), js.watch_purity():
+        assert cpurity.trace_hook_installed()
+        raise RuntimeError("boom")
+    assert not cpurity.trace_hook_installed()
+
+
+def test_nested_watchers_each_see_traces_inside_them(load):
+    m = load("import jax\nlog = []\ndef g(x):\n    log.append(1)\n    return x\nfn = jax.jit(g)\nfn2 = jax.jit(lambda x: g(x) + 1)\n")
+    with js.watch_purity() as outer:
+        m.fn(1.0)
+        with js.watch_purity() as inner:
+            m.fn2(1.0)
+    assert len(outer.side_effects) == 2
+    assert len(inner.side_effects) == 1
+
+
+def test_records_do_not_keep_user_arrays_or_functions_alive(load):
+    m = load("import jax, jax.numpy as jnp\nbig = jnp.ones(1000)\ndef g(x):\n    return x + big\n")
+    array_ref = weakref.ref(m.big)
+    fn = jax.jit(m.g)
+    with js.watch_purity():
+        fn(jnp.ones(1000))
+    fn_ref = weakref.ref(m.g)
+    del m.big, m.g, fn
+    jax.clear_caches()
+    gc.collect()
+    assert array_ref() is None
+    assert fn_ref() is None
+
+
+def test_purity_log_renders_as_text_and_escaped_html(load):
+    m = load("import jax\nvalue = '<script>alert(1)</script>'\nfn = jax.jit(lambda x: x * len(value))\n")
+    with js.watch_purity() as plog:
+        m.fn(1.0)
+    m.value = "<b>changed</b>"
+    text = str(plog)
+    assert "value" in text and "stale value" in text
+    html = plog._repr_mimebundle_()["text/html"]
+    assert "<script>alert" not in html and "&lt;script&gt;" in html
