@@ -19,7 +19,7 @@ import itertools
 import re
 from typing import Any
 
-from .._hlo import _COMPUTATION, _FUNC
+from .._hlo import _COMPUTATION, _FUNC, _HLO_SECTIONS
 from .._hlo_view import HloView
 from .._model import OpInfo
 from . import html, rich_renderable
@@ -188,12 +188,12 @@ _CSS = """
 {root} .jxh-head{{font-weight:bold;margin:2px 0 6px}}
 {root} .jxh-panes{{display:flex;gap:8px;align-items:flex-start}}
 {root} .jxh-src,{root} .jxh-code{{max-height:480px;overflow:auto;border:1px solid rgba(128,128,128,.35);border-radius:3px}}
-{root} .jxh-src{{flex:0 0 34%;max-width:34%}}
+{root} .jxh-src{{flex:0 0 auto;max-width:38%;min-width:14em}}
 {root} .jxh-code{{flex:1 1 auto;min-width:0}}
-{root} .jxh-l,{root} .jxh-s{{white-space:pre;padding:0 6px;border-left:3px solid transparent;cursor:default}}
+{root} .jxh-l,{root} .jxh-s{{white-space:pre;min-height:1.45em;padding:0 6px;border-left:3px solid transparent;cursor:default}}
 {root} .jxh-s{{cursor:pointer;overflow:hidden;text-overflow:ellipsis}}
 {root} .jxh-op{{cursor:pointer}}
-{root} .jxh-at{{opacity:.65;float:right;padding-left:12px}}
+{root} .jxh-at{{opacity:.65;display:inline-block;width:15ch;overflow:hidden;text-overflow:ellipsis;vertical-align:bottom;margin-right:1ch}}
 {root} .jxh-loc{{opacity:.75}}
 {root} .jxh-n{{opacity:.6}}
 {root} .jxh-meta{{opacity:.55}}
@@ -340,8 +340,19 @@ def _(view: HloView) -> str:
     # code pane
     out: list[str] = []
     block_indent: str | None = None
+    in_tables = False
     for index, line in enumerate(lines):
         name = _is_block_start(line, view.stage) if block_indent is None else None
+        if block_indent is None and not in_tables and line in _HLO_SECTIONS:
+            in_tables = True
+            out.append(
+                '<details class="jxh-comp"><summary>source tables ('
+                + ", ".join(_HLO_SECTIONS)
+                + ")</summary>"
+            )
+        if in_tables and name is not None:
+            in_tables = False
+            out.append("</details>")
         if name is not None:
             block_indent = line[: len(line) - len(line.lstrip())]
             folded = fold_fused and name in fused
@@ -359,10 +370,10 @@ def _(view: HloView) -> str:
             out.append(
                 f'<div class="jxh-l jxh-op" data-k="{k}" '
                 f'style="background:{_TINTS[k % _PALETTE]}" title="{_e(title)}">'
-                f'{content}<span class="jxh-at">{_e(str(op.source))}</span></div>'
+                f'<span class="jxh-at">{_e(str(op.source))}</span>{content}</div>'
             )
         else:
-            out.append(f'<div class="jxh-l">{content or " "}</div>')
+            out.append(f'<div class="jxh-l"><span class="jxh-at"></span>{content}</div>')
         if (
             block_indent is not None
             and line.strip().startswith("}")
@@ -370,7 +381,7 @@ def _(view: HloView) -> str:
         ):
             out.append("</details>")
             block_indent = None
-    if block_indent is not None:
+    if block_indent is not None or in_tables:
         out.append("</details>")
     if hidden:
         out.append(
