@@ -1,0 +1,67 @@
+// Builds every widget front-end into ../jaxscope/_static/ and records BUILD.json.
+//
+// Each entry point is src/<name>/index.(ts|js) -> _static/<name>.js, with an optional
+// src/<name>/<name>.css copied to _static/<name>.css. Add a widget by listing it in
+// ENTRIES. Everything is bundled (no CDN imports: notebooks and CI may be offline).
+import { build, version } from "esbuild";
+import { createHash } from "node:crypto";
+import { copyFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const out = join(here, "..", "jaxscope", "_static");
+const ENTRIES = ["graph"];
+
+function entryFile(name) {
+  for (const ext of ["ts", "js"]) {
+    const p = join(here, "src", name, `index.${ext}`);
+    if (existsSync(p)) return p;
+  }
+  throw new Error(`no src/${name}/index.(ts|js)`);
+}
+
+function files(dir) {
+  const found = [];
+  for (const entry of readdirSync(dir).sort()) {
+    const p = join(dir, entry);
+    if (statSync(p).isDirectory()) found.push(...files(p));
+    else found.push(p);
+  }
+  return found;
+}
+
+function sha256(path) {
+  return createHash("sha256").update(readFileSync(path)).digest("hex");
+}
+
+for (const name of ENTRIES) {
+  await build({
+    entryPoints: [entryFile(name)],
+    outfile: join(out, `${name}.js`),
+    bundle: true,
+    format: "esm",
+    minify: true,
+    target: "es2020",
+    legalComments: "eof",
+    logLevel: "warning",
+  });
+  const css = join(here, "src", name, `${name}.css`);
+  if (existsSync(css)) copyFileSync(css, join(out, `${name}.css`));
+}
+
+// What tests/graph/test_static_bundle.py recomputes without node: the inputs of each
+// bundle (its own src/<name>/** plus src/shared/** if present, the lockfile) and the
+// esbuild version. One record per entry, so widgets built here stay independent.
+const record = { esbuild: version, entries: {} };
+for (const name of ENTRIES) {
+  const inputs = files(join(here, "src", name));
+  const shared = join(here, "src", "shared");
+  if (existsSync(shared)) inputs.push(...files(shared));
+  inputs.push(join(here, "package-lock.json"));
+  const sources = {};
+  for (const p of inputs) sources[relative(here, p).split("\\").join("/")] = sha256(p);
+  record.entries[name] = { bundle: `${name}.js`, bundle_sha256: sha256(join(out, `${name}.js`)), sources };
+}
+writeFileSync(join(out, "BUILD.json"), JSON.stringify(record, null, 2) + "\n");
+console.log(`built ${ENTRIES.join(", ")} with esbuild ${version}`);
