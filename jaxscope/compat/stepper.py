@@ -1,0 +1,108 @@
+"""Executing one jaxpr equation eagerly, as ``jax.core.eval_jaxpr`` does.
+
+Relies on ``Primitive.get_bind_params`` (a ``(subfuns, params)`` tuple before jax 0.9,
+a dict that may hold ``subfuns`` from 0.9 on), ``Primitive.bind``,
+``Primitive.multiple_results``, ``JaxprEqn.ctx`` (``JaxprEqnContext`` and its
+``manager``) and the ``_jit_info`` of a ``jax.jit`` wrapper. Checked on jax 0.9.0 and
+0.10.2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from jax._src import core as _core
+
+from . import require
+
+
+def _split_bind_params(params: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    if isinstance(params, tuple):  # jax < 0.9: (subfuns, params)
+        subfuns, rest = params
+        return tuple(subfuns), dict(rest)
+    rest = dict(params)
+    return tuple(rest.pop("subfuns", ())), rest
+
+
+def bind_params(eqn: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``(subfuns, params)`` to call ``eqn.primitive.bind(*subfuns, *args, **params)``.
+
+    Relies on: ``Primitive.get_bind_params`` (tuple before jax 0.9, dict after).
+    """
+    get = require(eqn.primitive, "get_bind_params", "compat.stepper.bind_params")
+    return _split_bind_params(get(eqn.params))
+
+
+def _default_context() -> Any:
+    cls = getattr(_core, "JaxprEqnContext", None)
+    if cls is None:
+        return None
+    try:
+        return cls()
+    except TypeError:
+        return None
+
+
+def binder(eqn: Any) -> Callable[[Sequence[Any]], list[Any]]:
+    """A function running ``eqn`` on concrete inputs and returning its outputs as a list.
+
+    The equation's own context (``threefry_partitionable``, compute type, mesh) is
+    entered only when it differs from the current one, which keeps the common case
+    as cheap as a bare ``bind``.
+
+    Relies on: ``Primitive.get_bind_params``, ``Primitive.bind``,
+    ``Primitive.multiple_results``, ``JaxprEqn.ctx.manager`` (interned contexts).
+    """
+    subfuns, params = bind_params(eqn)
+    bind = eqn.primitive.bind
+    multiple = bool(eqn.primitive.multiple_results)
+    ctx = getattr(eqn, "ctx", None)
+    manager = None
+    if ctx is not None and ctx is not _default_context():
+        manager = getattr(ctx, "manager", None)
+
+    if manager is None:
+        if subfuns:
+
+            def run(args: Sequence[Any]) -> list[Any]:
+                out = bind(*subfuns, *args, **params)
+                return list(out) if multiple else [out]
+
+        elif multiple:
+
+            def run(args: Sequence[Any]) -> list[Any]:
+                return list(bind(*args, **params))
+
+        else:
+
+            def run(args: Sequence[Any]) -> list[Any]:
+                return [bind(*args, **params)]
+
+        return run
+
+    def run_in_context(args: Sequence[Any]) -> list[Any]:
+        with manager:
+            out = bind(*subfuns, *args, **params)
+        return list(out) if multiple else [out]
+
+    return run_in_context
+
+
+def jit_static_args(jitted: Any) -> tuple[tuple[int, ...], tuple[str, ...]] | None:
+    """The resolved ``(static_argnums, static_argnames)`` of a ``jax.jit`` wrapper.
+
+    ``jax.jit`` resolves names to positions and back through the signature; reading
+    the result keeps jaxscope's flattening of example arguments identical to JAX's.
+    None when ``jitted`` is not a ``jax.jit`` wrapper.
+
+    Relies on: ``JitWrapped._jit_info`` (``PjitInfo.static_argnums/static_argnames``).
+    """
+    info = getattr(jitted, "_jit_info", None)
+    if info is None:
+        return None
+    nums = getattr(info, "static_argnums", None)
+    names = getattr(info, "static_argnames", None)
+    if nums is None or names is None:
+        return None
+    return tuple(int(n) for n in nums), tuple(str(n) for n in names)
