@@ -134,7 +134,15 @@ class _Builder:
 
 
 def _literal_text(value: Any) -> str:
-    text = str(value)
+    # JAX wraps literal Python scalars (TypedInt, TypedFloat...): print the number.
+    if isinstance(value, bool):
+        text = str(value)
+    elif isinstance(value, int):
+        text = str(int(value))
+    elif isinstance(value, float):
+        text = repr(float(value))
+    else:
+        text = str(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 

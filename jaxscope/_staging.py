@@ -13,6 +13,7 @@ import numpy as np
 
 from ._exceptions import InvalidCallError, TraceError
 from ._source import user_frames_of_exception
+from .compat import jaxpr as _cjaxpr
 
 _DEPENDS_ON = re.compile(r"depends on the value of the argument ([^\s.]+)")
 _ALLOWED_SCALARS = (bool, int, float, complex, np.generic)
@@ -170,13 +171,7 @@ def _check_static_argnums(nums: tuple[int, ...], n_args: int, api_name: str) -> 
 
 
 def _own_static_args(fn: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    # A jitted function stores its statics on the wrapper; reading them is best-effort.
-    nums = getattr(fn, "_static_argnums", None) or ()
-    names = getattr(fn, "_static_argnames", None) or ()
-    try:
-        return tuple(int(n) for n in nums), tuple(str(n) for n in names)
-    except TypeError:
-        return (), ()
+    return _cjaxpr.jit_static_args(fn)
 
 
 def first_line(message: str) -> str:

@@ -101,3 +101,20 @@ def jaxpr_result_paths(jaxpr: Any) -> tuple[str, ...] | None:
     if paths is None or callable(paths):
         return None
     return tuple(str(p) for p in paths)
+
+
+def jit_static_args(fn: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """``(static_argnums, static_argnames)`` a ``jax.jit``-wrapped ``fn`` declares.
+
+    ``((), ())`` for anything else, or where the installed JAX hides them.
+
+    Relies on: the private ``_jit_info`` (a ``PjitInfo``) of jit wrappers, present
+    with ``static_argnums`` / ``static_argnames`` fields in jax 0.9.0 and 0.10.2.
+    """
+    info = getattr(fn, "_jit_info", None)
+    nums = getattr(info, "static_argnums", None) or ()
+    names = getattr(info, "static_argnames", None) or ()
+    try:
+        return tuple(int(n) for n in nums), tuple(str(n) for n in names)
+    except (TypeError, ValueError):
+        return (), ()
