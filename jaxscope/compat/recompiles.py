@@ -1,0 +1,349 @@
+"""Hooks on JAX's jit cache misses, and the facts about arguments a miss depends on.
+
+The jitted call's cache-hit path runs in C++ (``PjitFunction``) and no Python frame;
+only a C++ cache miss calls back into ``jax._src.pjit``: ``cache_miss`` calls
+``_infer_params`` (jax 0.10; ``_trace_for_jit`` in 0.9), then ``_run_python_pjit``.
+Both are module globals looked up at call time, so replacing them sees every miss of
+every jitted function, already made or not, at no cost on hits. The trace, lowering and
+XLA compile that a miss triggers are seen through ``jax._src.util.test_event`` (a single
+listener slot; chained) and timed through the public ``jax.monitoring`` duration events.
+
+Every function here is small and names what it relies on; tested on jax 0.9.0 and
+0.10.2 (``tests/compat/test_recompiles.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import jax
+from jax._src import config as _config
+from jax._src import core as _core
+from jax._src import pjit as _pjit
+from jax._src import util as _util
+
+from . import require
+
+# Monitoring events whose durations add up to the time one miss cost.
+DURATION_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
+
+# test_event names -> what happened ("trace", "lower", "compile").
+TEST_EVENTS = {
+    "trace_to_jaxpr": "trace",
+    "lower_jaxpr_to_module": "lower",
+    "pxla_cached_compilation": "compile",
+}
+
+_JAX_DIRS = tuple(
+    os.path.join(os.path.dirname(os.path.abspath(m.__file__)), "")
+    for m in (jax, sys.modules.get("jaxlib"))
+    if m is not None and getattr(m, "__file__", None)
+)
+
+# Options that change what a trace produces, for JAX versions without names for them.
+_FALLBACK_CONFIG_NAMES = (
+    "jax_enable_x64",
+    "jax_default_device",
+    "jax_default_matmul_precision",
+    "jax_numpy_rank_promotion",
+    "jax_numpy_dtype_promotion",
+    "jax_threefry_partitionable",
+    "jax_softmax_custom_jvp",
+    "jax_disable_jit",
+    "jax_debug_key_reuse",
+    "jax_use_direct_linearize",
+)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _miss_entry_name() -> str:
+    return "_infer_params" if hasattr(_pjit, "_infer_params") else "_trace_for_jit"
+
+
+class MissHooks:
+    """Replacements of the pjit miss path; ``install``/``uninstall`` swap them in and out.
+
+    ``on_start(fun, jit_info, args, kwargs)`` runs when a C++ cache miss of a jitted
+    call starts (never for ``.trace``/``.lower``), ``on_end(fun, error)`` when it has
+    been traced, lowered, compiled and run (or failed); ``on_test_event(what)`` for each
+    trace/lower/compile; ``on_duration(seconds)`` for each timed phase.
+
+    Relies on: ``pjit._infer_params`` (0.10) or ``pjit._trace_for_jit`` (0.9) called as
+    ``(fun, jit_info, args, kwargs)`` from a closure named ``cache_miss``;
+    ``pjit._run_python_pjit``; ``util.test_event_listener``.
+    """
+
+    def __init__(
+        self,
+        on_start: Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], None],
+        on_end: Callable[[Any, BaseException | None], None],
+        on_test_event: Callable[[str], None],
+        on_duration: Callable[[float], None],
+    ) -> None:
+        self.on_start = on_start
+        self.on_end = on_end
+        self.on_test_event = on_test_event
+        self.on_duration = on_duration
+        self.installed = False
+        self._entry_name = ""
+        self._orig_entry: Any = None
+        self._orig_run: Any = None
+        self._prev_listener: Any = None
+        self._wrappers: tuple[Any, Any, Any, Any] | None = None
+
+    def install(self) -> None:
+        """Patch the miss path (idempotent)."""
+        if self.installed:
+            return
+        self._entry_name = _miss_entry_name()
+        orig_entry = require(_pjit, self._entry_name, "watch_recompiles")
+        orig_run = require(_pjit, "_run_python_pjit", "watch_recompiles")
+        require(_util, "test_event_listener", "watch_recompiles")
+        on_start, on_end = self.on_start, self.on_end
+        on_test_event, on_duration = self.on_test_event, self.on_duration
+        getframe = sys._getframe
+
+        def entry(fun: Any, jit_info: Any, args: Any, kwargs: Any, *rest: Any) -> Any:
+            if rest or getframe(1).f_code.co_name != "cache_miss":
+                return orig_entry(fun, jit_info, args, kwargs, *rest)
+            on_start(fun, jit_info, args, kwargs)
+            try:
+                return orig_entry(fun, jit_info, args, kwargs)
+            except BaseException as exc:
+                on_end(fun, exc)
+                raise
+
+        def run(p: Any, args_flat: Any, fun: Any, *rest: Any) -> Any:
+            if getframe(1).f_code.co_name != "cache_miss":
+                return orig_run(p, args_flat, fun, *rest)
+            try:
+                result = orig_run(p, args_flat, fun, *rest)
+            except BaseException as exc:
+                on_end(fun, exc)
+                raise
+            on_end(fun, None)
+            return result
+
+        prev = _util.test_event_listener
+
+        def listener(name: str, *args: Any) -> None:
+            what = TEST_EVENTS.get(name)
+            if what is not None:
+                on_test_event(what)
+            if prev is not None:
+                prev(name, *args)
+
+        def duration(event: str, seconds: float, **kwargs: Any) -> None:
+            if event in DURATION_EVENTS:
+                on_duration(seconds)
+
+        self._orig_entry, self._orig_run, self._prev_listener = orig_entry, orig_run, prev
+        self._wrappers = (entry, run, listener, duration)
+        setattr(_pjit, self._entry_name, entry)
+        _pjit._run_python_pjit = run
+        _util.test_event_listener = listener
+        jax.monitoring.register_event_duration_secs_listener(duration)
+        self.installed = True
+
+    def uninstall(self) -> None:
+        """Restore what ``install`` replaced (where nobody patched over it since)."""
+        if not self.installed or self._wrappers is None:
+            return
+        entry, run, listener, duration = self._wrappers
+        if getattr(_pjit, self._entry_name, None) is entry:
+            setattr(_pjit, self._entry_name, self._orig_entry)
+        if getattr(_pjit, "_run_python_pjit", None) is run:
+            _pjit._run_python_pjit = self._orig_run
+        if _util.test_event_listener is listener:
+            _util.test_event_listener = self._prev_listener
+        unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
+        if unregister is not None:
+            try:
+                unregister(duration)
+            except (AssertionError, ValueError):
+                pass
+        self._wrappers = None
+        self.installed = False
+
+
+def is_jax_internal(fun: Any) -> bool:
+    """Whether ``fun`` is defined inside JAX itself (eager op dispatch, ``jnp`` helpers).
+
+    Relies on: nothing private (the code object's file under ``jax``/``jaxlib``).
+    """
+    seen = 0
+    while seen < 10:
+        code = getattr(fun, "__code__", None)
+        if code is not None:
+            return code.co_filename.startswith(_JAX_DIRS)
+        inner = getattr(fun, "__wrapped__", None) or getattr(fun, "func", None)
+        if inner is None:
+            module = getattr(fun, "__module__", "") or ""
+            return module.startswith(("jax.", "jaxlib."))
+        fun = inner
+        seen += 1
+    return False
+
+
+def jit_options(jit_info: Any) -> dict[str, str]:
+    """The options a ``jax.jit`` wrapper was made with, as short strings (no donation).
+
+    Relies on: ``pjit.PjitInfo`` (a NamedTuple; fields read by name where present).
+    """
+    skip = {
+        "fun_sourceinfo",
+        "fun_signature",
+        "donate_argnums",
+        "donate_argnames",
+        "in_shardings_treedef",
+        "out_shardings_treedef",
+        "in_layouts_treedef",
+        "out_layouts_treedef",
+    }
+    fields = getattr(jit_info, "_fields", ())
+    return {
+        name: _short(getattr(jit_info, name))
+        for name in fields
+        if name not in skip
+    }
+
+
+def jit_static_and_donated(
+    jit_info: Any,
+) -> tuple[tuple[int, ...], tuple[str, ...], tuple[int, ...], tuple[str, ...]]:
+    """``(static_argnums, static_argnames, donate_argnums, donate_argnames)``.
+
+    Relies on: those four ``PjitInfo`` fields.
+    """
+    return (
+        tuple(getattr(jit_info, "static_argnums", ()) or ()),
+        tuple(getattr(jit_info, "static_argnames", ()) or ()),
+        tuple(getattr(jit_info, "donate_argnums", ()) or ()),
+        tuple(getattr(jit_info, "donate_argnames", ()) or ()),
+    )
+
+
+def jit_signature(jit_info: Any) -> Any:
+    """The ``inspect.Signature`` of the jitted Python function, or None.
+
+    Relies on: ``PjitInfo.fun_signature``.
+    """
+    return getattr(jit_info, "fun_signature", None)
+
+
+def leaf_type(x: Any) -> tuple[str, str, bool]:
+    """``(shape, dtype, weak_type)`` JAX sees for one argument leaf: ``("3,4", "f32", False)``.
+
+    Relies on: ``core.shaped_abstractify`` (ShapedArray with shape/dtype/weak_type).
+    """
+    aval = require(_core, "shaped_abstractify", "watch_recompiles")(x)
+    shape = ",".join(str(d) for d in getattr(aval, "shape", ()))
+    dtype = getattr(aval, "dtype", None)
+    dtype_s = _short_dtype(dtype) if dtype is not None else type(aval).__name__
+    return shape, dtype_s, bool(getattr(aval, "weak_type", False))
+
+
+def _short_dtype(dtype: Any) -> str:
+    import numpy as np
+
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        return str(dtype)
+    kind = {"f": "f", "i": "i", "u": "u", "c": "c", "b": "bool"}.get(dt.kind)
+    if kind is None or dt.name.startswith("bfloat"):
+        return dt.name
+    if kind == "bool":
+        return "bool"
+    return f"{kind}{dt.itemsize * 8}"
+
+
+def leaf_placement(x: Any) -> tuple[str, str, bool]:
+    """``(sharding, device, committed)`` of an argument leaf as short strings.
+
+    ``device`` is ``"cpu:1"`` for an array on one device, ``""`` otherwise; numpy arrays
+    and Python scalars are ``("", "", False)``.
+
+    Relies on: ``jax.Array.sharding`` (public) and ``ArrayImpl._committed`` (private).
+    """
+    sharding = getattr(x, "sharding", None)
+    if sharding is None or not isinstance(x, jax.Array):
+        return "", "", False
+    committed = bool(getattr(x, "_committed", True))
+    device = ""
+    try:
+        devices = sharding.device_set
+        if len(devices) == 1:
+            (dev,) = tuple(devices)
+            device = f"{dev.platform}:{dev.id}"
+    except Exception:
+        pass
+    return describe_sharding(sharding), device, committed
+
+
+def describe_sharding(sharding: Any) -> str:
+    """A short description of a sharding: ``"P('x',) on mesh x=8"`` or ``"cpu:0"``.
+
+    Relies on: public ``NamedSharding.spec/mesh`` and ``Sharding.device_set``.
+    """
+    spec = getattr(sharding, "spec", None)
+    mesh = getattr(sharding, "mesh", None)
+    if spec is not None and mesh is not None:
+        try:
+            axes = " ".join(f"{k}={v}" for k, v in dict(mesh.shape).items())
+        except Exception:
+            axes = "?"
+        return f"{spec} on mesh {axes}"
+    try:
+        devices = sharding.device_set
+        if len(devices) == 1:
+            (dev,) = tuple(devices)
+            return f"{dev.platform}:{dev.id}"
+        return f"{type(sharding).__name__} over {len(devices)} devices"
+    except Exception:
+        return _short(sharding)
+
+
+def trace_config() -> tuple[tuple[str, str], ...]:
+    """The config options in JAX's trace context as ``(name, value)`` strings.
+
+    A change in any of them makes every jitted function retrace.
+
+    Relies on: ``config.trace_context()`` and, where present (0.10),
+    ``config.trace_context_names()``; else public option names read from ``jax.config``.
+    """
+    names_fn = getattr(_config, "trace_context_names", None)
+    ctx_fn = getattr(_config, "trace_context", None)
+    if names_fn is not None and ctx_fn is not None:
+        try:
+            names = names_fn()
+            values = ctx_fn()
+        except Exception:
+            names, values = (), ()
+        if len(names) == len(values):
+            out = []
+            for name, value in zip(names, values):
+                if name.startswith("jax_"):
+                    out.append((name, _short(value, 40)))
+                elif name in ("mesh_context_manager", "abstract_mesh_context_manager"):
+                    out.append((name, _short(value, 60)))
+            return tuple(out)
+    out = []
+    for name in _FALLBACK_CONFIG_NAMES:
+        try:
+            value = getattr(jax.config, name)
+        except AttributeError:
+            continue
+        out.append((name, _short(value, 40)))
+    return tuple(out)
