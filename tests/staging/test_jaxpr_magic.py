@@ -1,0 +1,189 @@
+"""%jaxpr (and %hlo's argument checks) in a real IPython shell."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+
+SETUP = """\
+import jax
+import jax.numpy as jnp
+from jax import lax
+x = jnp.arange(4.0)
+"""
+
+
+def run(ip, source):
+    """Run a cell with history (so it gets a number); return that number."""
+    result = ip.run_cell(source, store_history=True)
+    result.raise_error()
+    return result.execution_count
+
+
+def magic(ip, line, name="jaxpr"):
+    with capture_output() as cap:
+        ip.run_line_magic(name, line)
+    assert cap.outputs, "the magic displayed nothing"
+    return cap.outputs[-1].data
+
+
+@pytest.fixture
+def shell(ip):
+    run(ip, SETUP)
+    return ip
+
+
+def test_jaxpr_maps_equations_to_the_defining_cell(shell):
+    n = run(shell, "def f(x):\n    y = jnp.sin(x)\n    return y * 2.0\n")
+    data = magic(shell, "f(x)")
+    text = data["text/plain"]
+    assert re.search(rf"= sin a  # In \[{n}\]:2$", text, re.M), text
+    assert re.search(rf"= mul b 2.0:f32\[\]  # In \[{n}\]:3$", text, re.M), text
+    assert "text/html" in data and f"In [{n}]:2" in data["text/html"]
+    assert "y = jnp.sin(x)" in data["text/html"]  # the cell's code beside its eqns
+
+
+def test_api_view_from_a_cell_uses_in_n(shell):
+    n = run(shell, "def g(x):\n    return jnp.cos(x)\n")
+    run(shell, "import jaxscope as js\nv = js.jaxpr(g)(x)")
+    v = shell.user_ns["v"]
+    assert v.eqns[0].source.file == f"In [{n}]"
+    assert v.eqns[0].source.line == 2
+    assert str(v.eqns[0].source) == f"In [{n}]:2"
+
+
+def test_jaxpr_of_grad_and_a_jitted_callee_expression(shell):
+    run(shell, "def loss(w, b):\n    return jnp.sum(jnp.tanh(w) * b)\n")
+    text = magic(shell, "jax.grad(loss)(x, 2.0)")["text/plain"]
+    assert "tanh" in text and "mul" in text
+    text = magic(shell, "jax.jit(loss)(w=x, b=3.0)")["text/plain"]
+    assert "tanh" in text
+
+
+def test_quoted_and_negative_arguments_reach_the_function(shell):
+    run(
+        shell,
+        "def pick(x, mode, k):\n"
+        "    return jnp.sin(x) * k if mode == 'a b' else jnp.cos(x) * k\n",
+    )
+    text = magic(shell, "jax.jit(pick, static_argnums=(1, 2))(x, 'a b', -1)")["text/plain"]
+    assert "sin" in text and "cos" not in text
+
+
+def test_depth_folds_and_source_groups(shell):
+    run(
+        shell,
+        "def h(x):\n"
+        "    c, ys = lax.scan(lambda c, v: (c + jnp.sin(v), c), 0.0, x)\n"
+        "    return c\n",
+    )
+    folded = magic(shell, "--depth 0 h(x)")["text/plain"]
+    assert re.search(r"jaxpr=\{ \.\.\. \d+ equations \}", folded)
+    assert "sin" not in folded
+    grouped = magic(shell, "--source h(x)")["text/plain"]
+    assert "c, ys = lax.scan(lambda c, v: (c + jnp.sin(v), c), 0.0, x)" in grouped
+    bare = magic(shell, "--no-source h(x)")["text/plain"]
+    assert "  # " not in bare
+
+
+def test_graph_option_shows_the_graph_view(shell):
+    if importlib.util.find_spec("jaxscope._graph_view") is None:
+        pytest.skip("the graph view is not built")
+    run(shell, "def f2(x):\n    return jnp.sin(x) + 1.0\n")
+    with capture_output() as cap:
+        shell.run_line_magic("jaxpr", "--graph f2(x)")
+    assert cap.outputs
+    from jaxscope._graph_view import GraphView
+
+    assert any("GraphView" in repr(o) or o.data for o in cap.outputs)
+    assert GraphView is not None
+
+
+def test_help_describes_the_options(shell):
+    with capture_output() as cap:
+        shell.run_cell("%jaxpr?", store_history=False)
+    text = cap.stdout
+    assert "--depth" in text and "--source" in text and "--graph" in text
+
+
+def usage_error(ip, line, name="jaxpr"):
+    with pytest.raises(UsageError) as info:
+        ip.run_line_magic(name, line)
+    message = str(info.value)
+    assert "\n" not in message, message
+    return message
+
+
+def test_empty_argument(shell):
+    assert "needs a call expression: write e.g. `%jaxpr f(x, y)`" in usage_error(shell, "")
+
+
+def test_not_a_call(shell):
+    run(shell, "y = 3")
+    msg = usage_error(shell, "y")
+    assert "needs a call expression, got `y`" in msg and "`%jaxpr y(x)`" in msg
+
+
+def test_undefined_name(shell):
+    msg = usage_error(shell, "nowhere(x)")
+    assert "name 'nowhere' is not defined" in msg and "define it in a cell first" in msg
+
+
+def test_undefined_argument(shell):
+    run(shell, "def k(x):\n    return x\n")
+    msg = usage_error(shell, "k(missing)")
+    assert "'missing' is not defined" in msg and "the argument `missing`" in msg
+
+
+def test_syntax_error(shell):
+    msg = usage_error(shell, "f(x,,)")
+    assert "syntax error in `f(x,,)`" in msg and "write a call such as" in msg
+
+
+def test_string_argument(shell):
+    run(shell, "def s(x, label):\n    return x\n")
+    msg = usage_error(shell, "s(x, 'hello')")
+    assert "label is a str ('hello'), which JAX cannot trace" in msg
+    assert "%jaxpr jax.jit(f, static_argnums=(1,))(...)" in msg
+
+
+def test_object_argument(shell):
+    run(shell, "class Thing: pass\ndef o(x, t):\n    return x\n")
+    msg = usage_error(shell, "o(x, Thing())")
+    assert "t is a Thing" in msg and "which JAX cannot trace" in msg
+
+
+def test_function_raising_while_tracing_names_the_cell_line(shell):
+    n = run(shell, "def bad(x):\n    y = x + 1\n    raise ValueError('no good')\n")
+    msg = usage_error(shell, "bad(x)")
+    assert msg.startswith(f"bad raised ValueError at In [{n}]:3 while being traced")
+    assert msg.endswith("no good")
+
+
+def test_value_dependent_control_flow_names_the_argument_and_index(shell):
+    n = run(shell, "def relu(scale, v):\n    if v > 0:\n        return v * scale\n    return 0.0\n")
+    msg = usage_error(shell, "relu(2.0, x.sum())")
+    assert f"at In [{n}]:2" in msg
+    assert "depends on the value of argument v" in msg
+    assert "%jaxpr jax.jit(f, static_argnums=(1,))(...)" in msg
+    assert "lax.cond" in msg
+
+
+def test_negative_depth(shell):
+    run(shell, "def q(x):\n    return x\n")
+    assert "--depth must be >= 0, got -1" in usage_error(shell, "--depth -1 q(x)")
+
+
+def test_unknown_option(shell):
+    msg = usage_error(shell, "--colour q(x)")
+    assert "unrecognized arguments: --colour" in msg
+
+
+def test_hlo_rejects_an_unknown_stage(shell):
+    run(shell, "def q(x):\n    return x\n")
+    msg = usage_error(shell, "--stage bad q(x)", name="hlo")
+    assert "unknown stage 'bad'" in msg and "stablehlo, hlo or optimized" in msg
