@@ -972,3 +972,19 @@ def remove_trace_listener(callback: Callable[[str, Any, TraceInfo], None]) -> No
 def hooks_installed() -> bool:
     """Whether the miss hooks are installed right now (only while watching)."""
     return _STATE.hooks.installed
+
+
+class RecompileEvents(Renderable):
+    """A list of events to display (one compact line each; details expand in HTML)."""
+
+    __slots__ = ("events", "title")
+
+    def __init__(self, events: list[RecompileEvent], title: str = "") -> None:
+        self.events = list(events)
+        self.title = title
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __repr__(self) -> str:
+        return f"<RecompileEvents: {len(self.events)}>"

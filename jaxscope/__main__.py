@@ -1,0 +1,10 @@
+"""``python -m jaxscope run script.py [--recompiles] [--leaks]``."""
+
+from __future__ import annotations
+
+import sys
+
+from ._cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
