@@ -1,0 +1,43 @@
+"""``%jaxgraph CALL``: the interactive dataflow graph of a call, traced (never run)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.magic import line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from .._exceptions import InvalidCallError
+from .callparse import parse_call
+from .common import JaxscopeMagics, show, usage_errors
+
+
+@magics_class
+class GraphMagics(JaxscopeMagics):
+    @magic_arguments()
+    @argument("--dot", action="store_true", help="print the Graphviz DOT source instead")
+    @argument("call", nargs="*", help="a call expression such as f(x, y) or jax.grad(loss)(p, b)")
+    @line_magic
+    @usage_errors
+    def jaxgraph(self, line: str) -> Any:
+        """Show the dataflow graph of CALL: nested jaxprs and named scopes as groups.
+
+        In Jupyter it is an interactive widget (pan, zoom, expand groups, click a node
+        for its shapes, params and source line, search); elsewhere a text summary.
+        """
+        try:
+            opts = parse_argstring(self.jaxgraph, line)
+        except Exception as exc:  # argparse errors: keep one line
+            raise InvalidCallError(str(exc).splitlines()[0]) from None
+        from .. import _api
+
+        parsed = parse_call(" ".join(opts.call), self.shell.user_ns, "jaxgraph")
+        view = _api.graph(parsed.function)(*parsed.args, **parsed.kwargs)
+        if opts.dot:
+            print(view.to_dot())
+            return None
+        show(view)
+        return None
+
+
+MAGICS = GraphMagics
