@@ -627,6 +627,18 @@ def sharding(
         >>> v.spec.startswith("SingleDevice"), len(v.shards)
         (True, 1)
     """
+    return sharding_view(x, name="x", dims=dims, spec=spec, mesh=mesh)
+
+
+def sharding_view(
+    x: Any,
+    *,
+    name: str = "x",
+    dims: Sequence[int] | None = None,
+    spec: Any = None,
+    mesh: Any = None,
+) -> ShardingView:
+    """``sharding`` with the name errors and paths use for ``x`` (``"params"``)."""
     if spec is not None or mesh is not None:
         if spec is None or mesh is None:
             raise ShardingValueError(
@@ -644,7 +656,7 @@ def sharding(
             shape, dtype = tuple(x.shape), x.dtype
         else:
             raise ShardingInputError(
-                f"x={_describe(x)} has no shape; with spec=/mesh= pass an array, a "
+                f"{name}={_describe(x)} has no shape; with spec=/mesh= pass an array, a "
                 "ShapeDtypeStruct or a shape tuple such as (1024, 512)"
             )
         try:
@@ -656,14 +668,19 @@ def sharding(
             ) from None
         x = jax.ShapeDtypeStruct(shape, dtype, sharding=named)
     if _is_arraylike(x):
-        return _array_view(x, "x", dims)
+        return _array_view(x, name, dims)
     leaves, treedef = jax.tree_util.tree_flatten_with_path(x)
     if not leaves or treedef.num_leaves == 1 and not leaves[0][0]:
-        return _array_view(x, "x", dims)
+        return _array_view(x, name, dims)
+    if dims is not None:
+        raise ShardingValueError(
+            f"dims= applies to one array, and {name} is a pytree of "
+            f"{len(leaves)} arrays; pass one leaf, e.g. js.sharding({name}[...], dims=...)"
+        )
     views = []
     for path, leaf in leaves:
-        where = "x" + jax.tree_util.keystr(path)
-        views.append((jax.tree_util.keystr(path) or "x", _array_view(leaf, where, None)))
+        where = name + jax.tree_util.keystr(path)
+        views.append((jax.tree_util.keystr(path), _array_view(leaf, where, None)))
     meshes = {tuple(sorted(v.mesh.items())) for _, v in views if v.mesh is not None}
     common = dict(next(iter(meshes))) if len(meshes) == 1 else None
     return ShardingView(
@@ -674,7 +691,7 @@ def sharding(
         shards=[],
         layout=None,
         leaves=views,
-        name="x",
+        name=name,
     )
 
 
