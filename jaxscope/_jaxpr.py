@@ -184,6 +184,10 @@ def _walk(jaxpr: Any, path: tuple[int, ...], label: str, b: _Builder) -> Region:
         invars=[atom(v) for v in jaxpr.invars],
         outvars=[],
     )
+    # JAX prints outputs nothing reads as `_` (a DropVar, or a var left unused).
+    used = {id(v) for v in jaxpr.outvars}
+    for eqn in jaxpr.eqns:
+        used.update(map(id, eqn.invars))
     total = 0
     for index, eqn in enumerate(jaxpr.eqns):
         eqn_path = (*path, index)
@@ -211,7 +215,9 @@ def _walk(jaxpr: Any, path: tuple[int, ...], label: str, b: _Builder) -> Region:
             depth=depth,
             primitive=_cj.primitive_name(eqn),
             inputs=[atom(v) for v in eqn.invars],
-            outputs=[atom(v) for v in eqn.outvars],
+            outputs=[
+                atom(v) if id(v) in used else ("_", b.aval(v.aval)) for v in eqn.outvars
+            ],
             params=params,
             source=source,
             scope=_csource.eqn_name_stack(eqn),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from jax.extend import core as _xcore
 
 _SHORT_DTYPE = {
@@ -18,7 +19,12 @@ _SHORT_DTYPE = {
 
 def short_dtype(dtype: Any) -> str:
     """``float32`` → ``f32``, ``int8`` → ``i8``, ``uint32`` → ``u32``, ``bool`` → ``bool``."""
-    name = getattr(dtype, "name", str(dtype))
+    name = getattr(dtype, "name", None)
+    if not isinstance(name, str):
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            name = str(dtype)
     if name in _SHORT_DTYPE:
         return _SHORT_DTYPE[name]
     for long, short in (("complex", "c"), ("float", "f"), ("uint", "u"), ("int", "i")):

@@ -395,3 +395,10 @@ def test_a_jitted_function_view_reflects_jax_trace_cache():
 def test_repr_and_len_summary():
     v = js.jaxpr(sin_twice)(X4)
     assert repr(v) == "<JaxprView of sin_twice: 2 equations>"
+
+
+def test_unused_outputs_print_as_underscore_like_jax():
+    v = js.jaxpr(lambda x: jax.vjp(jnp.sin, x)[1](x))(1.0)
+    assert v.eqns[0].primitive == "sin"
+    assert v.eqns[0].outputs == [("_", "f32[]")]
+    assert v.eqns[1].outputs == [("b", "f32[]")]

@@ -1,0 +1,109 @@
+"""compat.jaxpr on real programs: nested jaxprs, atoms, avals, debug info, jit statics."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxscope.compat import jaxpr as cj
+
+
+def test_short_dtype_and_aval_str():
+    assert cj.short_dtype(np.dtype("float32")) == "f32"
+    assert cj.short_dtype(np.dtype("uint8")) == "u8"
+    assert cj.short_dtype(np.dtype("int64")) == "i64"
+    assert cj.short_dtype(np.dtype("complex64")) == "c64"
+    assert cj.short_dtype(np.dtype("bool")) == "bool"
+    assert cj.short_dtype(jnp.bfloat16) == "bf16"
+    closed = jax.make_jaxpr(lambda x: x.sum())(jnp.ones((3, 4)))
+    assert cj.aval_str(closed.jaxpr.invars[0].aval) == "f32[3,4]"
+    assert cj.aval_str(closed.jaxpr.outvars[0].aval) == "f32[]"
+    key = jax.make_jaxpr(lambda k: jax.random.split(k))(jax.random.key(0))
+    assert cj.aval_str(key.jaxpr.invars[0].aval).startswith("key<")
+
+
+def test_literals_dropvars_and_open_jaxpr():
+    closed = jax.make_jaxpr(lambda x: (x * 2.0, lax.scan(lambda c, v: (c, None), 0.0, x)[0]))(
+        jnp.ones(3)
+    )
+    jaxpr, consts = cj.open_jaxpr(closed)
+    assert consts == [] and jaxpr is closed.jaxpr
+    mul = jaxpr.eqns[0]
+    assert cj.is_literal(mul.invars[1]) and not cj.is_literal(mul.invars[0])
+    assert float(cj.literal_value(mul.invars[1])) == 2.0
+    assert not cj.is_dropvar(mul.outvars[0])
+    assert cj.is_jaxpr(closed) and cj.is_jaxpr(jaxpr) and not cj.is_jaxpr(mul)
+
+
+def test_dropvar_is_recognised():
+    from jax.extend import core as xcore
+
+    closed = jax.make_jaxpr(lambda x: jax.vjp(jnp.sin, x)[1](x))(1.0)
+    sin = closed.jaxpr.eqns[0]
+    assert not cj.is_dropvar(sin.outvars[0])
+    assert cj.is_dropvar(xcore.DropVar(sin.outvars[0].aval))
+
+
+def f_all(x, p):
+    y = jax.jit(jnp.sin)(x)
+    c, _ = lax.scan(lambda c, v: (c + v, v), 0.0, y)
+    w = lax.while_loop(lambda a: a < 3.0, lambda a: a + 1.0, c)
+    z = lax.cond(p > 0, lambda a: a, lambda a: -a, w)
+    r = jax.checkpoint(jnp.cos)(z)
+    return r
+
+
+def test_subjaxprs_of_every_control_flow_primitive():
+    closed = jax.make_jaxpr(f_all)(jnp.ones(3), 1.0)
+    by_prim = {cj.primitive_name(e): [k for k, _ in cj.subjaxprs(e)] for e in closed.jaxpr.eqns}
+    assert by_prim["jit"] == ["jaxpr"]
+    assert by_prim["scan"] == ["jaxpr"]
+    assert sorted(by_prim["while"]) == ["body_jaxpr", "cond_jaxpr"]
+    assert by_prim["cond"] == ["branches[0]", "branches[1]"]
+    remat = next(k for k in by_prim if k.startswith("remat") or k == "checkpoint")
+    assert by_prim[remat] == ["jaxpr"]
+    for e in closed.jaxpr.eqns:
+        for _, sub in cj.subjaxprs(e):
+            assert cj.is_jaxpr(sub)
+            assert isinstance(cj.open_jaxpr(sub)[0].eqns, list)
+
+
+def test_custom_jvp_and_vjp_subjaxprs():
+    @jax.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+
+    f.defjvp(lambda p, t: (f(p[0]), t[0]))
+
+    @jax.custom_vjp
+    def g(x):
+        return jnp.cos(x)
+
+    g.defvjp(lambda x: (g(x), None), lambda r, ct: (ct,))
+    closed = jax.make_jaxpr(lambda x: f(x) + g(x))(1.0)
+    prims = {cj.primitive_name(e): e for e in closed.jaxpr.eqns}
+    assert [k for k, _ in cj.subjaxprs(prims["custom_jvp_call"])] == ["call_jaxpr"]
+    assert [k for k, _ in cj.subjaxprs(prims["custom_vjp_call"])] == ["call_jaxpr"]
+
+
+def test_debug_info_arg_names_and_result_paths():
+    def model(params, x, *, scale):
+        return {"y": params["w"] * x * scale}
+
+    traced = jax.jit(model).trace({"w": 1.0}, 2.0, scale=3.0)
+    names = cj.jaxpr_arg_names(traced.jaxpr.jaxpr)
+    assert names == ("params['w']", "x", "scale")
+    paths = cj.jaxpr_result_paths(traced.jaxpr.jaxpr)
+    assert paths is not None and "['y']" in paths[0]
+
+
+def test_jit_static_args():
+    def f(x, mode, *, k):
+        return x
+
+    jitted = jax.jit(f, static_argnums=1, static_argnames="k")
+    assert cj.jit_static_args(jitted) == ((1,), ("k",))
+    assert cj.jit_static_args(jax.jit(f)) == ((), ())
+    assert cj.jit_static_args(f) == ((), ())

@@ -1,0 +1,96 @@
+"""compat.source on real traced programs: the private source-info hooks still work."""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+import jax
+import jax.numpy as jnp
+
+import jaxscope
+from jaxscope.compat import source as cs
+
+HERE = os.path.abspath(__file__)
+
+
+def traced_here(x):
+    with jax.named_scope("layer1"):
+        return jnp.sin(x)  # the line
+
+
+def _eqn():
+    return jax.make_jaxpr(traced_here)(jnp.ones(3)).jaxpr.eqns[0]
+
+
+def _line():
+    lines, start = inspect.getsourcelines(traced_here)
+    return start + next(i for i, t in enumerate(lines) if "# the line" in t)
+
+
+def test_eqn_traceback_and_innermost_user_frame():
+    tb = cs.eqn_traceback(_eqn())
+    assert tb is not None
+    raw = cs.innermost_user_frame(tb)
+    assert raw == cs.RawFrame(HERE, _line(), raw.column, "traced_here")
+    assert raw.column == 15  # 0-based start of `jnp.sin(x)`
+
+
+def helper(x):
+    return jnp.cos(x)
+
+
+def calls_helper(x):
+    return helper(x) * 2.0
+
+
+def test_user_frames_lists_the_call_chain_innermost_first():
+    eqn = jax.make_jaxpr(calls_helper)(jnp.ones(3)).jaxpr.eqns[0]
+    frames = cs.user_frames(cs.eqn_traceback(eqn))
+    assert [f.function for f in frames[:2]] == ["helper", "calls_helper"]
+    assert all(f.file == HERE for f in frames[:2])
+    assert cs.user_frames(None) == [] and cs.innermost_user_frame(None) is None
+
+
+def test_is_user_file_excludes_jax_and_jaxscope():
+    assert cs.is_user_file(HERE)
+    assert not cs.is_user_file(jax.__file__)
+    assert not cs.is_user_file(jaxscope.__file__)
+
+
+def test_register_own_frames_is_idempotent_and_hides_a_directory(tmp_path):
+    lib = tmp_path / "mylib"
+    lib.mkdir()
+    (lib / "dense.py").write_text(
+        "import jax.numpy as jnp\ndef dense(x):\n    return jnp.cos(x)\n"
+    )
+    file = str(lib / "dense.py")
+    assert cs.is_user_file(file)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mylib_dense", file)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    def model(x):
+        return mod.dense(x)  # model line
+
+    try:
+        cs.register_own_frames(str(lib))
+        cs.register_own_frames(str(lib))
+        assert not cs.is_user_file(file)
+        eqn = jax.make_jaxpr(model)(jnp.ones(2)).jaxpr.eqns[0]
+        raw = cs.innermost_user_frame(cs.eqn_traceback(eqn))
+        assert raw.function.endswith("model") and raw.file == HERE
+    finally:
+        from jax._src import source_info_util, traceback_util
+
+        path = os.path.join(str(lib), "")
+        source_info_util._exclude_paths.remove(path)
+        traceback_util._exclude_paths.remove(path)
+
+
+def test_eqn_name_stack():
+    assert cs.eqn_name_stack(_eqn()) == "layer1"
+    bare = jax.make_jaxpr(jnp.cos)(1.0).jaxpr.eqns[0]
+    assert cs.eqn_name_stack(bare) == ""
