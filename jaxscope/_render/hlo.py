@@ -238,8 +238,9 @@ _JS = """
     if(pinned===k){{pinned=null; return;}}
     pinned=k; mark(k,true);
     var other=el.classList.contains("jxh-s")? all(k,".jxh-op") : all(k,".jxh-s");
+    other.forEach(function(e){{var d=e.closest("details"); if(d) d.open=true;}});
     if(other.length){{
-      var t=other[0]; var d=t.closest("details"); if(d) d.open=true;
+      var t=other[0];
       var box=t.closest(".jxh-code,.jxh-src");
       if(box) box.scrollTop=t.offsetTop-box.offsetTop-box.clientHeight/3;
     }}
