@@ -339,6 +339,7 @@ class Stepper(Renderable):
         self._out_tree = out_tree
         self._flat_args = list(flat_args)
         self._stack: list[_FrameState] = []
+        self._top: _FrameState | None = None
         self._result: Any = None
         self._done = False
         self._failed: BaseException | None = None
@@ -398,7 +399,7 @@ class Stepper(Renderable):
     @property
     def values(self) -> dict[str, Any]:
         if not self._stack:
-            return {}
+            return self._env_values(self._top.env) if self._top is not None else {}
         return self._env_values(self._stack[-1].env)
 
     def _env_values(self, env: dict[Any, Any]) -> dict[str, Any]:
@@ -743,7 +744,7 @@ class Stepper(Renderable):
     # ----------------------------------------------------------------- interpreter
 
     def _main(self) -> Iterator[int]:
-        frame = _FrameState(self._plan, self.function_name, None)
+        frame = self._top = _FrameState(self._plan, self.function_name, None)
         args = [jax.device_put(a) if not isinstance(a, jax.Array) else a for a in self._flat_args]
         self._flat_args = []
         outs = yield from self._exec(frame, args)

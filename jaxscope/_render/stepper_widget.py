@@ -1,0 +1,110 @@
+"""``StepperWidget``: the anywidget that drives a ``Stepper`` from a notebook.
+
+The front-end is ``jaxscope/_static/stepper.js`` (a hand-written ES module; its source
+is ``extension/src/stepper/index.js``, identical). State flows one way in the ``state``
+trait; the buttons and source-line clicks come back as custom messages
+``{"cmd": "step" | "next" | "finish" | "continue" | "toggle_break", "line": N}``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from .._exceptions import JaxscopeError
+from .._jaxpr import eqn_line
+from .._stepper import Stepper
+from .stepper import frames_text, location_text
+
+_STATIC = Path(__file__).resolve().parent.parent / "_static"
+_COMMANDS = ("step", "next", "finish", "continue", "toggle_break")
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def payload(stepper: Stepper, error: str = "") -> dict[str, Any]:
+    """Everything the front-end draws, as JSON-able data (strings and numbers)."""
+    info = stepper.current
+    file, lines, eqn_lines = stepper.source_lines()
+    bps = stepper.breakpoints["lines"]
+    bp_lines = sorted({int(b.rsplit(":", 1)[-1]) for b in bps})
+    try:
+        result = "" if not stepper.done else " ".join(repr(stepper.result).split())[:400]
+    except JaxscopeError as exc:
+        result = str(exc)
+    return {
+        "function": stepper.function_name,
+        "reason": stepper.reason,
+        "done": stepper.done,
+        "after": stepper.stopped_after,
+        "error": error,
+        "location": location_text(stepper),
+        "frames": [str(f) for f in stepper.frames],
+        "stack": frames_text(stepper.frames),
+        "current": None if info is None else {
+            "primitive": info.primitive,
+            "eqn": eqn_line(info),
+            "source": str(info.source) if info.source is not None else "",
+            "line": info.source.line if info.source is not None else None,
+        },
+        "source": {
+            "file": file or "",
+            "lines": [[n, text] for n, text in lines],
+            "eqn_lines": sorted(eqn_lines),
+        },
+        "breakpoints": bp_lines,
+        "values": [
+            {
+                "name": s.name, "aval": s.aval, "min": _fmt(s.min), "max": _fmt(s.max),
+                "mean": _fmt(s.mean), "nan": s.nan_count, "inf": s.inf_count,
+                "preview": s.preview,
+            }
+            for s in stepper.summaries()
+        ],
+        "result": result,
+    }
+
+
+class StepperWidget(anywidget.AnyWidget):
+    """Step / next / finish / continue buttons, clickable source lines, a values table.
+
+    Traits:
+        state: the ``payload`` of the stepper, refreshed after every command.
+    """
+
+    _esm = _STATIC / "stepper.js"
+    state = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, stepper: Stepper, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.stepper = stepper
+        self.state = payload(stepper)
+        self.on_msg(self._on_message)
+
+    def command(self, cmd: str, line: int | None = None) -> None:
+        """Run one front-end command (also callable from Python and tests)."""
+        if cmd not in _COMMANDS:
+            self.state = payload(self.stepper, f"unknown command {cmd!r}")
+            return
+        s = self.stepper
+        try:
+            if cmd == "toggle_break":
+                file = self.state.get("source", {}).get("file") or ""
+                s.toggle_breakpoint(f"{file}:{line}" if file else line)
+            elif cmd == "continue":
+                s.run()
+            else:
+                getattr(s, cmd)()
+        except JaxscopeError as exc:
+            self.state = payload(s, str(exc))
+            return
+        self.state = payload(s)
+
+    def _on_message(self, widget: Any, content: Any, buffers: Any) -> None:
+        if isinstance(content, dict):
+            self.command(str(content.get("cmd", "")), content.get("line"))
