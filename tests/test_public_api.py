@@ -1,0 +1,108 @@
+"""The public surface is the contract of SPEC.md: written out here so every change to
+it is deliberate, and every name must resolve to a real object."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import jaxscope
+
+EXPECTED = [
+    # records and errors
+    "EqnInfo",
+    "InvalidCallError",
+    "JaxscopeCompatError",
+    "JaxscopeError",
+    "OpInfo",
+    "SourceLoc",
+    "TraceError",
+    "TracerLeakError",
+    # staging views
+    "GraphView",
+    "HloView",
+    "JaxprView",
+    "graph",
+    "hlo",
+    "jaxpr",
+    # recompilation
+    "Cause",
+    "RecompileEvent",
+    "RecompileLog",
+    "RecompileSummary",
+    "watch_recompiles",
+    # tracer leaks
+    "Leak",
+    "LeakReport",
+    "check_leaks",
+    # sharding
+    "Collective",
+    "OpSharding",
+    "ProgramShardingView",
+    "ShardInfo",
+    "ShardingView",
+    "sharding",
+    "shardings",
+    # stepping
+    "Stepper",
+    "find_nan",
+    "step",
+    # purity
+    "PurityFinding",
+    "PurityLog",
+    "stale",
+    "watch_purity",
+    # errors
+    "ErrorReport",
+    "explain",
+]
+
+
+def test_all_is_exactly_the_contract():
+    extra = sorted(set(jaxscope.__all__) - set(EXPECTED))
+    missing = sorted(set(EXPECTED) - set(jaxscope.__all__))
+    assert not extra, (
+        f"new public names {extra}: if intended, add them to EXPECTED in "
+        "tests/test_public_api.py (and to SPEC.md)"
+    )
+    assert not missing, f"public names {missing} vanished from jaxscope.__all__"
+    assert jaxscope.__all__ == sorted(jaxscope.__all__)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_public_name_resolves(name):
+    module = jaxscope._EXPORTS[name]
+    try:
+        importlib.import_module(module, "jaxscope")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"jaxscope{module}":
+            pytest.fail(
+                f"jaxscope.{name} is promised by SPEC.md but its module "
+                f"jaxscope{module} does not exist yet",
+                pytrace=False,
+            )
+        raise
+    value = getattr(jaxscope, name)
+    assert value is not None
+    assert name in dir(jaxscope)
+    if isinstance(value, type) or callable(value):
+        assert getattr(value, "__doc__", None), f"jaxscope.{name} has no docstring"
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
+        jaxscope.nothing_here  # noqa: B018
+
+
+def test_extension_entry_points_and_version():
+    assert callable(jaxscope.load_ipython_extension)
+    assert callable(jaxscope.unload_ipython_extension)
+    assert isinstance(jaxscope.__version__, str) and jaxscope.__version__[0].isdigit()
+
+
+def test_errors_refine_builtins():
+    assert issubclass(jaxscope.InvalidCallError, ValueError)
+    assert issubclass(jaxscope.TraceError, RuntimeError)
+    for name in ("InvalidCallError", "TraceError", "TracerLeakError", "JaxscopeCompatError"):
+        assert issubclass(getattr(jaxscope, name), jaxscope.JaxscopeError)
