@@ -476,7 +476,7 @@ _BOOL_INDEX_AVAL = re.compile(r"got (bool\[[^\]]*\])")
 
 
 def _clean_message(exc: BaseException) -> str:
-    text = str(exc)
+    text = _safe_str(exc)
     if isinstance(exc, KeyError) and exc.args:
         text = str(exc.args[0])
     note = _cerrors.simplified_traceback_note()
@@ -809,7 +809,7 @@ def _full_traceback(exc: BaseException) -> str:
     try:
         return "".join(_traceback.format_exception(type(exc), exc, exc.__traceback__))
     except Exception:
-        return f"{type(exc).__name__}: {exc}"
+        return f"{type(exc).__name__}: {_safe_str(exc)}"
 
 
 def _plain(exc: BaseException) -> ErrorReport:
@@ -831,8 +831,15 @@ def _plain(exc: BaseException) -> ErrorReport:
         user_frame=user_frame,
         frames=frames,
         traceback=_full_traceback(exc),
-        original_message=str(exc) if not isinstance(exc, KeyError) else repr(exc),
+        original_message=_safe_str(exc),
     )
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return f"<{type(exc).__name__}: message unavailable>"
 
 
 def _explain(exc: BaseException) -> ErrorReport:
@@ -927,7 +934,7 @@ def _explain(exc: BaseException) -> ErrorReport:
         source_lines=source_lines,
         span=span,
         traceback=_full_traceback(exc),
-        original_message=str(exc),
+        original_message=_safe_str(exc),
     )
 
 

@@ -1,0 +1,152 @@
+"""The automatic source-mapped display of JAX errors in a real IPython shell."""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+
+import jax
+import pytest
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+
+import jaxscope as js
+
+RELU = "def relu(x):\n    if x > 0:\n        return x\n    return 0.0 * x\n"
+
+
+def run(ip, source):
+    """Run a cell with a real execution count; return (count, result, stdout)."""
+    count = ip.execution_count
+    with capture_output() as captured:
+        result = ip.run_cell(source, store_history=True)
+    return count, result, captured.stdout
+
+
+@pytest.fixture
+def jax_ns(ip):
+    ip.run_cell("import jax, jax.numpy as jnp")
+    return ip
+
+
+def test_jax_error_in_cell_is_shown_source_mapped(jax_ns):
+    ip = jax_ns
+    defined, _, _ = run(ip, RELU)
+    called, result, out = run(ip, "jax.jit(relu)(1.0)")
+    assert isinstance(result.error_in_exec, jax.errors.TracerBoolConversionError)
+    assert f"at In [{defined}]:2 in relu" in out
+    assert "→ 2 │     if x > 0:" in out
+    assert "hint: If x is a Python value" in out
+    assert "static_argnums=(0,)" in out
+    assert f"In [{called}]:1 (<module>) → In [{defined}]:2 (relu)" in out
+    assert "%tb prints the full traceback" in out
+    # the original exception stays the one raised
+    assert sys.last_value is result.error_in_exec
+    assert sys.last_traceback is result.error_in_exec.__traceback__
+
+
+def test_explain_of_last_value_maps_cells_to_in_n(jax_ns):
+    ip = jax_ns
+    defined, _, _ = run(ip, "def bad(x):\n    return x[x > 0]\n")
+    run(ip, "jax.jit(bad)(jnp.ones(3))")
+    report = js.explain()
+    assert report.kind == "NonConcreteBooleanIndexError"
+    assert report.user_frame.file == f"In [{defined}]"
+    assert report.user_frame.line == 2
+    assert report.source_lines[-1] == (2, "    return x[x > 0]")
+
+
+def _normalise(text):
+    return re.sub(r"In ?\[\d+\]", "In[N]", text)
+
+
+def test_non_jax_error_looks_exactly_like_ipython(ip):
+    _, result, with_ext = run(ip, "1/0")
+    assert isinstance(result.error_in_exec, ZeroDivisionError)
+    assert sys.last_value is result.error_in_exec
+    ip.run_line_magic("unload_ext", "jaxscope")
+    try:
+        _, _, without = run(ip, "1/0")
+    finally:
+        ip.run_line_magic("load_ext", "jaxscope")
+    assert "Traceback (most recent call last)" in with_ext
+    assert "jaxscope" not in with_ext
+    assert _normalise(with_ext) == _normalise(without)
+
+
+def test_users_own_exception_in_jitted_function_is_not_rewritten(jax_ns):
+    ip = jax_ns
+    run(ip, "def boom(x):\n    raise ValueError('mine')\n")
+    _, result, out = run(ip, "jax.jit(boom)(1.0)")
+    assert isinstance(result.error_in_exec, ValueError)
+    assert "hint:" not in out
+    assert "ValueError: mine" in out
+
+
+def test_syntax_error_still_shown_by_ipython(ip):
+    _, result, out = run(ip, "x = (")
+    assert isinstance(result.error_before_exec, SyntaxError)
+    assert "SyntaxError" in out
+    assert "jaxscope" not in out
+
+
+def test_debug_opens_on_the_original_traceback(jax_ns, monkeypatch):
+    ip = jax_ns
+    run(ip, RELU)
+    run(ip, "jax.jit(relu)(1.0)")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("q\n"))
+    with capture_output() as captured:
+        ip.run_line_magic("debug", "")
+    assert "raise TracerBoolConversionError" in captured.stdout
+
+
+def test_jaxerrors_modes_and_xmode(jax_ns):
+    ip = jax_ns
+    run(ip, RELU)
+    with capture_output() as captured:
+        ip.run_line_magic("jaxerrors", "")
+    assert captured.stdout.strip() == "jaxscope error display: on"
+    xmode = ip.InteractiveTB.mode
+    try:
+        ip.run_line_magic("jaxerrors", "off")
+        _, _, off = run(ip, "jax.jit(relu)(1.0)")
+        assert "hint:" not in off
+        assert "TracerBoolConversionError" in off
+        ip.run_line_magic("jaxerrors", "full")
+        ip.run_line_magic("xmode", "Minimal")
+        _, _, full = run(ip, "jax.jit(relu)(1.0)")
+        assert "hint:" in full
+        assert "Traceback (most recent call last)" not in full  # Minimal xmode honoured
+        assert full.index("TracerBoolConversionError: Attempted boolean") < full.index("hint:")
+    finally:
+        ip.run_line_magic("xmode", xmode)
+        ip.run_line_magic("jaxerrors", "on")
+
+
+def test_jaxerrors_bad_mode_is_a_one_line_usage_error(ip):
+    with pytest.raises(UsageError, match=r"unknown mode 'loud' for %jaxerrors; use on, full, off or status"):
+        ip.run_line_magic("jaxerrors", "loud")
+
+
+def test_previous_custom_handler_is_chained_and_restored(ip):
+    ip.run_line_magic("unload_ext", "jaxscope")
+    seen = []
+
+    def mine(shell, etype, value, tb, tb_offset=None):
+        seen.append(etype)
+
+    original = (ip.CustomTB, ip.custom_exceptions)
+    ip.set_custom_exc((KeyError,), mine)
+    try:
+        mine_bound = ip.CustomTB
+        ip.run_line_magic("load_ext", "jaxscope")
+        assert getattr(ip.CustomTB, "__jaxscope__", False)
+        run(ip, "{}['k']")
+        assert seen == [KeyError]
+        ip.run_line_magic("unload_ext", "jaxscope")
+        assert ip.CustomTB is mine_bound
+        assert ip.custom_exceptions == (KeyError,)
+    finally:
+        ip.CustomTB, ip.custom_exceptions = original
+        ip.run_line_magic("load_ext", "jaxscope")

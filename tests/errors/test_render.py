@@ -1,0 +1,113 @@
+"""Rendering of ``ErrorReport`` (hand-built records, so JAX releases cannot churn goldens)."""
+
+from __future__ import annotations
+
+import pytest
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+from jaxscope import ErrorReport, SourceLoc
+from jaxscope._explain import Operand
+from jaxscope._render import to_html, to_text
+
+
+class TextSnapshot(SingleFileSnapshotExtension):
+    _write_mode = WriteMode.TEXT
+    file_extension = "txt"
+
+
+class HtmlSnapshot(SingleFileSnapshotExtension):
+    _write_mode = WriteMode.TEXT
+    file_extension = "html"
+
+
+def shape_report(**overrides) -> ErrorReport:
+    fields = dict(
+        kind="TypeError",
+        message="dot_general requires contracting dimensions to have the same shape, "
+        "got (3,) and (4,). — in `h @ w` with h: f32[4,3], w: f32[4,5]",
+        user_frame=SourceLoc(file="In [3]", line=3, column=11, function="model"),
+        frames=[
+            SourceLoc(file="In [4]", line=1, column=0, function="<module>"),
+            SourceLoc(file="In [3]", line=3, column=11, function="model"),
+        ],
+        hint="h is f32[4,3] and w is f32[4,5]: the inner dimensions differ (3 vs 4); "
+        "did you mean h.T @ w?",
+        category="shape",
+        is_jax=True,
+        operands=(
+            Operand(
+                expr="h",
+                aval="f32[4,3]",
+                origin="`h = jnp.tanh(x)` at In [3]:2",
+                origin_loc=SourceLoc(file="In [3]", line=2),
+            ),
+            Operand(expr="w", aval="f32[4,5]", origin="argument w of model (position 1)"),
+        ),
+        jax_context=("h: f32[4,3]", "w: f32[4,5]", "shapes in JAX's message: (3,), (4,)"),
+        source_lines=(
+            (1, "def model(x, w):"),
+            (2, "    h = jnp.tanh(x)"),
+            (3, "    return h @ w"),
+        ),
+        span=(11, 16),
+        traceback="Traceback (most recent call last):\n  ...\nTypeError: dot_general ...\n",
+        original_message="dot_general requires contracting dimensions ...",
+    )
+    fields.update(overrides)
+    return ErrorReport(**fields)
+
+
+def test_text_rendering_golden(snapshot):
+    assert to_text(shape_report(), width=100) == snapshot(extension_class=TextSnapshot)
+
+
+def test_html_rendering_golden(snapshot):
+    assert to_html(shape_report()) == snapshot(extension_class=HtmlSnapshot)
+
+
+def test_text_has_caret_under_the_failing_expression():
+    lines = to_text(shape_report(), width=100).splitlines()
+    current = next(i for i, line in enumerate(lines) if line.startswith("→ 3"))
+    assert lines[current].endswith("return h @ w")
+    caret = lines[current + 1]
+    start = lines[current].index("h @ w")
+    assert caret[start : start + 5] == "^^^^^"
+    assert caret.strip().strip("│").strip() == "^^^^^"
+
+
+def test_html_escapes_user_strings_and_folds_the_traceback():
+    report = shape_report(
+        message="<script>alert(1)</script>",
+        hint="use <b>x</b> & y",
+        source_lines=((1, "def f():"), (2, "    <script>"), (3, "    return h @ w")),
+        traceback="Traceback <script>bad()</script>",
+    )
+    out = to_html(report)
+    assert "<script>alert" not in out and "<script>bad" not in out
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out
+    assert "use &lt;b&gt;x&lt;/b&gt; &amp; y" in out
+    assert "<details><summary>Full traceback</summary>" in out
+    assert "Traceback &lt;script&gt;bad()&lt;/script&gt;" in out
+
+
+def test_plain_report_renders_without_hint_or_context():
+    report = ErrorReport(kind="ZeroDivisionError", message="division by zero", user_frame=None)
+    text = to_text(report, width=80)
+    assert text.splitlines()[0] == "ZeroDivisionError"
+    assert "division by zero" in text
+    assert "hint" not in text
+    assert "<b>hint:</b>" not in to_html(report)
+
+
+def test_report_mimebundle_and_str():
+    report = shape_report()
+    bundle = report._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+    assert "In [3]:3 in model" in str(report)
+    assert 'class="jaxscope-error"' in bundle["text/html"]
+
+
+@pytest.mark.parametrize("span", [None, (40, 50), (5, 2)])
+def test_bad_spans_draw_no_caret(span):
+    text = to_text(shape_report(span=span), width=100)
+    assert "^" not in text
