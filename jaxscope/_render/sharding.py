@@ -66,13 +66,13 @@ def cell_title(layout: ShardingLayout, cell: LayoutCell) -> str:
 
 
 def header(view: ShardingView) -> str:
-    """One line: dtype[shape], spec, mesh, bytes per device, replication."""
+    """Two lines: dtype[shape], spec, mesh; then devices, bytes per device, replication."""
     mesh = (
         " x ".join(f"{k}={v}" for k, v in view.mesh.items()) if view.mesh else "no mesh"
     )
     shape = ", ".join(str(d) for d in view.shape or ())
     text = (
-        f"{view.dtype}[{shape}]  {view.spec}  mesh: {mesh}  "
+        f"{view.dtype}[{shape}]  {view.spec}  mesh: {mesh}\n"
         f"{view.n_devices} device{'s' if view.n_devices != 1 else ''}, "
         f"{format_bytes(view.bytes_per_device)} per device"
     )
@@ -112,8 +112,8 @@ def _grid_rich(layout: ShardingLayout) -> Any:
 
     rows = _elided(layout.row_edges)
     cols = _elided(layout.col_edges)
-    labels = [cell_label(c) for c in layout.cells]
-    width = max((len(t) for t in labels), default=3) + 2
+    labels = [cell_label(c).replace(" (proc", "\n(proc") for c in layout.cells]
+    width = max((len(line) for t in labels for line in t.split("\n")), default=3) + 2
     table = Table(show_header=False, show_lines=True, box=box.SQUARE, padding=(0, 0))
     for _ in cols:
         table.add_column(width=width, justify="center", no_wrap=True)
@@ -125,7 +125,8 @@ def _grid_rich(layout: ShardingLayout) -> Any:
                 continue
             cell = layout.cell(r, c)
             style = f"black on {colour(cell.group)}"
-            cells.append(Text(cell_label(cell), style=style, justify="center"))
+            label = labels[r * (len(layout.col_edges) - 1) + c]
+            cells.append(Text(label, style=style, justify="center"))
         table.add_row(*cells)
     return table
 
@@ -367,7 +368,9 @@ def _(view: ShardingView) -> str:
         else ""
     )
     return (
-        f'{_CSS}<div class="jxs-shard"><div class="jxs-head">{_e(header(view))}</div>'
+        f'{_CSS}<div class="jxs-shard"><div class="jxs-head">'
+        + "<br>".join(_e(line) for line in header(view).split("\n"))
+        + "</div>"
         + (f'<div class="jxs-dim">{_e(note)}</div>' if note else "")
         + grid_html(view.layout)
         + "<details><summary>shards</summary>"

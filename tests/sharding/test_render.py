@@ -1,0 +1,136 @@
+"""Text and HTML of the sharding views: readable, coloured by device group, escaped."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+import jaxscope as js
+from jaxscope._model import SourceLoc
+from jaxscope._render import to_html, to_text
+from jaxscope._sharding import (
+    Collective,
+    OpSharding,
+    ProgramShardingView,
+    ShardInfo,
+    ShardingView,
+    build_layout,
+)
+
+
+def test_plain_text_draws_the_grid_and_the_shard_table(mesh):
+    w = jax.device_put(jnp.ones((32, 16)), NamedSharding(mesh, P("model", None)))
+    text = str(js.sharding(w))
+    assert "float32[32, 16]  P('model', None)  mesh: data=4 x model=2" in text
+    assert "each shard on 4 devices" in text
+    assert "│ CPU 0,2,4,6 │" in text
+    assert "│ CPU 1,3,5,7 │" in text
+    assert "[16:32, 0:16]" in text
+    assert "\x1b[" not in text  # str() is colourless
+
+
+def test_rank3_text_says_which_dims_are_collapsed(mesh3d):
+    x = jax.device_put(jnp.ones((2, 4, 8)), NamedSharding(mesh3d, P(None, "a", "b")))
+    text = str(js.sharding(x))
+    assert "rows = dim 1, columns = dim 2; dims 0 collapsed" in text
+
+
+def test_html_grid_colours_groups_and_has_hover_details(mesh):
+    w = jax.device_put(jnp.ones((32, 16)), NamedSharding(mesh, P("model", None)))
+    page = to_html(js.sharding(w))
+    assert page.count('class="jxs-cell"') == 2
+    assert 'title="devices: CPU 0, CPU 2, CPU 4, CPU 6' in page
+    assert "dim 0: 0:16" in page
+    assert "background:#a6cee3" in page and "background:#b2df8a" in page
+    bundle = js.sharding(w)._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+
+
+def test_pytree_table_escapes_paths(mesh):
+    tree = {"<script>alert(1)</script>": jnp.ones(3)}
+    view = js.sharding(tree)
+    page = to_html(view)
+    assert "<script>alert" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&lt;script&gt;" in page and "bytes/device" in page
+    assert "['<script>alert(1)</script>']" in str(view)
+
+
+def remote_view() -> ShardingView:
+    shards = [
+        ShardInfo(
+            device_id=i if i < 4 else 2048 + i - 4, device_kind="cpu", platform="cpu",
+            process_index=0 if i < 4 else 1, index=(slice(2 * i, 2 * i + 2),),
+            shape=(2,), bytes=8, replica_id=0, addressable=i < 4,
+        )
+        for i in range(8)
+    ]
+    return ShardingView(
+        shape=(16,), dtype="float32", spec="P('x')", mesh={"x": 8}, shards=shards,
+        layout=build_layout((16,), shards),
+    )
+
+
+def test_non_addressable_shards_are_marked_with_their_process():
+    view = remote_view()
+    text = str(view)
+    assert "│ CPU 2048 │" in text and "│ (proc 1) │" in text
+    assert "1 (remote)" in text
+    page = to_html(view)
+    assert page.count("jxs-remote") == 4 + 1  # four tiles, plus the CSS rule
+    assert "not addressable from this process" in page
+
+
+def test_program_view_text_and_html_escape_user_strings():
+    loc = SourceLoc(file="<b>nb.py</b>", line=7, function="f")
+    view = ProgramShardingView(
+        function_name="<img src=x>",
+        inputs=[("params['<w>']", "P('data')")],
+        outputs=[("out", "P()")],
+        ops=[OpSharding(name="dot.1", opcode="dot", sharding="{replicated}", source=loc, shape="f32[4]{0}", spec="replicated")],
+        collectives=[
+            Collective(name="ar", kind="all-reduce", bytes=3 * 2**20, replica_groups=((0, 1),), source=loc, axes=("data",), op_name="jit(f)/<dot>"),
+            Collective(name="ag", kind="all-gather", bytes=2**20, replica_groups=None, source=loc, groups_text="{{0,1}}"),
+        ],
+        mesh={"data": 2},
+        hlo_text="",
+        num_devices=2,
+    )
+    text = str(view)
+    assert "line <b>nb.py</b>:7: 1 all-reduce, 1 all-gather, 4 MiB" in text
+    assert "all-reduce   3 MiB" in text
+    page = to_html(view)
+    assert "<img" not in page and "&lt;img src=x&gt;" in page
+    assert "<b>nb.py" not in page and "&lt;b&gt;nb.py&lt;/b&gt;:7" in page
+    assert "params[&#x27;&lt;w&gt;&#x27;]" in page
+    assert "jit(f)/&lt;dot&gt;" in page
+
+
+def test_real_program_html_has_collective_table(mesh):
+    x = jax.device_put(jnp.ones((16, 8)), NamedSharding(mesh, P("data", "model")))
+    view = js.shardings(lambda a: jnp.sum(a))(x)
+    page = to_html(view)
+    assert "collectives</div>" in page
+    assert "all-reduce" in page
+    assert "per source line" in str(view)
+
+
+@pytest.mark.parametrize("n", [40])
+def test_large_grids_are_elided(n):
+    shards = [
+        ShardInfo(
+            device_id=i, device_kind="cpu", platform="cpu", process_index=0,
+            index=(slice(i, i + 1),), shape=(1,), bytes=4, replica_id=0, addressable=True,
+        )
+        for i in range(n)
+    ]
+    view = ShardingView(
+        shape=(n,), dtype="float32", spec="P('x')", mesh={"x": n}, shards=shards,
+        layout=build_layout((n,), shards),
+    )
+    text = to_text(view, width=400)
+    assert "…" in text
+    assert "CPU 39" in text and "CPU 20" not in text.split("\n")[2]
+    assert "… 24 more" in text
