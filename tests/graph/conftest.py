@@ -48,7 +48,7 @@ BROWSER_ARGS = [
 
 
 @pytest.fixture(scope="module")
-def browser(require_chromium):
+def graph_browser(require_chromium):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -240,7 +240,7 @@ class GraphViewer {
     const title = el("span", "jsg-title", this.g.title ? `graph of ${this.g.title}` : "graph");
     this.search = el("input", "jsg-search");
     this.search.type = "search";
-    this.search.placeholder = "search: primitive, variable, file:line";
+    this.search.placeholder = "search: primitive, %var, file:line, line";
     this.count = el("span", "jsg-count", "");
     const fit = el("button", "jsg-btn jsg-fit", "fit");
     const collapse = el("button", "jsg-btn jsg-collapse", "collapse all");
@@ -691,12 +691,16 @@ class GraphViewer {
   matches(query) {
     const q = query.trim().toLowerCase();
     if (!q) return [];
+    // "%e": variable e only; "12": source line 12; otherwise primitive, label,
+    // exact variable name, function or file:line.
     const digits = /^\d+$/.test(q);
+    const varOnly = q[0] === "%" ? q.slice(1) : null;
     const out = [];
     for (const n of this.g.nodes) {
       const s = n.source;
       let hit = false;
-      if (digits) hit = !!s && String(s.line) === q;
+      if (varOnly !== null) hit = n.inputs.some((p) => p[0].toLowerCase() === varOnly) || n.outputs.some((p) => p[0].toLowerCase() === varOnly);
+      else if (digits) hit = !!s && String(s.line) === q;
       else {
         hit = n.label.toLowerCase().includes(q) || n.primitive.toLowerCase().includes(q) ||
           n.inputs.some((p) => p[0].toLowerCase() === q) || n.outputs.some((p) => p[0].toLowerCase() === q) ||
