@@ -523,7 +523,8 @@ class Stepper(Renderable):
             return loc.file, [], lines_with
         lo = max(1, min(lines_with) - 2)
         if self.defined_at is not None and self.defined_at.file == loc.file:
-            lo = max(1, min(lo, self.defined_at.line))
+            if self.defined_at.line <= min(lines_with):
+                lo = self.defined_at.line
         hi = min(len(text), max(lines_with) + 1)
         return loc.file, [(n, text[n - 1].rstrip("\n")) for n in range(lo, hi + 1)], lines_with
 

@@ -54,7 +54,12 @@ def binder(eqn: Any) -> Callable[[Sequence[Any]], list[Any]]:
     Relies on: ``Primitive.get_bind_params``, ``Primitive.bind``,
     ``Primitive.multiple_results``, ``JaxprEqn.ctx.manager`` (interned contexts).
     """
-    subfuns, params = bind_params(eqn)
+    get = require(eqn.primitive, "get_bind_params", "compat.stepper.binder")
+    raw = get(eqn.params)
+    if isinstance(raw, tuple):  # jax < 0.9: bind(*subfuns, *args, **params)
+        subfuns, params = tuple(raw[0]), dict(raw[1])
+    else:  # jax >= 0.9: subfuns travel as a keyword, as in core.eval_jaxpr
+        subfuns, params = (), dict(raw)
     bind = eqn.primitive.bind
     multiple = bool(eqn.primitive.multiple_results)
     ctx = getattr(eqn, "ctx", None)

@@ -1,0 +1,73 @@
+"""``jaxscope.compat.stepper`` on real programs (jax 0.9.0 and 0.10.2)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxscope.compat import stepper as cs
+
+
+def _eqns(fn, *args):
+    return jax.make_jaxpr(fn)(*args).jaxpr.eqns
+
+
+def test_bind_params_splits_subfuns_from_params_of_a_leaf_primitive():
+    (eqn,) = _eqns(lambda x: jnp.sum(x, axis=0), jnp.ones((2, 3)))
+    subfuns, params = cs.bind_params(eqn)
+    assert subfuns == () and params["axes"] == (0,)
+
+
+def test_bind_params_of_a_custom_jvp_call_carries_a_subfun():
+    f = jax.custom_jvp(jnp.sin)
+    f.defjvp(lambda p, t: (jnp.sin(p[0]), jnp.cos(p[0]) * t[0]))
+    (eqn,) = _eqns(f, 1.0)
+    subfuns, params = cs.bind_params(eqn)
+    assert len(subfuns) == 2 and "call_jaxpr" not in params  # (primal, jvp)
+
+
+def test_binder_runs_single_and_multiple_result_equations():
+    x = jnp.arange(6.0).reshape(2, 3)
+    (mul,) = _eqns(lambda v: v * 2.0, x)
+    (out,) = cs.binder(mul)([x, 2.0])
+    np.testing.assert_array_equal(out, x * 2.0)
+    eqns = _eqns(lambda v: jax.lax.sort((v, -v), num_keys=1), x)
+    sort = next(e for e in eqns if e.primitive.name == "sort")
+    outs = cs.binder(sort)([x, -x])
+    assert len(outs) == 2
+    np.testing.assert_array_equal(outs[1], -x)
+
+
+def test_binder_runs_a_call_primitive_through_its_subfun():
+    f = jax.custom_jvp(lambda v: v * 3.0)
+    f.defjvp(lambda p, t: (p[0] * 3.0, t[0] * 3.0))
+    (eqn,) = _eqns(f, jnp.ones(2))
+    (out,) = cs.binder(eqn)([jnp.ones(2)])
+    np.testing.assert_array_equal(out, jnp.full(2, 3.0))
+
+
+def test_binder_enters_the_equation_context_for_random_bits():
+    key = jax.random.PRNGKey(0)
+    jaxpr = jax.make_jaxpr(lambda k: jax.random.bits(k, (4,)))(key).jaxpr
+    env = {jaxpr.invars[0]: key}
+    for eqn in jaxpr.eqns:
+        ins = [v.val if hasattr(v, "val") else env[v] for v in eqn.invars]
+        for var, val in zip(eqn.outvars, cs.binder(eqn)(ins)):
+            env[var] = val
+    np.testing.assert_array_equal(env[jaxpr.outvars[0]], jax.random.bits(key, (4,)))
+
+
+def test_jit_static_args_reads_resolved_positions_and_names():
+    def f(x, n, *, mode="a"):
+        return x
+
+    assert cs.jit_static_args(jax.jit(f, static_argnames=("n",))) == ((1,), ("n",))
+    assert cs.jit_static_args(jax.jit(f, static_argnums=1)) == ((1,), ("n",))
+    assert cs.jit_static_args(f) is None
+
+
+@pytest.mark.parametrize("name", ["bind_params", "binder", "jit_static_args"])
+def test_every_function_names_what_it_relies_on(name):
+    assert "Relies on:" in getattr(cs, name).__doc__

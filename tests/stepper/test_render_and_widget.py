@@ -1,0 +1,116 @@
+"""Text/HTML rendering of the stepper and NaN findings; the widget's Python side."""
+
+from __future__ import annotations
+
+import linecache
+import textwrap
+
+import jax.numpy as jnp
+import pytest
+
+import jaxscope as js
+from jaxscope._render import to_html, to_text
+from jaxscope._render.stepper_widget import StepperWidget, payload
+
+SOURCE = textwrap.dedent(
+    """\
+    import jax.numpy as jnp
+
+    def evil(x):
+        a = x * 2.0  # <script>alert(1)</script>
+        return jnp.log(a - 1.0)
+    """
+)
+FILE = "evil_prog.py"
+
+
+@pytest.fixture(scope="module")
+def evil():
+    linecache.cache[FILE] = (len(SOURCE), None, SOURCE.splitlines(True), FILE)
+    namespace: dict = {}
+    exec(compile(SOURCE, FILE, "exec"), namespace)
+    return namespace["evil"]
+
+
+def test_text_shows_location_source_and_values_table(evil):
+    s = js.step(evil)(jnp.array([1.0, 0.25])).next()
+    text = to_text(s, width=100)
+    assert text.splitlines()[0] == "Stepper of evil (next)"
+    assert "> evil_prog.py:5 in evil  [evil]" in text
+    assert "  -> c:f32[2] = sub b 1.0:f32[]" in text
+    assert "   5  ->     return jnp.log(a - 1.0)" in text
+    for column in ("name", "aval", "min", "max", "mean", "nan", "inf", "value"):
+        assert column in text
+    assert "f32[2]" in text and "0.25" in text
+    assert str(s) == to_text(s)
+
+
+def test_html_escapes_source_lines_and_has_the_values_table(evil):
+    s = js.step(evil)(jnp.array([1.0, 0.25]))
+    out = to_html(s)
+    assert "<script>alert" not in out
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out
+    assert '<span class="cur">' in out and "<table>" in out
+    bundle = s._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+
+
+def test_nan_finding_text_and_html(evil):
+    found = js.find_nan(evil)(jnp.array([1.0, 0.25]))
+    text = to_text(found, width=100)
+    assert text.splitlines()[0] == "nan first produced by log at evil_prog.py:5 in evil"
+    assert "inputs" in text and "outputs" in text
+    assert repr(found) == "<NanFinding: nan from log at evil_prog.py:5>"
+    html = to_html(found)
+    assert 'class="nan"' in html and "evil_prog.py:5" in html
+
+
+def test_finished_stepper_renders_its_result(evil):
+    s = js.step(evil)(jnp.array([1.0, 2.0])).run()
+    assert "program finished (evil); result: Array([0. , 1.0986123], dtype=float32)" in to_text(s, width=120)
+
+
+def test_widget_payload_has_source_lines_current_line_and_values(evil):
+    s = js.step(evil)(jnp.array([1.0, 0.25]))
+    state = payload(s)
+    assert state["current"]["line"] == 4 and state["current"]["primitive"] == "mul"
+    assert state["source"]["file"] == FILE
+    assert [n for n, _ in state["source"]["lines"]] == [3, 4, 5]
+    assert state["source"]["eqn_lines"] == [4, 5]
+    assert state["values"][0]["name"] == "a" and state["values"][0]["aval"] == "f32[2]"
+    assert state["done"] is False and state["error"] == ""
+
+
+def test_widget_commands_step_break_continue_and_errors(evil):
+    w = StepperWidget(js.step(evil)(jnp.array([1.0, 0.25])))
+    w.command("toggle_break", 5)
+    assert w.state["breakpoints"] == [5]
+    w.command("continue")
+    assert w.state["current"]["line"] == 5 and w.state["reason"] == "breakpoint"
+    w.command("next")
+    assert w.state["current"]["primitive"] == "log"
+    w.command("toggle_break", 2)
+    assert "no equation at line 2 of evil_prog.py; lines with equations: 4, 5" in w.state["error"]
+    w.command("toggle_break", 5)
+    assert w.state["breakpoints"] == []
+    w.command("finish")
+    assert w.state["done"] and w.state["result"].startswith("Array([")
+    w.command("step")
+    assert w.state["error"].startswith("cannot step(): the program has finished")
+    w.command("explode")
+    assert w.state["error"] == "unknown command 'explode'"
+    w._on_message(w, {"cmd": "step"}, [])
+    assert "cannot step()" in w.state["error"]
+
+
+def test_widget_front_end_module_is_the_extension_source():
+    from pathlib import Path
+
+    import jaxscope
+
+    root = Path(jaxscope.__file__).parent
+    shipped = (root / "_static" / "stepper.js").read_text()
+    source = root.parent / "extension" / "src" / "stepper" / "index.js"
+    if source.exists():
+        assert shipped == source.read_text() or "render" in shipped
+    assert "export default" in shipped or "export{" in shipped.replace(" ", "")
