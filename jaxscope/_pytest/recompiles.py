@@ -120,10 +120,13 @@ def _report(title: str, offenders: dict[str, list[RecompileEvent]]) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: Any) -> Iterator[None]:
     config = item.config
+    bad = None
     try:
         budget = _marker_budget(item)
     except _BadMarker as exc:
-        pytest.fail(str(exc), pytrace=False)
+        bad, budget = str(exc), None
+    if bad is not None:
+        pytest.fail(bad, pytrace=False)
     policy = config.stash.get(_policy_key, "off")
     if budget is None and policy == "off":
         return (yield)

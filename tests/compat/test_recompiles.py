@@ -1,0 +1,115 @@
+"""The private hooks behind the recompile watcher, each on a real program."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from jaxscope.compat import recompiles as crec
+
+
+def test_miss_hooks_see_start_trace_lower_compile_end_and_nothing_on_hits():
+    seen = []
+    hooks = crec.MissHooks(
+        on_start=lambda fun, ji, args, kwargs: seen.append(("start", fun.__name__, len(args))),
+        on_end=lambda fun, err: seen.append(("end", fun.__name__, err)),
+        on_test_event=lambda what: seen.append(what),
+        on_duration=lambda s: seen.append("duration"),
+    )
+
+    def hooked(x):
+        return x * 2
+
+    f = jax.jit(hooked)
+    x = jnp.ones(3)
+    hooks.install()
+    try:
+        f(x)
+        first = list(seen)
+        seen.clear()
+        f(x)
+        hit = list(seen)
+        y = jnp.ones(4)
+        seen.clear()
+        f.lower(y)  # AOT: not a call miss
+        aot = [s for s in seen if isinstance(s, tuple)]
+    finally:
+        hooks.uninstall()
+    assert first[0] == ("start", "hooked", 1)
+    assert first[-1] == ("end", "hooked", None)
+    for what in ("trace", "lower", "compile", "duration"):
+        assert what in first
+    assert hit == []
+    assert aot == []
+    assert not hooks.installed
+
+
+def test_uninstall_restores_jax():
+    from jax._src import pjit, util
+
+    before = (getattr(pjit, "_infer_params", None), getattr(pjit, "_trace_for_jit", None),
+              pjit._run_python_pjit, util.test_event_listener)
+    hooks = crec.MissHooks(lambda *a: None, lambda *a: None, lambda *a: None,
+                           lambda *a: None)
+    hooks.install()
+    hooks.uninstall()
+    after = (getattr(pjit, "_infer_params", None), getattr(pjit, "_trace_for_jit", None),
+             pjit._run_python_pjit, util.test_event_listener)
+    assert before == after
+
+
+def test_is_jax_internal():
+    def mine(x):
+        return x
+
+    assert not crec.is_jax_internal(mine)
+    assert crec.is_jax_internal(jnp.add)
+    assert crec.is_jax_internal(jax.numpy.linalg.norm)
+
+
+def test_jit_options_and_static_donated():
+    seen = {}
+    hooks = crec.MissHooks(
+        on_start=lambda fun, ji, args, kwargs: fun.__name__ == "g" and seen.update(
+            opts=crec.jit_options(ji), sd=crec.jit_static_and_donated(ji),
+            sig=crec.jit_signature(ji)),
+        on_end=lambda *a: None, on_test_event=lambda *a: None, on_duration=lambda *a: None)
+
+    def g(x, n):
+        return x * n
+
+    hooks.install()
+    try:
+        jax.jit(g, static_argnums=1, donate_argnums=0)(jnp.ones(2), 3)
+    finally:
+        hooks.uninstall()
+    assert seen["sd"][0] == (1,)
+    assert seen["sd"][2] == (0,)
+    assert "keep_unused" in seen["opts"]
+    assert list(seen["sig"].parameters) == ["x", "n"]
+
+
+def test_leaf_type_and_placement():
+    assert crec.leaf_type(jnp.ones((3, 4))) == ("3,4", "f32", False)
+    assert crec.leaf_type(1.0) == ("", "f32", True)
+    assert crec.leaf_type(np.ones(2, np.int32)) == ("2", "i32", False)
+    assert crec.leaf_placement(np.ones(2)) == ("", "", False)
+    x = jax.device_put(jnp.ones(2), jax.devices()[2])
+    sharding, device, committed = crec.leaf_placement(x)
+    assert device.endswith(":2") and committed
+    mesh = jax.make_mesh((8,), ("x",))
+    y = jax.device_put(jnp.ones(8), NamedSharding(mesh, P("x")))
+    sharding, device, committed = crec.leaf_placement(y)
+    assert "x=8" in sharding and device == "" and committed
+
+
+def test_trace_config_sees_x64():
+    names = dict(crec.trace_config())
+    assert names["jax_enable_x64"] == "False"
+    ctx = jax.enable_x64(True) if hasattr(jax, "enable_x64") else __import__(
+        "jax.experimental", fromlist=["enable_x64"]).enable_x64()
+    with ctx:
+        assert dict(crec.trace_config())["jax_enable_x64"] == "True"
