@@ -10,6 +10,7 @@ re-run. ``explain`` never raises on an exception: a non-JAX error gets a plain r
 from __future__ import annotations
 
 import ast
+import dataclasses
 import linecache
 import os
 import re
@@ -206,6 +207,11 @@ def _user_entries(entries: list[_Entry]) -> tuple[list[_Entry], _Entry | None]:
         return [], None
     libs = _library_dirs()
     own = [e for e in users if not _is_library(e.filename, libs)]
+    if own:
+        # Library frames outside the user's outermost own frame belong to the harness
+        # (pytest plugins, runners), not to the user's program.
+        first = users.index(own[0])
+        users = users[first:]
     return users, (own or users)[-1]
 
 
@@ -1137,3 +1143,29 @@ def _message_and_hint(
         return first, "The compiled program failed at run time; the message above is XLA's"
 
     return first, ""
+
+
+def relativize(report: ErrorReport, root: str) -> ErrorReport:
+    """``report`` with file paths under ``root`` shown relative to it (as pytest does)."""
+    prefix = os.path.join(os.path.abspath(root), "")
+
+    def path(text: str) -> str:
+        return text.replace(prefix, "")
+
+    def loc(value: SourceLoc | None) -> SourceLoc | None:
+        if value is None:
+            return None
+        return dataclasses.replace(value, file=path(value.file))
+
+    return dataclasses.replace(
+        report,
+        message=path(report.message),
+        hint=path(report.hint),
+        user_frame=loc(report.user_frame),
+        frames=[loc(f) or f for f in report.frames],
+        operands=tuple(
+            dataclasses.replace(o, origin=path(o.origin), origin_loc=loc(o.origin_loc))
+            for o in report.operands
+        ),
+        jax_context=tuple(path(c) for c in report.jax_context),
+    )

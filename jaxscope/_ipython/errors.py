@@ -157,7 +157,7 @@ def _report_text(report: Any, colour: bool) -> str:
     from .._render import get_rich, new_console
 
     console = new_console(_width(), color=colour)
-    console.print(get_rich(report))
+    console.print(get_rich(report), soft_wrap=True)  # the terminal wraps; code stays whole
     return console.file.getvalue().rstrip("\n")
 
 
