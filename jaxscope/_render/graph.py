@@ -43,8 +43,15 @@ def json_for_script(data: Any) -> str:
     )
 
 
-def standalone_html(view: GraphView, *, height: int = 520) -> str:
-    """A self-contained HTML fragment: the interactive viewer and its data."""
+def standalone_html(
+    view: GraphView, *, height: int = 520, options: dict[str, Any] | None = None
+) -> str:
+    """A self-contained HTML fragment: the interactive viewer and its data.
+
+    ``options`` go to the viewer (``chunkMax``/``chunkSize``: when a group's direct
+    children are split into artificial layers; for benchmarks).
+    """
+    opts = json_for_script({"height": int(height), **(options or {})})
     js_b64, css = _bundle()
     uid = "jaxscope-graph-" + uuid.uuid4().hex[:12]
     data = json_for_script(view.payload())
@@ -66,7 +73,7 @@ def standalone_html(view: GraphView, *, height: int = 520) -> str:
         "const mod=await import(url);URL.revokeObjectURL(url);"
         "const graph=JSON.parse(root.querySelector('.jaxscope-graph-data').textContent);"
         "const mount=root.querySelector('.jaxscope-graph-mount');mount.textContent='';"
-        f"mod.mountStatic(mount,graph,{{height:{int(height)}}});"
+        f"mod.mountStatic(mount,graph,{opts});"
         "</script></div>"
     )
 

@@ -77,8 +77,10 @@ export function decode(data) {
 // ---------------------------------------------------------------------- the model
 
 class Hierarchy {
-  constructor(g) {
+  constructor(g, opts) {
     this.g = g;
+    this.chunkMax = opts.chunkMax || CHUNK_MAX;
+    this.chunkSize = opts.chunkSize || CHUNK_SIZE;
     this.item = new Map(); // id -> node | group | chunk
     this.parent = new Map(); // item id -> container id
     this.children = new Map(); // container id -> item ids (program order)
@@ -118,12 +120,12 @@ class Hierarchy {
   }
 
   chunk(c, list) {
-    if (list.length <= CHUNK_MAX) return;
+    if (list.length <= this.chunkMax) return;
     const base = this.item.get(c);
     const chunks = [];
-    for (let i = 0; i < list.length; i += CHUNK_SIZE) {
-      const id = `a${c}:${i / CHUNK_SIZE}`;
-      const members = list.slice(i, i + CHUNK_SIZE);
+    for (let i = 0; i < list.length; i += this.chunkSize) {
+      const id = `a${c}:${i / this.chunkSize}`;
+      const members = list.slice(i, i + this.chunkSize);
       let size = 0;
       for (const m of members) size += m[0] === "n" ? 1 : this.item.get(m).size;
       this.item.set(id, {
@@ -134,7 +136,7 @@ class Hierarchy {
       this.chunk(id, members);
     }
     this.children.set(c, chunks);
-    if (chunks.length > CHUNK_MAX) this.chunk(c, chunks);
+    if (chunks.length > this.chunkMax) this.chunk(c, chunks);
   }
 
   // For each container: the edges between its direct children, lifted from leaf edges.
@@ -203,7 +205,7 @@ class GraphViewer {
     this.onSelect = this.opts.onSelect || (() => {});
     this.host = host;
     this.g = decode(data);
-    this.h = new Hierarchy(this.g);
+    this.h = new Hierarchy(this.g, this.opts);
     this.expanded = new Set([ROOT]);
     this.layouts = new Map();
     this.selected = null;
@@ -471,6 +473,7 @@ class GraphViewer {
     this.applyMarks();
     this.applyTransform();
     this.root.dataset.visible = String(visible);
+    if (this.root.dataset.state !== "ready") this.root.dataset.readyAt = String(performance.now());
     this.root.dataset.state = "ready";
     this.root.dataset.renders = String(Number(this.root.dataset.renders || 0) + 1);
     this.lastRenderMs = performance.now() - t0;
