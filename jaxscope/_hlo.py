@@ -306,7 +306,6 @@ def parse_hlo(text: str) -> ParsedOps:
 # --------------------------------------------------------------------------- StableHLO
 
 _LOC_ALIAS = re.compile(r"^#(loc\d*)\s*=\s*loc\((.*)\)\s*$")
-_TRAILING_LOC = re.compile(r"\s+loc\((.*)\)\s*$")
 _FUNC = re.compile(r"^\s*func\.func\s+(?:\w+\s+)?@([\w.$\-]+)")
 _MLIR_OP = re.compile(r'^\s*(?:(%[\w#:$.\-]+(?:\s*,\s*%[\w#:$.\-]+)*)\s*=\s*)?"?([a-z_][\w.]*)"?')
 _FILE_LOC = re.compile(r'^"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
@@ -372,8 +371,9 @@ class _MlirLocs:
                 return [], name
             inner = child[1:-1].strip()
             frames, inner_name = self.resolve(inner)
-            if _is_file_loc(inner, self.aliases) and len(frames) == 1:
-                # "f"("file":3:4): the name of the frame's function
+            looks_like_function = "(" not in name and "/" not in name
+            if looks_like_function and len(frames) == 1 and _is_file_loc(inner, self.aliases):
+                # "f"("file":3:4) names the frame's function; "jit(f)/sin"(...) the op
                 fr = frames[0]
                 return [_Frame(fr.file, fr.line, fr.column, name)], inner_name
             return frames, name or inner_name
@@ -470,16 +470,22 @@ def parse_stablehlo(debug_text: str) -> ParsedOps:
             continue
         bare = _STRING.sub('""', line)
         opens, closes = bare.count("{"), bare.count("}")
-        trailing = _TRAILING_LOC.search(line)
-        loc_expr = trailing.group(1) if trailing else None
-        code = line[: trailing.start()] if trailing else line
+        at = line.rfind(" loc(")
+        if at >= 0 and line.rstrip().endswith(")"):
+            loc_expr: str | None = line[at + 5 :].rstrip()[:-1]
+            code = line[:at]
+        else:
+            loc_expr, code = None, line
         func = _FUNC.match(code)
         if func is not None:
             computation = func.group(1)
         elif stripped.startswith("}"):
             after = depth - closes + opens
             if pending and loc_expr is not None and pending[-1][1] == after:
-                rows[pending.pop()[0]][5] = loc_expr
+                row = rows[pending.pop()[0]]
+                row[5] = loc_expr
+                if not row[3]:  # generic form: the type follows the region
+                    row[3] = _mlir_result_type(code)
         elif not stripped.startswith(("module", "^", "cond", "do", "reducer")):
             op = _MLIR_OP.match(code)
             if op is not None and ("." in op.group(2) or op.group(1)):
@@ -487,21 +493,26 @@ def parse_stablehlo(debug_text: str) -> ParsedOps:
                 if opcode not in _TERMINATORS:
                     results = op.group(1) or ""
                     name = results.split(",")[0].strip().split(":")[0]
-                    rows.append(
-                        [line_index, name, opcode, _mlir_result_type(code), computation, loc_expr]
-                    )
+                    opens_region = code.rstrip().endswith("{")
+                    shape = "" if opens_region else _mlir_result_type(code)
+                    rows.append([line_index, name, opcode, shape, computation, loc_expr])
                     if loc_expr is None:
                         pending.append((len(rows) - 1, depth))
         depth += opens - closes
     ops: list[OpInfo] = []
-    for index, name, opcode, shape, comp, loc_expr in rows:
-        frames, op_name = locs.resolve(loc_expr) if loc_expr else ([], "")
+    resolved: dict[str, tuple[SourceLoc | None, str]] = {}
+    for _, name, opcode, shape, comp, loc_expr in rows:
+        known = resolved.get(loc_expr) if loc_expr else (None, "")
+        if known is None:
+            frames, op_name = locs.resolve(loc_expr)
+            known = resolved[loc_expr] = (resolver.loc(frames), op_name)
+        source, op_name = known
         ops.append(
             OpInfo(
                 name=name,
                 opcode=opcode,
                 shape=shape,
-                source=resolver.loc(frames),
+                source=source,
                 fusion=None,
                 op_name=op_name,
                 computation=comp,

@@ -103,45 +103,81 @@ def cost_rows(view: HloView) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- text
 
 
-def _styled_line(text: Any, line: str, stage: str) -> None:
+def _spans(line: str, stage: str) -> list[tuple[str, str]]:
+    """``line`` cut into ``(text, style)`` pieces: names, opcodes, shapes, metadata."""
     if stage == "stablehlo":
         match = _MLIR_OP.match(line)
         if match is not None:
             indent, names, eq, opcode, rest = match.groups()
-            text.append(indent)
-            text.append(names, style="cyan")
-            text.append(eq)
-            text.append(opcode, style="bold magenta")
-            text.append(rest)
-            return
+            return [(indent, ""), (names, "cyan"), (eq, ""), (opcode, "bold magenta"), (rest, "")]
         match = _MLIR_NO_RESULT.match(line)
         if match is not None:
             indent, opcode, rest = match.groups()
-            text.append(indent)
-            text.append(opcode, style="bold magenta")
-            text.append(rest)
-            return
-        text.append(line, style="dim" if line.startswith("#loc") else "")
-        return
+            return [(indent, ""), (opcode, "bold magenta"), (rest, "")]
+        return [(line, "dim" if line.startswith("#loc") else "")]
     match = _HLO_OP.match(line)
     if match is None:
-        text.append(line, style="bold" if _COMPUTATION.match(line) else "")
-        return
+        return [(line, "bold" if _COMPUTATION.match(line) else "")]
     indent, root, name, eq, shape, space, opcode, rest = match.groups()
-    text.append(indent)
-    if root:
-        text.append(root, style="bold")
-    text.append(name, style="cyan")
-    text.append(eq)
-    text.append(shape, style="green")
-    text.append(space)
-    text.append(opcode, style="bold magenta")
+    spans = [
+        (indent, ""),
+        (root or "", "bold"),
+        (name, "cyan"),
+        (eq, ""),
+        (shape, "green"),
+        (space, ""),
+        (opcode, "bold magenta"),
+    ]
     meta = rest.find(", metadata={")
     if meta >= 0:
-        text.append(rest[:meta])
-        text.append(rest[meta:], style="dim")
+        spans += [(rest[:meta], ""), (rest[meta:], "dim")]
     else:
-        text.append(rest)
+        spans.append((rest, ""))
+    return spans
+
+
+class _StyledLines:
+    """Many styled lines, hard-wrapped at the console width.
+
+    A rich ``Text`` of thousands of lines spends seconds in word wrapping; HLO has
+    few useful word breaks, so lines are cut at the width and yielded as segments.
+    """
+
+    def __init__(self, lines: list[list[tuple[str, str]]]) -> None:
+        self.lines = lines
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.segment import Segment
+        from rich.style import Style
+
+        width = max(1, options.max_width)
+        styles: dict[str, Any] = {}
+        newline = Segment.line()
+        for spans in self.lines:
+            column = 0
+            for piece, style_name in spans:
+                if not piece:
+                    continue
+                style = styles.get(style_name)
+                if style is None:
+                    style = styles[style_name] = Style.parse(style_name) if style_name else None
+                while piece:
+                    room = width - column
+                    if room <= 0:
+                        yield newline
+                        column, room = 0, width
+                    chunk, piece = piece[:room], piece[room:]
+                    yield Segment(chunk, style)
+                    column += len(chunk)
+            yield newline
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        longest = max(
+            (sum(len(piece) for piece, _ in spans) for spans in self.lines), default=0
+        )
+        return Measurement(1, min(longest, options.max_width))
 
 
 def cost_table(view: HloView) -> Any:
@@ -163,18 +199,18 @@ def _(view: HloView) -> Any:
 
     lines, hidden = _display_lines(view)
     at_line = _ops_by_line(view)
-    body = Text()
+    styled: list[list[tuple[str, str]]] = []
     for index, line in enumerate(lines):
-        _styled_line(body, line, view.stage)
+        spans = _spans(line, view.stage)
         op = at_line.get(index)
         if op is not None and op.source is not None:
-            body.append(f"  # {op.source}", style="yellow")
-        body.append("\n")
+            spans.append((f"  # {op.source}", "yellow"))
+        styled.append(spans)
     if hidden:
-        body.append(
-            f"... {hidden} more lines not shown (view.text has them all)\n", style="dim"
+        styled.append(
+            [(f"... {hidden} more lines not shown (view.text has them all)", "dim")]
         )
-    body.rstrip()
+    body = _StyledLines(styled)
     parts: list[Any] = [Text(_summary(view), style="bold"), body]
     if view.show_cost:
         parts.append(cost_table(view))

@@ -328,3 +328,25 @@ def test_views_from_trace_and_capture_agree():
     traced = trace(dense, (X, W), {})
     captured = capture(traced, "hlo")
     assert captured.text == js.hlo(dense)(X, W).text
+
+
+def test_shard_map_collectives_map_to_the_user_line(line_in):
+    from jax.sharding import PartitionSpec as P
+
+    mesh = jax.make_mesh((8,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+
+    def per_shard(a):
+        return lax.psum(jnp.sin(a), "x")  # MARK psum
+
+    fn = jax.jit(jax.shard_map(per_shard, mesh=mesh, in_specs=P("x"), out_specs=P()))
+    line = line_in(per_shard, "MARK psum")
+    for stage, opcode in [
+        ("stablehlo", "stablehlo.all_reduce"),
+        ("hlo", "all-reduce"),
+        ("optimized", "all-reduce"),
+    ]:
+        view = js.hlo(fn, stage=stage)(jnp.ones((16,)))
+        reduces = [op for op in view.ops if op.opcode == opcode]
+        assert reduces, stage
+        assert all(op.source is not None and op.source.line == line for op in reduces)
+        assert reduces[0].shape in ("tensor<2xf32>", "f32[2]")

@@ -209,3 +209,28 @@ def test_memory_normalisation():
 def test_garbage_text_gives_no_ops():
     assert parse_hlo("not an hlo module\n{{{\n").ops == []
     assert parse_stablehlo("").ops == []
+
+
+def test_stablehlo_generic_op_with_a_region_takes_the_type_after_it():
+    text = """\
+module @m {
+  func.func public @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {
+    %0 = "stablehlo.all_reduce"(%arg0) <{replica_groups = dense<0> : tensor<1x8xi64>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %1 = stablehlo.add %a, %b : tensor<f32> loc(#loc1)
+      stablehlo.return %1 : tensor<f32> loc(#loc1)
+    }) : (tensor<2xf32>) -> tensor<2xf32> loc(#loc2)
+    return %0 : tensor<2xf32> loc(#loc1)
+  } loc(#loc1)
+} loc(#loc1)
+#loc1 = loc("/src/a.py":3:1)
+#loc2 = loc("jit(f)/psum"("/src/a.py":9:5))
+"""
+    reduce, add = parse_stablehlo(text).ops
+    assert (reduce.opcode, reduce.shape, reduce.op_name) == (
+        "stablehlo.all_reduce",
+        "tensor<2xf32>",
+        "jit(f)/psum",
+    )
+    assert reduce.source.line == 9
+    assert (add.opcode, add.shape, add.source.line) == ("stablehlo.add", "tensor<f32>", 3)
