@@ -75,8 +75,12 @@ def main() -> None:
 
     b_min, b_med, b_cpu = stats(base)
     o_min, o_med, o_cpu = stats(ours)
-    print(f"program: {n_eqns} jaxpr equations, {n_ops} optimized HLO ops; {runs} runs each")
-    print("                                          best wall   median wall  median CPU")
+    print(
+        f"program: {n_eqns} jaxpr equations, {n_ops} optimized HLO ops; {runs} runs each"
+    )
+    print(
+        "                                          best wall   median wall  median CPU"
+    )
     print(
         f"jax.jit(f).lower(x).compile().as_text(): {b_min * 1e3:8.1f} ms  "
         f"{b_med * 1e3:8.1f} ms  {b_cpu * 1e3:8.1f} ms"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import linecache
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,7 +183,9 @@ class _StackFrameTable:
             if location is not None:
                 file = self.file_names.get(location.get("file_name_id", 0))
                 if file is not None:
-                    function = self.function_names.get(location.get("function_name_id", 0))
+                    function = self.function_names.get(
+                        location.get("function_name_id", 0)
+                    )
                     chain.append(
                         _Frame(
                             file,
@@ -217,7 +219,9 @@ def parse_hlo(text: str) -> ParsedOps:
     table = _StackFrameTable()
     section: str | None = None
     computation = ""
-    rows: list[tuple[int, str, str, str, str, str]] = []  # line, name, opcode, shape, comp, rest
+    rows: list[
+        tuple[int, str, str, str, str, str]
+    ] = []  # line, name, opcode, shape, comp, rest
     fusion_of_computation: dict[str, str] = {}
     sources: list[SourceLoc | None] = []
     op_names: list[str] = []
@@ -307,7 +311,9 @@ def parse_hlo(text: str) -> ParsedOps:
 
 _LOC_ALIAS = re.compile(r"^#(loc\d*)\s*=\s*loc\((.*)\)\s*$")
 _FUNC = re.compile(r"^\s*func\.func\s+(?:\w+\s+)?@([\w.$\-]+)")
-_MLIR_OP = re.compile(r'^\s*(?:(%[\w#:$.\-]+(?:\s*,\s*%[\w#:$.\-]+)*)\s*=\s*)?"?([a-z_][\w.]*)"?')
+_MLIR_OP = re.compile(
+    r'^\s*(?:(%[\w#:$.\-]+(?:\s*,\s*%[\w#:$.\-]+)*)\s*=\s*)?"?([a-z_][\w.]*)"?'
+)
 _FILE_LOC = re.compile(r'^"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
 _TERMINATORS = frozenset({"return", "func.return", "stablehlo.return", "mhlo.return"})
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -372,7 +378,11 @@ class _MlirLocs:
             inner = child[1:-1].strip()
             frames, inner_name = self.resolve(inner)
             looks_like_function = "(" not in name and "/" not in name
-            if looks_like_function and len(frames) == 1 and _is_file_loc(inner, self.aliases):
+            if (
+                looks_like_function
+                and len(frames) == 1
+                and _is_file_loc(inner, self.aliases)
+            ):
                 # "f"("file":3:4) names the frame's function; "jit(f)/sin"(...) the op
                 fr = frames[0]
                 return [_Frame(fr.file, fr.line, fr.column, name)], inner_name
@@ -495,7 +505,9 @@ def parse_stablehlo(debug_text: str) -> ParsedOps:
                     name = results.split(",")[0].strip().split(":")[0]
                     opens_region = code.rstrip().endswith("{")
                     shape = "" if opens_region else _mlir_result_type(code)
-                    rows.append([line_index, name, opcode, shape, computation, loc_expr])
+                    rows.append(
+                        [line_index, name, opcode, shape, computation, loc_expr]
+                    )
                     if loc_expr is None:
                         pending.append((len(rows) - 1, depth))
         depth += opens - closes
@@ -551,9 +563,7 @@ def normalize_cost(raw: Any) -> dict[str, float] | None:
         raw = merged
     if not isinstance(raw, Mapping) or not raw:
         return None
-    numbers = {
-        str(k): float(v) for k, v in raw.items() if isinstance(v, (int, float))
-    }
+    numbers = {str(k): float(v) for k, v in raw.items() if isinstance(v, (int, float))}
     if not numbers:
         return None
     out: dict[str, float] = {}
@@ -686,7 +696,11 @@ class HloCapture:
         if not self._memory_done:
             self._memory_done = True
             compiled = _safe(self.compiled)
-            stats = _safe(lambda: compiled.memory_analysis()) if compiled is not None else None
+            stats = (
+                _safe(lambda: compiled.memory_analysis())
+                if compiled is not None
+                else None
+            )
             self._memory = normalize_memory(stats)
         return self._memory
 
@@ -706,9 +720,7 @@ def _align_hlo_lines(parsed: ParsedOps, text: str) -> ParsedOps:
         match = _INSTRUCTION.match(line)
         if match is not None:
             positions.setdefault((computation, match.group(2)), index)
-    lines = [
-        positions.get((op.computation, op.name), -1) for op in parsed.ops
-    ]
+    lines = [positions.get((op.computation, op.name), -1) for op in parsed.ops]
     return ParsedOps(parsed.ops, lines, parsed.raw_files)
 
 
@@ -746,8 +758,3 @@ def by_line(ops: list[OpInfo]) -> dict[tuple[str, int], list[OpInfo]]:
 def source_text(raw_file: str, line: int) -> str:
     """The text of ``raw_file`` at ``line`` (IPython cells included), or ``""``."""
     return linecache.getline(raw_file, line).strip()
-
-
-def iter_mapped(ops: list[OpInfo]) -> Iterator[OpInfo]:
-    """Ops that carry a source location."""
-    return (op for op in ops if op.source is not None)

@@ -33,7 +33,11 @@ class HloView(Renderable):
     __slots__ = ("_by_line", "_capture", "function_name", "show_cost")
 
     def __init__(
-        self, hlo_capture: HloCapture, *, function_name: str = "", show_cost: bool = False
+        self,
+        hlo_capture: HloCapture,
+        *,
+        function_name: str = "",
+        show_cost: bool = False,
     ) -> None:
         self._capture = hlo_capture
         self._by_line: dict[tuple[str, int], list[OpInfo]] | None = None

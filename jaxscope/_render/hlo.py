@@ -55,9 +55,7 @@ def _display_lines(view: HloView) -> tuple[list[str], int]:
 
 def _ops_by_line(view: HloView) -> dict[int, OpInfo]:
     return {
-        line: op
-        for op, line in zip(view.ops, view.op_lines, strict=True)
-        if line >= 0
+        line: op for op, line in zip(view.ops, view.op_lines, strict=True) if line >= 0
     }
 
 
@@ -109,7 +107,13 @@ def _spans(line: str, stage: str) -> list[tuple[str, str]]:
         match = _MLIR_OP.match(line)
         if match is not None:
             indent, names, eq, opcode, rest = match.groups()
-            return [(indent, ""), (names, "cyan"), (eq, ""), (opcode, "bold magenta"), (rest, "")]
+            return [
+                (indent, ""),
+                (names, "cyan"),
+                (eq, ""),
+                (opcode, "bold magenta"),
+                (rest, ""),
+            ]
         match = _MLIR_NO_RESULT.match(line)
         if match is not None:
             indent, opcode, rest = match.groups()
@@ -160,7 +164,9 @@ class _StyledLines:
                     continue
                 style = styles.get(style_name)
                 if style is None:
-                    style = styles[style_name] = Style.parse(style_name) if style_name else None
+                    style = styles[style_name] = (
+                        Style.parse(style_name) if style_name else None
+                    )
                 while piece:
                     room = width - column
                     if room <= 0:
@@ -301,17 +307,17 @@ def _html_line(line: str, stage: str) -> str:
                 else _e(rest)
             )
             return (
-                f"{_e(indent)}{_e(root or '')}<span class=\"jxh-name\">{_e(name)}</span>"
-                f"{_e(eq)}<span class=\"jxh-shape\">{_e(shape)}</span>{_e(space)}"
-                f"<span class=\"jxh-opc\">{_e(opcode)}</span>{tail}"
+                f'{_e(indent)}{_e(root or "")}<span class="jxh-name">{_e(name)}</span>'
+                f'{_e(eq)}<span class="jxh-shape">{_e(shape)}</span>{_e(space)}'
+                f'<span class="jxh-opc">{_e(opcode)}</span>{tail}'
             )
         return _e(line)
     match = _MLIR_OP.match(line)
     if match is not None:
         indent, names, eq, opcode, rest = match.groups()
         return (
-            f"{_e(indent)}<span class=\"jxh-name\">{_e(names)}</span>{_e(eq)}"
-            f"<span class=\"jxh-opc\">{_e(opcode)}</span>{_e(rest)}"
+            f'{_e(indent)}<span class="jxh-name">{_e(names)}</span>{_e(eq)}'
+            f'<span class="jxh-opc">{_e(opcode)}</span>{_e(rest)}'
         )
     return _e(line)
 
@@ -358,7 +364,9 @@ def _(view: HloView) -> str:
         if op.source is not None:
             counts[op.source.key] = counts.get(op.source.key, 0) + 1
     functions = {
-        op.source.key: op.source.function for op in at_line.values() if op.source is not None
+        op.source.key: op.source.function
+        for op in at_line.values()
+        if op.source is not None
     }
     for key in sorted(keys, key=lambda k: (k[0], k[1])):
         k = keys[key]
@@ -369,7 +377,7 @@ def _(view: HloView) -> str:
         src_rows.append(
             f'<div class="jxh-s" data-k="{k}" style="background:{_TINTS[k % _PALETTE]}" '
             f'title="{_e(title)}"><span class="jxh-loc">{_e(f"{file}:{line}")}</span> '
-            f"{_e(code)} <span class=\"jxh-n\">({counts.get(key, 0)} ops)</span></div>"
+            f'{_e(code)} <span class="jxh-n">({counts.get(key, 0)} ops)</span></div>'
         )
     if not src_rows:
         src_rows.append('<div class="jxh-note">no op carries a source line</div>')
@@ -410,7 +418,9 @@ def _(view: HloView) -> str:
                 f'<span class="jxh-at">{_e(str(op.source))}</span>{content}</div>'
             )
         else:
-            out.append(f'<div class="jxh-l"><span class="jxh-at"></span>{content}</div>')
+            out.append(
+                f'<div class="jxh-l"><span class="jxh-at"></span>{content}</div>'
+            )
         if (
             block_indent is not None
             and line.strip().startswith("}")

@@ -78,6 +78,7 @@ def test_default_stage_is_hlo():
 def test_optimized_text_is_the_compiled_text():
     view = js.hlo(dense, stage="optimized")(X, W)
     expected = jax.jit(dense).lower(X, W).compile().as_text()
+
     # The metadata tables hold the whole Python stack of the trace (pytest's frames
     # included), which differs between two traces; the computations are the same.
     def computations(text):
@@ -126,8 +127,11 @@ def test_scan_body_ops_map_to_the_body_line(stage, line_in):
 
 def test_source_columns_are_recorded(line_in):
     view = js.hlo(dense, stage="hlo")(X, W)
-    (dot,) = [op for op in _ops_at(view, line_in(dense, "MARK dot")) if op.opcode == "dot"]
-    source_line = open(HERE).read().splitlines()[dot.source.line - 1]
+    (dot,) = [
+        op for op in _ops_at(view, line_in(dense, "MARK dot")) if op.opcode == "dot"
+    ]
+    with open(HERE) as source:
+        source_line = source.read().splitlines()[dot.source.line - 1]
     assert source_line[dot.source.column :].startswith("x @ w")
 
 
@@ -141,7 +145,11 @@ def test_by_line_lists_every_mapped_op_once():
 
 def test_hlo_parameters_are_listed_without_a_source():
     view = js.hlo(dense, stage="hlo")(X, W)
-    params = [op for op in view.ops if op.opcode == "parameter" and op.computation.startswith("main")]
+    params = [
+        op
+        for op in view.ops
+        if op.opcode == "parameter" and op.computation.startswith("main")
+    ]
     assert [op.op_name for op in params] == ["x", "w"]
     assert all(op.source is None for op in params)
     assert [op.shape for op in params] == ["f32[8,4]", "f32[4,4]"]
@@ -169,7 +177,7 @@ def test_op_lines_point_at_the_op_in_the_text():
         view = js.hlo(outer, stage=stage)(X)
         lines = view.text.splitlines()
         assert len(view.op_lines) == len(view.ops)
-        for op, at in zip(view.ops, view.op_lines):
+        for op, at in zip(view.ops, view.op_lines, strict=True):
             assert at >= 0
             assert op.name in lines[at], (stage, op, lines[at])
 
@@ -184,7 +192,11 @@ def test_optimized_ops_inside_fusions_name_their_fusion(line_in):
     members = [op for op in view.ops if op.fusion is not None]
     assert members
     assert {op.fusion for op in members} <= fusions
-    sin = [op for op in _ops_at(view, line_in(fusable, "MARK fuse sin")) if op.opcode == "sine"]
+    sin = [
+        op
+        for op in _ops_at(view, line_in(fusable, "MARK fuse sin"))
+        if op.opcode == "sine"
+    ]
     assert sin and sin[0].fusion in fusions
     # the fused computation is listed under its own name
     assert sin[0].computation != ""
@@ -270,7 +282,9 @@ def test_unknown_stage_is_rejected_before_tracing():
         calls.append(x)
         return x
 
-    with pytest.raises(js.InvalidCallError, match=r"unknown stage 'bad'.*stablehlo") as info:
+    with pytest.raises(
+        js.InvalidCallError, match=r"unknown stage 'bad'.*stablehlo"
+    ) as info:
         js.hlo(f, stage="bad")
     assert "\n" not in str(info.value)
     assert calls == []
@@ -306,7 +320,9 @@ def test_lowering_failure_is_one_line_hlo_error():
         def lower(self):
             raise RuntimeError("no backend\nsecond line")
 
-    with pytest.raises(HloError, match=r"could not lower the program \(RuntimeError: no backend\)") as info:
+    with pytest.raises(
+        HloError, match=r"could not lower the program \(RuntimeError: no backend\)"
+    ) as info:
         capture(Broken(), "hlo")
     assert "\n" not in str(info.value)
     assert isinstance(info.value, js.JaxscopeError)

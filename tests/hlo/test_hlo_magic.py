@@ -36,7 +36,9 @@ def test_ops_of_code_typed_in_a_cell_point_at_in_n(ip):
         ).result
         sines = [op for op in view.ops if op.opcode in ("sine", "stablehlo.sine")]
         assert sines, stage
-        assert {(op.source.file, op.source.line) for op in sines} == {(f"In [{count}]", 3)}
+        assert {(op.source.file, op.source.line) for op in sines} == {
+            (f"In [{count}]", 3)
+        }
         assert sines[0].source.function == "cell_fn"
         assert view.source_line(f"In [{count}]", 3) == "y = jnp.sin(x)"
 

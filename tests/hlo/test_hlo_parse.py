@@ -93,7 +93,11 @@ def test_compact_tables_give_the_innermost_frame():
     parsed = parse_hlo(COMPACT)
     ops = {op.name: op for op in parsed.ops}
     sin = ops["sin.1"]
-    assert (sin.source.file, sin.source.line, sin.source.column) == ("/src/model.py", 12, 4)
+    assert (sin.source.file, sin.source.line, sin.source.column) == (
+        "/src/model.py",
+        12,
+        4,
+    )
     assert sin.source.function == "layer"
     assert sin.op_name == "jit(f)/sin"
     reduce = ops["reduce.1"]
@@ -116,7 +120,9 @@ def test_compact_tables_fusion_membership_and_shapes():
     assert ops["t"].shape == "(f32[8], s32[])"
     assert ops["t"].opcode == "tuple"
     assert ops["x.1"].source is None and ops["x.1"].op_name == "x"
-    assert parsed.lines == [i for i, line in enumerate(COMPACT.splitlines()) if " = " in line]
+    assert parsed.lines == [
+        i for i, line in enumerate(COMPACT.splitlines()) if " = " in line
+    ]
 
 
 def test_parent_frames_are_followed_when_the_innermost_is_not_user_code():
@@ -141,7 +147,11 @@ def test_stablehlo_location_chains():
     parsed = parse_stablehlo(STABLEHLO)
     ops = {(op.opcode, op.name): op for op in parsed.ops}
     sine = ops[("stablehlo.sine", "%0")]
-    assert (sine.source.file, sine.source.line, sine.source.column) == ("/src/model.py", 12, 4)
+    assert (sine.source.file, sine.source.line, sine.source.column) == (
+        "/src/model.py",
+        12,
+        4,
+    )
     assert sine.source.function == "layer"
     assert sine.op_name == "jit(f)/sin"
     assert sine.shape == "tensor<8xf32>"
@@ -233,4 +243,8 @@ module @m {
         "jit(f)/psum",
     )
     assert reduce.source.line == 9
-    assert (add.opcode, add.shape, add.source.line) == ("stablehlo.add", "tensor<f32>", 3)
+    assert (add.opcode, add.shape, add.source.line) == (
+        "stablehlo.add",
+        "tensor<f32>",
+        3,
+    )

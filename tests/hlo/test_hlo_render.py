@@ -32,7 +32,9 @@ def test_text_shows_every_line_with_source_comments(stage, line_in):
     view = js.hlo(model, stage=stage)(X)
     text = to_text(view, width=400)
     first, *rest = text.splitlines()
-    assert first.startswith({"stablehlo": "StableHLO", "hlo": "HLO", "optimized": "optimized HLO"}[stage])
+    assert first.startswith(
+        {"stablehlo": "StableHLO", "hlo": "HLO", "optimized": "optimized HLO"}[stage]
+    )
     assert "of model" in first
     sin_line = line_in(model, "MARK sin")
     assert f"# {HERE}:{sin_line}" in text
@@ -83,9 +85,7 @@ def test_html_links_ops_and_source_lines(stage, line_in):
     sin_line = line_in(model, "MARK sin")
     # the source pane shows the user's code of that line
     assert "y = jnp.sin(x) * 2.0" in html
-    match = re.search(
-        r'<div class="jxh-s" data-k="(\d+)"[^>]*title="([^"]*)"', html
-    )
+    match = re.search(r'<div class="jxh-s" data-k="(\d+)"[^>]*title="([^"]*)"', html)
     assert match is not None
     keys = set(re.findall(r'class="jxh-s" data-k="(\d+)"', html))
     op_keys = set(re.findall(r'class="jxh-l jxh-op" data-k="(\d+)"', html))
@@ -143,8 +143,12 @@ def test_fused_computations_fold_in_long_modules(monkeypatch):
 
 def test_html_element_ids_are_unique_per_display():
     view = js.hlo(model)(X)
-    first = re.search(r'id="(jxh-[^"]+)"', view._repr_mimebundle_()["text/html"]).group(1)
-    second = re.search(r'id="(jxh-[^"]+)"', view._repr_mimebundle_()["text/html"]).group(1)
+    first = re.search(r'id="(jxh-[^"]+)"', view._repr_mimebundle_()["text/html"]).group(
+        1
+    )
+    second = re.search(
+        r'id="(jxh-[^"]+)"', view._repr_mimebundle_()["text/html"]
+    ).group(1)
     assert first != second
 
 
