@@ -732,6 +732,12 @@ _OPCODE_KIND.update(
 )
 
 
+_COLLECTIVE_LINE = re.compile(
+    r" (?:all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute"
+    r"|ragged-all-to-all)(?:-start)?\("
+)
+
+
 def shape_bytes(shape: str) -> int:
     """Bytes of an HLO shape string (tuples summed): ``"f32[16,16]{1,0}"`` -> 1024."""
     total = 0
@@ -802,8 +808,17 @@ def parse_instruction(line: str, computation: str = "") -> HloInstr | None:
     )
 
 
-def iter_instructions(text: str) -> list[HloInstr]:
-    """Every instruction of every computation of an HLO module's text."""
+def iter_instructions(
+    text: str,
+    keep: Callable[[str], bool] | None = None,
+    index: dict[tuple[str, str], str] | None = None,
+) -> list[HloInstr]:
+    """Instructions of every computation of an HLO module's text.
+
+    Only lines for which ``keep(line)`` is true are parsed (all by default); when
+    ``index`` is given it receives ``(computation, name) -> line`` for every
+    instruction, so operands can be looked up without parsing every line.
+    """
     out = []
     computation = ""
     for line in text.splitlines():
@@ -819,6 +834,12 @@ def iter_instructions(text: str) -> list[HloInstr]:
                 computation = head.group(2)
                 continue
         if not computation:
+            continue
+        if index is not None:
+            head = _NAME_HEAD.match(line)
+            if head is not None:
+                index[(computation, head.group(1).lstrip("%"))] = line
+        if keep is not None and not keep(line):
             continue
         instr = parse_instruction(line, computation)
         if instr is not None:
@@ -969,6 +990,9 @@ def parse_replica_groups(text: str) -> tuple[tuple[int, ...], ...] | None:
     return None
 
 
+_groups_cached = functools.lru_cache(maxsize=1024)(parse_replica_groups)
+
+
 def _pairs(text: str) -> tuple[tuple[int, ...], ...] | None:
     try:
         return tuple(
@@ -1003,6 +1027,16 @@ def axes_of_groups(
 
 
 def spec_of_hlo_sharding(text: str, mesh: dict[str, int] | None) -> str | None:
+    """An HLO sharding as a mesh spec; see ``_spec_of_hlo_sharding`` (memoised)."""
+    return _spec_cached(text, tuple(mesh.items()) if mesh else None)
+
+
+@functools.lru_cache(maxsize=1024)
+def _spec_cached(text: str, mesh_items: tuple[tuple[str, int], ...] | None) -> str | None:
+    return _spec_of_hlo_sharding(text, dict(mesh_items) if mesh_items else None)
+
+
+def _spec_of_hlo_sharding(text: str, mesh: dict[str, int] | None) -> str | None:
     """An HLO sharding (``{devices=[4,1,2]<=[8] last_tile_dim_replicate}``) as a spec.
 
     Returns ``"P('data', None)"`` style text where every tiled dimension maps onto
@@ -1086,15 +1120,23 @@ def parse_collectives(
     """Every collective in an (optimized, partitioned) HLO module's text."""
     if frames is None:
         frames = parse_stack_frames(text)
-    instrs = iter_instructions(text)
-    shapes = {(i.computation, i.name): i.shape for i in instrs}
+    lines: dict[tuple[str, str], str] = {}
+    instrs = iter_instructions(text, _COLLECTIVE_LINE.search, lines)
+
+    def operand_shape(computation: str, name: str) -> str:
+        line = lines.get((computation, name))
+        if line is None:
+            return ""
+        parsed = parse_instruction(line, computation)
+        return parsed.shape if parsed is not None else ""
+
     out = []
     for instr in instrs:
         kind = _OPCODE_KIND.get(instr.opcode)
         if kind is None:
             continue
         operand_bytes = sum(
-            shape_bytes(shapes.get((instr.computation, o), "")) for o in instr.operands
+            shape_bytes(operand_shape(instr.computation, o)) for o in instr.operands
         )
         result_bytes = shape_bytes(instr.shape)
         if instr.opcode.endswith("-start"):
@@ -1105,10 +1147,10 @@ def parse_collectives(
             groups = _pairs(groups_text)
         else:
             groups_text = _attr(instr.attrs, "replica_groups") or ""
-            groups = parse_replica_groups(groups_text) if groups_text else None
-        axes = None
+            groups = _groups_cached(groups_text) if groups_text else None
+        mesh_key = tuple(mesh.items()) if mesh else None
         if kind != "collective-permute":
-            axes = axes_of_groups(groups, mesh)
+            axes = _axes_cached(groups, mesh_key)
         else:
             axes = _permute_axes(groups, mesh)
         op_name = _OP_NAME.search(instr.attrs)
@@ -1127,6 +1169,14 @@ def parse_collectives(
             )
         )
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _axes_cached(
+    groups: tuple[tuple[int, ...], ...] | None,
+    mesh_items: tuple[tuple[str, int], ...] | None,
+) -> tuple[str, ...] | None:
+    return axes_of_groups(groups, dict(mesh_items) if mesh_items else None)
 
 
 def _permute_axes(
@@ -1153,7 +1203,7 @@ def parse_op_shardings(
     """Every instruction carrying a ``sharding=`` attribute, with its spec and source."""
     frames = parse_stack_frames(text)
     out = []
-    for instr in iter_instructions(text):
+    for instr in iter_instructions(text, lambda line: "sharding={" in line):
         raw = _attr(instr.attrs, "sharding")
         if raw is None:
             continue
