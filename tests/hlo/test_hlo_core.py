@@ -366,3 +366,45 @@ def test_shard_map_collectives_map_to_the_user_line(line_in):
         assert reduces, stage
         assert all(op.source is not None and op.source.line == line for op in reduces)
         assert reduces[0].shape in ("tensor<2xf32>", "f32[2]")
+
+
+@jax.custom_jvp
+def soft(x):
+    return jnp.log1p(jnp.exp(x))  # MARK soft primal
+
+
+@soft.defjvp
+def _soft_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return soft(x), t * jax.nn.sigmoid(x)  # MARK soft rule
+
+
+def branching(x, flag):
+    def yes(v):
+        return jnp.sin(v)  # MARK cond yes
+
+    def no(v):
+        return jnp.cos(v)  # MARK cond no
+
+    y = lax.cond(flag, yes, no, x)
+    return jax.checkpoint(lambda v: jnp.tanh(v) * 2.0)(y)  # MARK remat
+
+
+@pytest.mark.parametrize("stage", ["stablehlo", "hlo", "optimized"])
+def test_cond_branches_and_checkpoint_map_to_their_lines(stage, line_in):
+    view = js.hlo(branching, stage=stage)(X, True)
+    want = {
+        "MARK cond yes": ("sine", "stablehlo.sine"),
+        "MARK cond no": ("cosine", "stablehlo.cosine"),
+        "MARK remat": ("tanh", "stablehlo.tanh"),
+    }
+    for marker, opcodes in want.items():
+        ops = _ops_at(view, line_in(branching, marker))
+        assert any(op.opcode in opcodes for op in ops), (stage, marker)
+
+
+def test_custom_jvp_rule_ops_map_to_the_rule(line_in):
+    view = js.hlo(jax.grad(lambda x: soft(x).sum()), stage="hlo")(X)
+    rule_ops = _ops_at(view, line_in(_soft_jvp, "MARK soft rule"))
+    assert rule_ops
+    assert all(op.source.function == "_soft_jvp" for op in rule_ops)
