@@ -7,6 +7,8 @@ as a list of ``Line`` records that the text, rich and HTML renderers all draw fr
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import linecache
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -90,7 +92,17 @@ def _letters(n: int) -> str:
 class _Builder:
     """State of one walk: variable names, aval strings and source locations, cached."""
 
-    __slots__ = ("by_line", "flat", "locs", "namer", "source_text", "avals")
+    __slots__ = (
+        "avals",
+        "by_line",
+        "flat",
+        "flat_prims",
+        "kinds",
+        "locs",
+        "namer",
+        "prim_names",
+        "source_text",
+    )
 
     def __init__(self) -> None:
         self.namer = _Namer()
@@ -99,24 +111,55 @@ class _Builder:
         self.source_text: dict[tuple[str, int], str] = {}
         self.avals: dict[Any, str] = {}
         self.locs: dict[Any, SourceLoc] = {}
+        self.kinds: dict[type, str] = {}
+        self.flat_prims: set[Any] = set()
+        self.prim_names: dict[Any, str] = {}
 
     def aval(self, aval: Any) -> str:
+        # Hashing an aval is slow (sharding, vma...); its shape and dtype are not.
         try:
-            found = self.avals.get(aval)
-        except TypeError:  # an unhashable aval type
+            key = (aval.shape, aval.dtype)
+            found = self.avals.get(key)
+        except (AttributeError, TypeError):
             return _cj.aval_str(aval)
         if found is None:
             found = _cj.aval_str(aval)
-            self.avals[aval] = found
+            self.avals[key] = found
         return found
 
     def atom(self, atom: Any) -> tuple[str, str]:
         aval = self.aval(atom.aval)
-        if _cj.is_literal(atom):
+        kind = self.kinds.get(type(atom))
+        if kind is None:
+            kind = "lit" if _cj.is_literal(atom) else "drop" if _cj.is_dropvar(atom) else ""
+            self.kinds[type(atom)] = kind
+        if not kind:
+            names = self.namer.names
+            name = names.get(id(atom))
+            if name is None:
+                name = names[id(atom)] = _letters(len(names))
+            return (name, aval)
+        if kind == "lit":
             return (f"{_literal_text(_cj.literal_value(atom))}:{aval}", aval)
-        if _cj.is_dropvar(atom):
-            return ("_", aval)
-        return (self.namer.name(atom), aval)
+        return ("_", aval)
+
+    def subjaxprs(self, eqn: Any) -> list[tuple[str, Any]]:
+        # A primitive's params hold nested jaxprs always or never (within a program).
+        prim = eqn.primitive
+        if prim in self.flat_prims:
+            return []
+        subs = _cj.subjaxprs(eqn)
+        if not subs:
+            self.flat_prims.add(prim)
+        return subs
+
+    def primitive(self, eqn: Any) -> str:
+        prim = eqn.primitive
+        name = self.prim_names.get(prim)
+        if name is None:
+            name = _cj.primitive_name(eqn)
+            self.prim_names[prim] = name
+        return name
 
     def source(self, eqn: Any) -> SourceLoc | None:
         raw = _csource.innermost_user_frame(_csource.eqn_traceback(eqn))
@@ -141,12 +184,23 @@ def _literal_text(value: Any) -> str:
         text = str(int(value))
     elif isinstance(value, float):
         text = repr(float(value))
+    elif getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        text = str(value.item())  # numpy's str of a 0-d array is slow
     else:
         text = str(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+_SIMPLE = (bool, int, float, str)
+
+
 def _param_str(value: Any) -> str:
+    if value is None:
+        return "None"
+    if type(value) in _SIMPLE:
+        text = str(value)
+        if len(text) <= _MAX_PARAM_CHARS and "\n" not in text:
+            return text
     if callable(value) and hasattr(value, "__name__"):
         text = f"<{value.__name__}>"
     else:
@@ -159,11 +213,25 @@ def _param_str(value: Any) -> str:
     return text
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def build_model(closed_jaxpr: Any) -> JaxprModel:
     """Walk a ClosedJaxpr (from ``Traced.jaxpr`` or ``jax.make_jaxpr``) depth-first."""
     builder = _Builder()
     jaxpr, _consts = _cj.open_jaxpr(closed_jaxpr)
-    top = _walk(jaxpr, (), "", builder)
+    # The walk allocates one small acyclic record per equation; letting the cyclic
+    # GC rescan JAX's large heap on the way costs more than the walk itself.
+    with _gc_paused():
+        top = _walk(jaxpr, (), "", builder)
     return JaxprModel(
         top=top,
         eqns=builder.flat,
@@ -191,7 +259,7 @@ def _walk(jaxpr: Any, path: tuple[int, ...], label: str, b: _Builder) -> Region:
     total = 0
     for index, eqn in enumerate(jaxpr.eqns):
         eqn_path = (*path, index)
-        subs = _cj.subjaxprs(eqn)
+        subs = b.subjaxprs(eqn)
         params: dict[str, str]
         if subs:
             sub_counts: dict[str, list[str]] = {}
@@ -213,7 +281,7 @@ def _walk(jaxpr: Any, path: tuple[int, ...], label: str, b: _Builder) -> Region:
         info = EqnInfo(
             path=eqn_path,
             depth=depth,
-            primitive=_cj.primitive_name(eqn),
+            primitive=b.primitive(eqn),
             inputs=[atom(v) for v in eqn.invars],
             outputs=[
                 atom(v) if id(v) in used else ("_", b.aval(v.aval)) for v in eqn.outvars
@@ -378,13 +446,14 @@ def render_text(
     ``max_eqns_per_region`` keeps the first and last equations of long regions.
     """
     out: list[str] = []
-    for line in display_lines(
-        model, max_depth=max_depth, max_eqns_per_region=max_eqns_per_region
-    ):
-        text = " " * line.indent + line.text
-        if source and line.info is not None and line.info.source is not None:
-            text += f"  # {line.info.source}"
-        out.append(text)
+    with _gc_paused():
+        for line in display_lines(
+            model, max_depth=max_depth, max_eqns_per_region=max_eqns_per_region
+        ):
+            text = " " * line.indent + line.text
+            if source and line.info is not None and line.info.source is not None:
+                text += f"  # {line.info.source}"
+            out.append(text)
     return "\n".join(out)
 
 
