@@ -101,6 +101,20 @@ class ErrorReport(Renderable):
     traceback: str = ""
     original_message: str = ""
 
+    def __str__(self) -> str:
+        from ._render.explain import text_of
+
+        return text_of(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from ._render import to_html
+        from ._render.explain import text_of
+
+        return {"text/plain": text_of(self), "text/html": to_html(self)}
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self) if cycle else str(self))
+
     @property
     def line_text(self) -> str:
         """The text of the user's line ("" if unknown)."""
@@ -642,7 +656,7 @@ def _np_calls(site: _Site) -> list[tuple[str, str]]:
     """``(np text, jnp replacement)`` for ``np.f(...)`` calls in the failing statement."""
     import jax.numpy as jnp
 
-    root = site.node if isinstance(site.node, ast.Call) else site.stmt
+    root = site.stmt if site.stmt is not None else site.node
     out: list[tuple[str, str]] = []
     if root is None:
         return out

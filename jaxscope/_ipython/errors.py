@@ -154,11 +154,9 @@ def _colour(shell: Any) -> bool:
 
 
 def _report_text(report: Any, colour: bool) -> str:
-    from .._render import get_rich, new_console
+    from .._render.explain import text_of
 
-    console = new_console(_width(), color=colour)
-    console.print(get_rich(report), soft_wrap=True)  # the terminal wraps; code stays whole
-    return console.file.getvalue().rstrip("\n")
+    return text_of(report, _width(), color=colour, soft_wrap=True)
 
 
 def _width() -> int:

@@ -51,14 +51,12 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     exc = excinfo.value
     try:
         from .._explain import explain, is_jax_error, relativize
-        from .._render import get_rich, new_console
+        from .._render.explain import text_of
 
         if not is_jax_error(exc):
             return
         report_ = relativize(explain(exc), str(item.config.rootpath))
-        console = new_console(100)
-        console.print(get_rich(report_), soft_wrap=True)  # long code hints stay on one line
-        text = console.file.getvalue().rstrip("\n")
+        text = text_of(report_, 100, soft_wrap=True)  # long code hints stay on one line
     except Exception:  # an explanation must never turn into a second failure
         return
     report.sections.append((SECTION, text))

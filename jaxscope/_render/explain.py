@@ -23,7 +23,8 @@ _CSS = """
 .jaxscope-error .js-where{color:#666;font-weight:normal}
 .jaxscope-error .js-msg{margin:4px 0}
 .jaxscope-error pre{margin:4px 0;padding:4px;background:rgba(0,0,0,.04);overflow-x:auto}
-.jaxscope-error .js-cur{background:rgba(217,83,79,.15);display:inline-block;width:100%}
+.jaxscope-error .js-row{display:block}
+.jaxscope-error .js-cur{background:rgba(217,83,79,.15)}
 .jaxscope-error .js-caret{color:#d9534f}
 .jaxscope-error .js-hint{margin:6px 0;padding:4px 6px;border-left:3px solid #5cb85c;
  background:rgba(92,184,92,.08)}
@@ -32,6 +33,31 @@ _CSS = """
 .jaxscope-error .js-dim{color:#777}
 </style>
 """
+
+
+def text_of(report: ErrorReport, width: int = 100, *, color: bool = False, soft_wrap: bool = False) -> str:
+    """The rich rendering of ``report`` as text.
+
+    Its own console sets ``force_jupyter=False``: a default rich ``Console`` inside a
+    Jupyter kernel displays what it prints as an extra cell output instead of writing it
+    to its file.
+    """
+    import io
+
+    from rich.console import Console
+
+    console = Console(
+        width=width,
+        file=io.StringIO(),
+        color_system="standard" if color else None,
+        force_terminal=color,
+        force_jupyter=False,
+        legacy_windows=False,
+        highlight=False,
+        soft_wrap=False,
+    )
+    console.print(rich_renderable(report), soft_wrap=soft_wrap)
+    return console.file.getvalue().rstrip("\n")
 
 
 def _where(report: ErrorReport) -> str:
@@ -143,12 +169,13 @@ def _(report: ErrorReport) -> str:
         lines = []
         for text, current in rows:
             if current:
-                lines.append(f'<span class="js-cur">{_esc(text)}</span>')
+                css = "js-row js-cur"
             elif "^" in text and set(text.split("│", 1)[-1].strip()) == {"^"}:
-                lines.append(f'<span class="js-caret">{_esc(text)}</span>')
+                css = "js-row js-caret"
             else:
-                lines.append(f'<span class="js-dim">{_esc(text)}</span>')
-        parts.append("<pre>" + "\n".join(lines) + "</pre>")
+                css = "js-row js-dim"
+            lines.append(f'<span class="{css}">{_esc(text)}</span>')
+        parts.append("<pre>" + "".join(lines) + "</pre>")
     table_rows = []
     for o in report.operands:
         if o.aval or o.origin:
