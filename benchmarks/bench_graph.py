@@ -34,8 +34,14 @@ from jaxscope._graph import build_graph, to_payload
 from jaxscope._jaxpr import build_model
 from jaxscope._render.graph import standalone_html
 
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def make_program(layers: int, per_layer: int):
@@ -69,24 +75,36 @@ def main() -> int:
 
     # fresh functions each time: JAX caches traces of the same function object
     t_jax, _, closed = best(
-        lambda: jax.make_jaxpr(make_program(a.layers, a.per_layer))(x), repeat=2)
+        lambda: jax.make_jaxpr(make_program(a.layers, a.per_layer))(x), repeat=2
+    )
     n_eqns = len(closed.jaxpr.eqns)
     t_view, _, view = best(
-        lambda: js.jaxpr(make_program(a.layers, a.per_layer))(x), repeat=2)
+        lambda: js.jaxpr(make_program(a.layers, a.per_layer))(x), repeat=2
+    )
     t_model, _, model = best(lambda: build_model(view.closed_jaxpr))
     t_graph, _, graph = best(lambda: build_graph(model, title="f"))
-    t_payload, _, payload = best(lambda: json.dumps(to_payload(graph), separators=(",", ":")))
+    t_payload, _, payload = best(
+        lambda: json.dumps(to_payload(graph), separators=(",", ":"))
+    )
     gv = js.GraphView(graph)
     html = standalone_html(gv)
-    print(f"program: {n_eqns} equations, {len(graph.nodes)} nodes, {len(graph.edges)} edges, "
-          f"{len(graph.groups)} groups (jax {jax.__version__})")
-    print(f"python: jax.make_jaxpr {t_jax:.2f} s | js.jaxpr {t_view:.2f} s "
-          f"(ratio {t_view / t_jax:.2f}x) | jaxpr model {t_model:.2f} s | graph model "
-          f"{t_graph:.2f} s | payload {t_payload:.2f} s")
+    print(
+        f"program: {n_eqns} equations, {len(graph.nodes)} nodes, {len(graph.edges)} edges, "
+        f"{len(graph.groups)} groups (jax {jax.__version__})"
+    )
+    print(
+        f"python: jax.make_jaxpr {t_jax:.2f} s | js.jaxpr {t_view:.2f} s "
+        f"(ratio {t_view / t_jax:.2f}x) | jaxpr model {t_model:.2f} s | graph model "
+        f"{t_graph:.2f} s | payload {t_payload:.2f} s"
+    )
     extra = t_graph + t_payload
-    print(f"python: graph model + payload {extra:.2f} s = {extra / t_jax:.2f}x plain make_jaxpr")
-    print(f"payload: {len(payload) / 1e6:.2f} MB JSON (budget 5 MB), HTML output "
-          f"{len(html.encode()) / 1e6:.2f} MB")
+    print(
+        f"python: graph model + payload {extra:.2f} s = {extra / t_jax:.2f}x plain make_jaxpr"
+    )
+    print(
+        f"payload: {len(payload) / 1e6:.2f} MB JSON (budget 5 MB), HTML output "
+        f"{len(html.encode()) / 1e6:.2f} MB"
+    )
 
     if not Path(a.chromium).exists():
         print("browser: chromium not found; skipped")
@@ -98,18 +116,25 @@ def main() -> int:
         results = {}
         for label, opts in (("chunked", {}), ("unchunked", {"chunkMax": 10**9})):
             path = Path(tmp) / f"{label}.html"
-            path.write_text("<!doctype html><html><head><meta charset='utf-8'></head><body>"
-                            + standalone_html(gv, options=opts) + "</body></html>", "utf-8")
+            path.write_text(
+                "<!doctype html><html><head><meta charset='utf-8'></head><body>"
+                + standalone_html(gv, options=opts)
+                + "</body></html>",
+                "utf-8",
+            )
             firsts, expands, chunk_opens = [], [], []
             for _ in range(3):
                 page = browser.new_page(viewport={"width": 1400, "height": 900})
                 errors = []
-                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
                 page.goto(path.as_uri())
-                page.wait_for_selector(".jaxscope-graph[data-state=ready]", timeout=60000)
+                page.wait_for_selector(
+                    ".jaxscope-graph[data-state=ready]", timeout=60000
+                )
                 # first view: navigation start -> first rendered frame after the layout
                 first = page.evaluate(
-                    "() => new Promise(r => requestAnimationFrame(() => r(performance.now())))")
+                    "() => new Promise(r => requestAnimationFrame(() => r(performance.now())))"
+                )
                 firsts.append(first / 1000)
                 ms = page.evaluate("""() => new Promise(r => {
                     const api = document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph;
@@ -125,15 +150,24 @@ def main() -> int:
                 visible = int(page.get_attribute(".jaxscope-graph", "data-visible"))
                 assert not errors, errors
                 page.close()
-            results[label] = (min(firsts), min(expands), min(chunk_opens) if chunk_opens else None, visible)
+            results[label] = (
+                min(firsts),
+                min(expands),
+                min(chunk_opens) if chunk_opens else None,
+                visible,
+            )
         browser.close()
     first, expand, chunk, _ = results["chunked"]
-    print(f"browser: first view {first:.2f} s (budget 2 s) | expand a {a.per_layer}-node layer "
-          f"{expand:.3f} s (budget 0.5 s; shown as {-(-a.per_layer // 100)} artificial layers) | "
-          f"open one 100-node artificial layer {chunk:.3f} s")
+    print(
+        f"browser: first view {first:.2f} s (budget 2 s) | expand a {a.per_layer}-node layer "
+        f"{expand:.3f} s (budget 0.5 s; shown as {-(-a.per_layer // 100)} artificial layers) | "
+        f"open one 100-node artificial layer {chunk:.3f} s"
+    )
     _, raw, _, _ = results["unchunked"]
-    print(f"browser (reference): the same {a.per_layer}-node layer laid out in one piece "
-          f"{raw:.2f} s")
+    print(
+        f"browser (reference): the same {a.per_layer}-node layer laid out in one piece "
+        f"{raw:.2f} s"
+    )
     ok = first <= 2 and expand <= 0.5 and len(payload) <= 5e6
     print("budgets:", "met" if ok else "NOT met")
     return 0

@@ -287,10 +287,8 @@ class _Builder:
                         used.add(op)
                         self.alias(binder[0], info.inputs[op][0])
             # Operands no nested binder takes (cond's branch index) feed the group.
-            self.consume(
-                gid, [op for k, op in enumerate(info.inputs) if k not in used]
-            )
-            for j, child in enumerate(children):
+            self.consume(gid, [op for k, op in enumerate(info.inputs) if k not in used])
+            for child in children:
                 if len(children) == 1:
                     self.region(child, gid)
                 else:
@@ -326,9 +324,7 @@ class _Builder:
                 k = self.group_index[gid]
                 sizes[k] += 1
                 gid = self.groups[k].parent
-        self.groups = [
-            _replace_size(g, sizes[k]) for k, g in enumerate(self.groups)
-        ]
+        self.groups = [_replace_size(g, sizes[k]) for k, g in enumerate(self.groups)]
 
 
 def _replace_size(group: GraphGroup, size: int) -> GraphGroup:

@@ -6,7 +6,14 @@ import sys
 from typing import Any
 
 from ._exceptions import JaxscopeError
-from ._graph import GraphEdge, GraphGroup, GraphModel, GraphNode, build_graph, to_payload
+from ._graph import (
+    GraphEdge,
+    GraphGroup,
+    GraphModel,
+    GraphNode,
+    build_graph,
+    to_payload,
+)
 from ._render import Renderable, mimebundle
 
 # Nodes drawn by to_dot before it refuses (Graphviz itself slows to minutes beyond).
@@ -88,7 +95,9 @@ class GraphView(Renderable):
         if _kernel_present():
             try:
                 data = self.widget()._repr_mimebundle_(include=include, exclude=exclude)
-            except Exception:  # the HTML and text stay; a widget failure never kills a cell
+            except (
+                Exception
+            ):  # the HTML and text stay; a widget failure never kills a cell
                 data = None
             if isinstance(data, tuple):
                 data = data[0]
@@ -128,9 +137,19 @@ def _dot(model: GraphModel) -> Any:
         )
     root = graphviz.Digraph(
         name=model.title or "jaxpr",
-        graph_attr={"rankdir": "TB", "compound": "true", "fontname": "Helvetica", "fontsize": "10"},
-        node_attr={"shape": "box", "style": "rounded,filled", "fillcolor": "#eef3fb",
-                   "fontname": "Helvetica", "fontsize": "10"},
+        graph_attr={
+            "rankdir": "TB",
+            "compound": "true",
+            "fontname": "Helvetica",
+            "fontsize": "10",
+        },
+        node_attr={
+            "shape": "box",
+            "style": "rounded,filled",
+            "fillcolor": "#eef3fb",
+            "fontname": "Helvetica",
+            "fontsize": "10",
+        },
         edge_attr={"fontname": "Helvetica", "fontsize": "8", "color": "#777777"},
     )
     children: dict[str | None, list[GraphGroup]] = {}
@@ -157,8 +176,11 @@ def _dot(model: GraphModel) -> Any:
             graph.node(_dot_id(node.id), label=graphviz.nohtml(label), **attrs)
         for group in children.get(gid, ()):
             with graph.subgraph(name=f"cluster_{_dot_id(group.id)}") as sub:
-                sub.attr(label=graphviz.nohtml(group.label), style="rounded",
-                         color="#9bb0d3" if group.kind != "scope" else "#c9b26b")
+                sub.attr(
+                    label=graphviz.nohtml(group.label),
+                    style="rounded",
+                    color="#9bb0d3" if group.kind != "scope" else "#c9b26b",
+                )
                 fill(sub, group.id)
 
     fill(root, None)
@@ -175,8 +197,12 @@ def _dot(model: GraphModel) -> Any:
         if edge.dst in node_ids:
             root.edge(_dot_id(edge.src), _dot_id(edge.dst), label=label)
         elif edge.dst in first_leaf:  # an operand of the group itself: end at its box
-            root.edge(_dot_id(edge.src), _dot_id(first_leaf[edge.dst]), label=label,
-                      lhead=f"cluster_{_dot_id(edge.dst)}")
+            root.edge(
+                _dot_id(edge.src),
+                _dot_id(first_leaf[edge.dst]),
+                label=label,
+                lhead=f"cluster_{_dot_id(edge.dst)}",
+            )
     return root
 
 

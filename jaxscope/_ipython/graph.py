@@ -15,8 +15,14 @@ from .common import JaxscopeMagics, show, usage_errors
 @magics_class
 class GraphMagics(JaxscopeMagics):
     @magic_arguments()
-    @argument("--dot", action="store_true", help="print the Graphviz DOT source instead")
-    @argument("call", nargs="*", help="a call expression such as f(x, y) or jax.grad(loss)(p, b)")
+    @argument(
+        "--dot", action="store_true", help="print the Graphviz DOT source instead"
+    )
+    @argument(
+        "call",
+        nargs="*",
+        help="a call expression such as f(x, y) or jax.grad(loss)(p, b)",
+    )
     @line_magic
     @usage_errors
     def jaxgraph(self, line: str) -> Any:

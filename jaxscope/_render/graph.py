@@ -65,7 +65,7 @@ def standalone_html(
         f'<script type="application/json" class="jaxscope-graph-data">{data}</script>'
         f'<script type="application/octet-stream" class="jaxscope-graph-js">'
         f"{js_b64}</script>"
-        "<script type=\"module\">"
+        '<script type="module">'
         f"const root=document.getElementById('{uid}');"
         "const b64=root.querySelector('.jaxscope-graph-js').textContent;"
         "const bytes=Uint8Array.from(atob(b64),c=>c.charCodeAt(0));"
@@ -114,7 +114,9 @@ def _(view: GraphView) -> Any:
                 return
             budget[0] -= 1
             label = Text()
-            label.append(group.label, style="bold magenta" if group.kind != "scope" else "yellow")
+            label.append(
+                group.label, style="bold magenta" if group.kind != "scope" else "yellow"
+            )
             label.append(f"  {group.size} nodes", style="dim")
             if group.source is not None:
                 label.append(f"  # {group.source}", style="yellow")

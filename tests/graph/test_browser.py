@@ -6,6 +6,7 @@ Any page error, console error or dialog fails the test.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -13,11 +14,10 @@ import pytest
 from jax import lax
 
 import jaxscope as js
-from jaxscope._render.graph import standalone_html
 
 pytestmark = pytest.mark.browser
 
-STATIC_JS = (js.__path__[0] + "/_static/graph.js")
+STATIC_JS = js.__path__[0] + "/_static/graph.js"
 
 
 @pytest.fixture
@@ -26,7 +26,14 @@ def gpage(graph_browser):
     pg = context.new_page()
     problems: list[str] = []
     pg.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
-    pg.on("console", lambda m: problems.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+    pg.on(
+        "console",
+        lambda m: (
+            problems.append(f"console.{m.type}: {m.text}")
+            if m.type == "error"
+            else None
+        ),
+    )
 
     def on_dialog(dialog):
         problems.append(f"dialog: {dialog.message}")
@@ -55,7 +62,9 @@ def _visible(page):
     return int(page.get_attribute(".jaxscope-graph", "data-visible"))
 
 
-def test_static_html_lays_out_every_node_and_shows_a_node_on_click(gpage, tmp_path, nested):
+def test_static_html_lays_out_every_node_and_shows_a_node_on_click(
+    gpage, tmp_path, nested
+):
     page = gpage
     view = js.graph(nested)(jnp.ones(4), 1.0)
     _open_static(page, tmp_path, view)
@@ -111,7 +120,9 @@ def test_search_by_primitive_variable_and_line(gpage, tmp_path, nested):
     sin = next(n for n in view.nodes if n.label == "sin")
     box.fill("%" + sin.outputs[0][0])
     box.press("Enter")
-    assert page.locator(".jsg-node.jsg-match").count() == 2  # produced by sin, used by mul
+    assert (
+        page.locator(".jsg-node.jsg-match").count() == 2
+    )  # produced by sin, used by mul
     # a line number: every node from that source line
     box.fill(str(sin.source.line))
     box.press("Enter")
@@ -126,7 +137,9 @@ def test_a_source_line_highlights_its_nodes(gpage, tmp_path, nested):
     page = gpage
     view = js.graph(nested)(jnp.ones(4), 1.0)
     _open_static(page, tmp_path, view)
-    page.locator(".jsg-node[data-primitive=cos], .jsg-node[data-primitive=mul]").first.click()
+    page.locator(
+        ".jsg-node[data-primitive=cos], .jsg-node[data-primitive=mul]"
+    ).first.click()
     page.locator(".jsg-panel .jsg-source .jsg-line-link").click()
     line_nodes = page.locator(".jsg-node.jsg-line").count()
     assert line_nodes >= 1
@@ -217,9 +230,12 @@ def test_widget_render_contract_with_a_fake_model(gpage, nested):
     view = js.graph(nested)(jnp.ones(4), 1.0)
     page.set_content("<!doctype html><html><body></body></html>")
     # anywidget injects the widget's _css next to the view; do the same
-    page.add_style_tag(content=open(STATIC_JS[:-3] + ".css", encoding="utf-8").read())
-    src = open(STATIC_JS, encoding="utf-8").read()
-    assert page.evaluate(WIDGET_HARNESS, [src, json.loads(json.dumps(view.payload()))]) == "function"
+    page.add_style_tag(content=Path(STATIC_JS[:-3] + ".css").read_text("utf-8"))
+    src = Path(STATIC_JS).read_text("utf-8")
+    assert (
+        page.evaluate(WIDGET_HARNESS, [src, json.loads(json.dumps(view.payload()))])
+        == "function"
+    )
     page.wait_for_selector(".jaxscope-graph[data-state=ready]")
     assert _visible(gpage) == 21
     page.locator(".jsg-node[data-primitive=exp]").click()
@@ -228,7 +244,9 @@ def test_widget_render_contract_with_a_fake_model(gpage, nested):
     assert ["set", "selected", exp_index] in log and ["save"] in log
     # a new graph trait re-renders
     small = js.graph(lambda x: jnp.cos(x))(jnp.ones(2)).payload()
-    page.evaluate("(g) => { window.__w.state.graph = g; window.__w.fire('change:graph'); }", small)
+    page.evaluate(
+        "(g) => { window.__w.state.graph = g; window.__w.fire('change:graph'); }", small
+    )
     assert page.locator(".jaxscope-graph").count() == 1
     assert _visible(gpage) == 3
     page.evaluate("window.__w.cleanup()")

@@ -46,8 +46,19 @@ def test_nested_program_counts_match_the_jaxpr(nested):
     assert len(g.groups) - len(scopes) == n_eqn_groups == 10
     kinds = sorted(gr.kind for gr in g.groups)
     assert kinds == sorted(
-        ["scope", "jit", "scan", "while", "region", "region", "cond", "region",
-         "region", "remat2", "custom_jvp_call"]
+        [
+            "scope",
+            "jit",
+            "scan",
+            "while",
+            "region",
+            "region",
+            "cond",
+            "region",
+            "region",
+            "remat2",
+            "custom_jvp_call",
+        ]
     )
     _check_consistent(g)
 
@@ -65,7 +76,8 @@ def test_group_sizes_count_leaf_nodes_at_any_depth(nested):
     assert scope.size == jit.size == 2
     while_ = next(gr for gr in g.groups if gr.kind == "while")
     assert sorted(by_id[c].label for c in by_id if by_id[c].parent == while_.id) == [
-        "body_jaxpr", "cond_jaxpr"
+        "body_jaxpr",
+        "cond_jaxpr",
     ]
 
 
@@ -94,7 +106,9 @@ def test_edges_link_producers_to_consumers_with_types():
 def test_edges_cross_into_and_out_of_nested_jaxprs(nested):
     g = js.graph(nested)(jnp.ones(4), 1.0)
     nodes = {n.id: n for n in g.nodes}
-    pairs = {(nodes[e.src].label, nodes[e.dst].label) for e in g.edges if e.dst in nodes}
+    pairs = {
+        (nodes[e.src].label, nodes[e.dst].label) for e in g.edges if e.dst in nodes
+    }
     # x flows into the jit's sin; the scan's stacked output leaves to result[1]
     assert ("x", "sin") in pairs
     assert ("mul", "result[1]") in pairs
@@ -134,7 +148,9 @@ def test_while_with_consts_maps_cond_and_body_binders():
     assert operand_map(wh, 1, body_r) == [1, 2]
     g = v.graph()
     nodes = {n.id: n for n in g.nodes}
-    pairs = {(nodes[e.src].label, nodes[e.dst].label) for e in g.edges if e.dst in nodes}
+    pairs = {
+        (nodes[e.src].label, nodes[e.dst].label) for e in g.edges if e.dst in nodes
+    }
     assert ("lim", "lt") in pairs and ("step", "add") in pairs
 
 
@@ -226,7 +242,8 @@ def test_vmap_grad_program_counts_match():
 
 
 def test_graph_of_custom_vjp_and_shard_map_programs():
-    from jax.sharding import Mesh, PartitionSpec as P
+    from jax.sharding import Mesh
+    from jax.sharding import PartitionSpec as P
 
     @jax.custom_vjp
     def clip_grad(x):

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxscope as js
-from jaxscope._graph_view import GraphvizMissingError, GraphView
+from jaxscope._graph_view import GraphView, GraphvizMissingError
 from jaxscope._render.graph import json_for_script
 
 
@@ -27,7 +27,7 @@ def test_to_dot_has_a_cluster_per_group_and_an_edge_per_use(nested):
     assert dot.startswith("digraph nested_program {")
     assert dot.count("subgraph cluster_") == len(g.groups)
     assert dot.count(" -> ") == len(g.edges)
-    assert "label=\"jit _inner\"" in dot
+    assert 'label="jit _inner"' in dot
     assert "lhead=cluster_g5" in dot  # the cond's branch index ends at the cond box
 
 
@@ -42,10 +42,14 @@ def test_to_svg_draws_every_node(nested):
 def test_to_svg_without_dot_says_how_to_get_it(monkeypatch, tmp_path, nested):
     g = js.graph(nested)(jnp.ones(4), 1.0)
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(GraphvizMissingError, match=r"needs the Graphviz `dot` program") as info:
+    with pytest.raises(
+        GraphvizMissingError, match=r"needs the Graphviz `dot` program"
+    ) as info:
         g.to_svg()
     assert "\n" not in str(info.value)
-    assert isinstance(info.value, js.JaxscopeError) and isinstance(info.value, RuntimeError)
+    assert isinstance(info.value, js.JaxscopeError) and isinstance(
+        info.value, RuntimeError
+    )
     assert g.to_dot().startswith("digraph")  # DOT needs no binary
 
 
@@ -54,7 +58,10 @@ def test_to_dot_refuses_huge_graphs_with_a_pointer_to_the_viewer(monkeypatch):
 
     monkeypatch.setattr(gv, "DOT_MAX_NODES", 3)
     g = js.graph(lambda x: jnp.cos(jnp.sin(x)) + 1.0)(jnp.ones(2))
-    with pytest.raises(js.JaxscopeError, match=r"5 nodes, more than to_dot draws \(3\); use the notebook viewer"):
+    with pytest.raises(
+        js.JaxscopeError,
+        match=r"5 nodes, more than to_dot draws \(3\); use the notebook viewer",
+    ):
         g.to_dot()
 
 
@@ -86,7 +93,11 @@ def test_html_embeds_the_viewer_and_escaped_data(nested):
     assert set(bundle) == {"text/plain", "text/html"}  # no kernel here: no widget view
     html = bundle["text/html"]
     assert "data-jaxscope-graph" in html and "mountStatic" in html
-    data = re.search(r'<script type="application/json" class="jaxscope-graph-data">(.*?)</script>', html, re.S)
+    data = re.search(
+        r'<script type="application/json" class="jaxscope-graph-data">(.*?)</script>',
+        html,
+        re.S,
+    )
     payload = json.loads(data.group(1))
     assert payload == json.loads(json.dumps(g.payload()))
 
@@ -115,7 +126,9 @@ def test_widget_carries_the_payload(nested):
     assert w.graph == g.payload()
     assert w.selected == -1
     # the committed bundle, read from package data: no Node, no CDN
-    assert "mountStatic" in w._esm and "import(" not in w._esm and "https://" not in w._esm
+    assert (
+        "mountStatic" in w._esm and "import(" not in w._esm and "https://" not in w._esm
+    )
     assert ".jaxscope-graph" in w._css
 
 

@@ -17,7 +17,11 @@ x = jnp.ones(3)
 
 
 def _graph_outputs(captured):
-    return [o for o in captured.outputs if "text/html" in o.data and "data-jaxscope-graph" in o.data["text/html"]]
+    return [
+        o
+        for o in captured.outputs
+        if "text/html" in o.data and "data-jaxscope-graph" in o.data["text/html"]
+    ]
 
 
 def test_jaxgraph_shows_the_graph(ip):

@@ -48,7 +48,9 @@ def test_build_records_the_esbuild_version_of_the_lockfile():
 def test_bundle_is_self_contained_esm():
     js = (STATIC / "graph.js").read_text("utf-8")
     assert re.search(r"export\s*\{", js), "graph.js must be an ES module"
-    assert not re.search(r"""\bimport\s*(\(|["'{*\w])""", js), "graph.js must bundle its imports"
+    assert not re.search(r"""\bimport\s*(\(|["'{*\w])""", js), (
+        "graph.js must bundle its imports"
+    )
     assert "https://" not in js and "cdn" not in js.lower()
 
 
@@ -59,14 +61,29 @@ def test_wheel_ships_the_static_bundle(tmp_path):
     import zipfile
 
     out = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "-w", str(tmp_path), str(ROOT)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if out.returncode != 0 and "hatchling" in out.stderr:
         pytest.skip("hatchling not installed in this venv")
     assert out.returncode == 0, out.stderr[-2000:]
     wheel = next(tmp_path.glob("jaxscope-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    for f in ("jaxscope/_static/graph.js", "jaxscope/_static/graph.css", "jaxscope/_static/BUILD.json"):
+    for f in (
+        "jaxscope/_static/graph.js",
+        "jaxscope/_static/graph.css",
+        "jaxscope/_static/BUILD.json",
+    ):
         assert f in names
