@@ -69,16 +69,34 @@ def parse_call(source: str, namespace: dict[str, Any], magic: str) -> ParsedCall
     args: list[Any] = []
     for node in call.args:
         if isinstance(node, ast.Starred):
-            args.extend(_eval(node.value, text, namespace, "the argument"))
+            value = _eval(node.value, text, namespace, "the argument")
+            try:
+                args.extend(value)
+            except TypeError:
+                raise InvalidCallError(
+                    f"`*{ast.get_source_segment(text, node.value)}` is a "
+                    f"{type(value).__name__}, not an iterable; unpack a list or tuple"
+                ) from None
         else:
             args.append(_eval(node, text, namespace, "the argument"))
     kwargs: dict[str, Any] = {}
     for keyword in call.keywords:
         value = _eval(keyword.value, text, namespace, "the argument")
         if keyword.arg is None:
-            kwargs.update(value)
+            if not hasattr(value, "keys"):
+                raise InvalidCallError(
+                    f"`**{ast.get_source_segment(text, keyword.value)}` is a "
+                    f"{type(value).__name__}, not a mapping; unpack a dict"
+                )
+            items = {str(k): value[k] for k in value.keys()}
         else:
-            kwargs[keyword.arg] = value
+            items = {keyword.arg: value}
+        for key, item in items.items():
+            if key in kwargs:
+                raise InvalidCallError(
+                    f"keyword argument {key!r} is given twice in `{text}`; pass it once"
+                )
+            kwargs[key] = item
     return ParsedCall(
         source=text,
         callee_source=ast.get_source_segment(text, call.func) or "",

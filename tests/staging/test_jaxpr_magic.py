@@ -183,3 +183,22 @@ def test_hlo_rejects_an_unknown_stage(shell):
     run(shell, "def q(x):\n    return x\n")
     msg = usage_error(shell, "--stage bad q(x)", name="hlo")
     assert "unknown stage 'bad'" in msg and "stablehlo, hlo or optimized" in msg
+
+
+def test_star_args_and_kwargs_are_unpacked(shell):
+    run(shell, "def kw(a, b, *, c):\n    return jnp.sin(a) * b + c\nargs = (x, 2.0)\nopts = {'c': 1.0}")
+    text = magic(shell, "kw(*args, **opts)")["text/plain"]
+    assert "sin" in text and "add" in text
+
+
+def test_bad_unpacking_is_a_usage_error(shell):
+    run(shell, "def kw2(a, **k):\n    return a\nn = 3")
+    assert "`*n` is a int, not an iterable" in usage_error(shell, "kw2(*n)")
+    assert "`**n` is a int, not a mapping" in usage_error(shell, "kw2(x, **n)")
+    msg = usage_error(shell, "kw2(x, c=1.0, **{'c': 2.0})")
+    assert "keyword argument 'c' is given twice" in msg
+
+
+def test_an_argument_raising_while_evaluated(shell):
+    msg = usage_error(shell, "jnp.sin(1 / 0)")
+    assert "evaluating the argument `1 / 0` raised ZeroDivisionError" in msg
