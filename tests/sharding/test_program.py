@@ -226,3 +226,22 @@ def test_bad_inputs_are_one_line_errors():
     assert "\n" not in str(err.value)
     with pytest.raises(Exception, match="kind='all-sum' is not a collective kind"):
         js.shardings(lambda x: x)(jnp.ones(2)).count("all-sum")
+
+
+def test_explicit_axes_program_sum_reduces_over_both_axes(devices):
+    mesh = jax.make_mesh((4, 2), ("data", "model"))  # Explicit axes
+    x = jax.device_put(jnp.ones((64, 32)), NamedSharding(mesh, P("data", "model")))
+    v = js.shardings(lambda a: jnp.sum(a))(x)  # SUMALL
+    assert v.count("all-reduce") == hlo_count(lambda a: jnp.sum(a), (x,), "all-reduce")
+    assert sorted(c.axes for c in v.collectives) == [("data",), ("model",)]
+
+
+def test_out_shardings_resharding_is_an_all_gather_without_a_line(mesh):
+    x = jax.device_put(jnp.ones((64, 32)), NamedSharding(mesh, P("data", "model")))
+    f = jax.jit(lambda a: a * 2, out_shardings=NamedSharding(mesh, P()))
+    v = js.shardings(f)(x)
+    gathers = [c for c in v.collectives if c.kind == "all-gather"]
+    assert gathers and len(gathers) == v.hlo_text.count(" all-gather(")
+    assert v.outputs == [("out", "P()")]
+    assert max(c.bytes for c in gathers) == 64 * 32 * 4  # the full array lands everywhere
+    assert "unknown line: " in v.summary()
