@@ -121,16 +121,19 @@ def trace(
 ) -> Any:
     """``jax.stages.Traced`` for ``fn(*args, **kwargs)``, traced only, never executed.
 
-    A ``jax.jit``-wrapped ``fn`` given no static arguments of its own is traced through
-    its own ``.trace`` so its ``static_argnums`` and donation are respected.
+    A ``jax.jit``-wrapped ``fn`` (given no extra static arguments here) is traced through
+    its own ``.trace``, so its statics, shardings and donation are respected; JAX
+    caches that trace. Any other callable is traced through a fresh wrapper, so each
+    call re-runs its Python (side effects included) against the current globals.
     """
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    check_callable(fn, api_name)
+    _check_static_argnums(nums, len(args), api_name)
     own_statics = _own_static_args(fn)
     check_example_args(
         fn, args, kwargs, nums + own_statics[0], names + own_statics[1], api_name
     )
-    _check_static_argnums(nums, len(args), api_name)
     try:
         if hasattr(fn, "trace") and not nums and not names:
             return fn.trace(*args, **kwargs)

@@ -1,0 +1,120 @@
+"""js.jaxpr's errors: one line, naming the argument, the problem and the fix."""
+
+from __future__ import annotations
+
+import inspect
+
+import jax.numpy as jnp
+import pytest
+
+import jaxscope as js
+
+X = jnp.ones(3)
+
+
+def one_line(info) -> str:
+    message = str(info.value)
+    assert "\n" not in message, message
+    return message
+
+
+def takes(x, label):
+    return x
+
+
+def test_not_a_callable():
+    with pytest.raises(js.InvalidCallError) as info:
+        js.jaxpr(42)
+    assert one_line(info) == (
+        "js.jaxpr expects a callable; got int 42: pass the function itself, "
+        "e.g. js.jaxpr(f)(x)"
+    )
+
+
+def test_string_argument_names_it_and_suggests_static_argnums():
+    with pytest.raises(js.InvalidCallError) as info:
+        js.jaxpr(takes)(X, "hello")
+    assert one_line(info) == (
+        "label is a str ('hello'), which JAX cannot trace; pass it as a static "
+        "argument (js.jaxpr(f, static_argnums=(1,))(...)) or convert it to an array"
+    )
+
+
+def test_object_inside_a_pytree_names_its_path():
+    with pytest.raises(js.InvalidCallError) as info:
+        js.jaxpr(takes)({"w": X, "cfg": object()}, 1.0)
+    assert one_line(info).startswith("x['cfg'] is a object (<object object at")
+
+
+def test_keyword_argument_suggests_static_argnames():
+    with pytest.raises(js.InvalidCallError) as info:
+        js.jaxpr(takes)(X, label="hi")
+    assert "label (keyword) is a str ('hi')" in one_line(info)
+    assert "js.jaxpr(f, static_argnames=('label',))(...)" in one_line(info)
+
+
+def test_static_argnums_out_of_range():
+    with pytest.raises(js.InvalidCallError) as info:
+        js.jaxpr(takes, static_argnums=3)(X, 1.0)
+    assert one_line(info) == (
+        "static_argnums=(3,) but the call has 2 positional argument(s); use an index "
+        "below 2 or static_argnames for keyword arguments"
+    )
+
+
+def test_static_argnums_not_an_int():
+    with pytest.raises(js.InvalidCallError) as info:
+        js.jaxpr(takes, static_argnums=("label",))(X, 1.0)
+    assert "static_argnums must be ints, got 'label'" in one_line(info)
+
+
+def raises_inside(x):
+    y = x * 2
+    raise KeyError("missing key")  # the raising line
+
+
+def test_function_raising_while_traced_names_its_line():
+    with pytest.raises(js.TraceError) as info:
+        js.jaxpr(raises_inside)(X)
+    lines, start = inspect.getsourcelines(raises_inside)
+    line = start + next(i for i, t in enumerate(lines) if "the raising line" in t)
+    message = one_line(info)
+    assert message == (
+        f"raises_inside raised KeyError at {__file__}:{line} while being traced: "
+        "'missing key'"
+    )
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+def branchy(x, n):
+    if n > 2:  # value-dependent
+        return x * n
+    return x
+
+
+def test_value_dependent_control_flow_suggests_the_right_static_index():
+    with pytest.raises(js.TraceError) as info:
+        js.jaxpr(branchy)(X, 3)
+    message = one_line(info)
+    assert "TracerBoolConversionError" in message
+    assert "depends on the value of argument n" in message
+    assert "js.jaxpr(f, static_argnums=(1,))(...)" in message
+    assert "lax.cond / jnp.where" in message
+    ok = js.jaxpr(branchy, static_argnums=1)(X, 3)
+    assert [e.primitive for e in ok.eqns] == ["mul"]
+
+
+def test_value_dependent_keyword_suggests_static_argnames():
+    def kw_only(x, *, n):
+        return x if n > 0 else -x
+
+    with pytest.raises(js.TraceError) as info:
+        js.jaxpr(kw_only)(X, n=1)
+    assert "static_argnames=('n',)" in one_line(info)
+
+
+def test_errors_are_jaxscope_errors_and_builtins():
+    with pytest.raises(ValueError):
+        js.jaxpr(takes)(X, "s")
+    with pytest.raises(RuntimeError):
+        js.jaxpr(raises_inside)(X)
