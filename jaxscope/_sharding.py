@@ -516,6 +516,9 @@ def _check_dims(dims: Sequence[int], rank: int) -> None:
 def _make_mesh(mesh: Any) -> Any:
     if isinstance(mesh, jax.sharding.Mesh):
         return mesh
+    abstract = getattr(jax.sharding, "AbstractMesh", None)
+    if abstract is not None and isinstance(mesh, abstract):
+        mesh = dict(mesh.shape)
     if isinstance(mesh, dict) and mesh:
         names = tuple(str(k) for k in mesh)
         sizes = tuple(int(v) for v in mesh.values())
@@ -562,11 +565,14 @@ def _array_view(x: Any, where: str, dims: Sequence[int] | None) -> ShardingView:
             f"({_describe(x)}), not a JAX array; pass a jax.Array or a "
             "jax.ShapeDtypeStruct with a sharding (numpy data: jax.device_put it first)"
         )
-    if not hasattr(sharding, "devices_indices_map"):
-        raise ShardingValueError(
-            f"{where} has a {type(sharding).__name__} bound to an abstract mesh (no "
-            "devices); give it a concrete jax.sharding.Mesh"
-        )
+    abstract = getattr(jax.sharding, "AbstractMesh", None)
+    if (
+        abstract is not None
+        and isinstance(sharding, jax.sharding.NamedSharding)
+        and isinstance(sharding.mesh, abstract)
+    ):
+        # an abstract mesh has no devices: lay it out on the first devices present
+        sharding = jax.sharding.NamedSharding(_make_mesh(sharding.mesh), sharding.spec)
     shape = tuple(int(d) for d in x.shape)
     dtype = np.dtype(x.dtype)
     if dims is not None:
@@ -1236,12 +1242,15 @@ class ProgramShardingView(Renderable):
         by_line: ``{(file, line): [Collective, ...]}``.
         line_summary: one ``LineSummary`` per source line (heaviest first).
         mesh: ``{axis: size}`` of the program's mesh, or None.
+        device_ids: the physical device id of each logical id (the ids in
+            ``Collective.replica_groups``), in mesh order; None without a mesh.
         hlo_text: the optimized HLO (``Compiled.as_text()``).
         num_devices: the number of devices the program runs on.
     """
 
     __slots__ = (
         "collectives",
+        "device_ids",
         "function_name",
         "hlo_text",
         "inputs",
@@ -1264,7 +1273,9 @@ class ProgramShardingView(Renderable):
         hlo_text: str,
         num_devices: int,
         ops_stage: str = "",
+        device_ids: tuple[int, ...] | None = None,
     ) -> None:
+        self.device_ids = device_ids
         self.function_name = function_name
         self.inputs = inputs
         self.outputs = outputs
@@ -1353,19 +1364,22 @@ def _specs_with_paths(tree: Any, prefix: str) -> list[tuple[str, str]]:
     ]
 
 
-def _program_mesh(compiled: Any) -> dict[str, int] | None:
+def _program_mesh(compiled: Any) -> tuple[dict[str, int] | None, tuple[int, ...] | None]:
+    """The program's one mesh as ``{axis: size}`` and its device ids, or Nones."""
     shardings = jax.tree_util.tree_leaves(
         (compiled.input_shardings, compiled.output_shardings),
         is_leaf=lambda s: isinstance(s, jax.sharding.Sharding),
     )
     meshes = {
-        tuple(dict(s.mesh.shape).items())
+        (tuple(dict(s.mesh.shape).items()), tuple(int(d.id) for d in s.mesh.devices.flat))
         for s in shardings
         if isinstance(s, jax.sharding.NamedSharding)
+        and hasattr(s.mesh, "devices")
     }
     if len(meshes) == 1:
-        return dict(next(iter(meshes)))
-    return None
+        items, ids = next(iter(meshes))
+        return dict(items), ids
+    return None, None
 
 
 def _static_positions(fn: Any, static_argnums: Sequence[int], n_args: int) -> set[int]:
@@ -1449,7 +1463,7 @@ def program_shardings(
         raise InvalidCallError(
             f"XLA could not compile {function_name(fn)}: {_first_line(exc)}"
         ) from None
-    mesh = _program_mesh(compiled)
+    mesh, device_ids = _program_mesh(compiled)
     text = compiled.as_text()
     param_names = _param_names(fn)
     statics = _static_positions(fn, nums, len(args))
@@ -1482,6 +1496,7 @@ def program_shardings(
         hlo_text=text,
         num_devices=num_devices,
         ops_stage=stage,
+        device_ids=device_ids,
     )
 
 

@@ -269,3 +269,19 @@ def test_view_holds_no_array(mesh):
 def test_single_device_sharding_type_name(devices):
     x = jax.device_put(jnp.ones(2), SingleDeviceSharding(devices[1]))
     assert js.sharding(x).shards[0].device_id == 1
+
+
+@pytest.mark.skipif(
+    not hasattr(jax.sharding, "AbstractMesh"), reason="no AbstractMesh in this JAX"
+)
+def test_abstract_mesh_is_laid_out_on_present_devices_or_refused(devices):
+    small = jax.sharding.AbstractMesh((4, 2), ("data", "model"))
+    sds = jax.ShapeDtypeStruct((8, 8), jnp.float32, sharding=NamedSharding(small, P("data")))
+    v = js.sharding(sds)
+    assert v.mesh == {"data": 4, "model": 2}
+    assert {s.shape for s in v.shards} == {(2, 8)}
+    big = jax.sharding.AbstractMesh((16,), ("x",))
+    sds = jax.ShapeDtypeStruct((16,), jnp.float32, sharding=NamedSharding(big, P("x")))
+    with pytest.raises(ShardingValueError, match="needs 16 devices but only 8") as err:
+        js.sharding(sds)
+    assert "\n" not in str(err.value)

@@ -245,3 +245,15 @@ def test_out_shardings_resharding_is_an_all_gather_without_a_line(mesh):
     assert v.outputs == [("out", "P()")]
     assert max(c.bytes for c in gathers) == 64 * 32 * 4  # the full array lands everywhere
     assert "unknown line: " in v.summary()
+
+
+def test_device_ids_map_logical_ids_to_the_mesh_devices(devices):
+    order = [devices[i] for i in (7, 6, 5, 4, 3, 2, 1, 0)]
+    mesh = jax.sharding.Mesh(__import__("numpy").array(order).reshape(4, 2), ("data", "model"))
+    x = jax.device_put(jnp.ones((16, 8)), NamedSharding(mesh, P("data", "model")))
+    v = js.shardings(lambda a: jnp.sum(a, axis=1))(x)
+    assert v.device_ids == (7, 6, 5, 4, 3, 2, 1, 0)
+    (ar,) = [c for c in v.collectives if c.kind == "all-reduce"]
+    assert ar.axes == ("model",)
+    physical = {frozenset(v.device_ids[i] for i in g) for g in ar.replica_groups}
+    assert physical == {frozenset(p) for p in ((7, 6), (5, 4), (3, 2), (1, 0))}
