@@ -516,7 +516,12 @@ def parse_stablehlo(debug_text: str) -> ParsedOps:
     for _, name, opcode, shape, comp, loc_expr in rows:
         known = resolved.get(loc_expr) if loc_expr else (None, "")
         if known is None:
-            frames, op_name = locs.resolve(loc_expr)
+            try:
+                frames, op_name = locs.resolve(loc_expr)
+            except (
+                RecursionError
+            ):  # a pathological chain: no source rather than a crash
+                frames, op_name = [], ""
             known = resolved[loc_expr] = (resolver.loc(frames), op_name)
         source, op_name = known
         ops.append(

@@ -16,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import html as _html
 import itertools
+import os
 import re
 from typing import Any
 
 from .._hlo import _COMPUTATION, _FUNC, _HLO_SECTIONS
 from .._hlo_view import HloView
-from .._model import OpInfo
+from .._model import OpInfo, SourceLoc
 from . import html, rich_renderable
 
 # Displays never flood a notebook or terminal; `.text` always has everything.
@@ -291,6 +292,11 @@ _JS = """
 """
 
 
+def _short(loc: Any) -> str:
+    """``model.py:12`` for a path (the full path is in the line's title)."""
+    return f"{os.path.basename(loc.file) or loc.file}:{loc.line}"
+
+
 def _e(text: str) -> str:
     return _html.escape(text, quote=True)
 
@@ -376,7 +382,7 @@ def _(view: HloView) -> str:
         title = f"{file}:{line}" + (f" in {function}" if function else "")
         src_rows.append(
             f'<div class="jxh-s" data-k="{k}" style="background:{_TINTS[k % _PALETTE]}" '
-            f'title="{_e(title)}"><span class="jxh-loc">{_e(f"{file}:{line}")}</span> '
+            f'title="{_e(title)}"><span class="jxh-loc">{_e(_short(SourceLoc(file=file, line=line)))}</span> '
             f'{_e(code)} <span class="jxh-n">({counts.get(key, 0)} ops)</span></div>'
         )
     if not src_rows:
@@ -415,7 +421,7 @@ def _(view: HloView) -> str:
             out.append(
                 f'<div class="jxh-l jxh-op" data-k="{k}" '
                 f'style="background:{_TINTS[k % _PALETTE]}" title="{_e(title)}">'
-                f'<span class="jxh-at">{_e(str(op.source))}</span>{content}</div>'
+                f'<span class="jxh-at">{_e(_short(op.source))}</span>{content}</div>'
             )
         else:
             out.append(
