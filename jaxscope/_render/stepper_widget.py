@@ -105,6 +105,18 @@ class StepperWidget(anywidget.AnyWidget):
             return
         self.state = payload(s)
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The widget view, plus the stepper's text and static HTML for frontends
+        without widgets (nbconvert, GitHub)."""
+        from . import to_html, to_text
+
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data, meta = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
+        data = dict(data)
+        data["text/plain"] = to_text(self.stepper)
+        data["text/html"] = to_html(self.stepper)
+        return (data, meta) if isinstance(bundle, tuple) else data
+
     def _on_message(self, widget: Any, content: Any, buffers: Any) -> None:
         if isinstance(content, dict):
             self.command(str(content.get("cmd", "")), content.get("line"))

@@ -57,7 +57,10 @@ def test_jaxstep_widget_option_shows_a_widget(shell):
     with capture_output() as cap:
         shell.run_line_magic("jaxstep", "--widget f(x)")
     assert cap.outputs, "nothing displayed"
-    assert "application/vnd.jupyter.widget-view+json" in cap.outputs[0].data
+    data = cap.outputs[0].data
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert data["text/plain"].startswith("Stepper of f (start)")
+    assert "<table>" in data["text/html"]
     assert not shell.user_ns["_jaxstep"].done
 
 

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax import lax
 
 import jaxscope as js
 
@@ -44,12 +45,45 @@ def test_mlp_training_step_with_value_and_grad_and_pytree_params(programs, key):
     _assert_same(s.result, programs.train_step(params, x, y), exact=False)
 
 
-def test_scan_rnn_result_is_bitwise_equal(programs, key):
+def test_scan_rnn_result_equals_the_compiled_loop(programs, key):
     p = {"wh": jax.random.normal(key, (4, 4)) * 0.3, "wx": jax.random.normal(key, (2, 4))}
     xs = jax.random.normal(key, (6, 2))
     s = js.step(programs.rnn)(p, xs)
     _step_to_end(s)
-    _assert_same(s.result, programs.rnn(p, xs))
+    # Some jaxlib versions fuse the compiled loop body (tanh of dot + dot): rounding only.
+    _assert_same(s.result, programs.rnn(p, xs), exact=False)
+
+
+def test_scan_with_elementwise_body_is_bitwise_equal():
+    def f(xs):
+        return lax.scan(lambda c, x: (c * 0.5 + x, c - x), 0.0, xs)
+
+    xs = jnp.linspace(-1.0, 1.0, 7)
+    _assert_same(js.step(f)(xs).run().result, f(xs))
+
+
+def test_loops_custom_linear_solve_debug_print_and_shard_map(capfd):
+    from jax.sharding import Mesh
+    from jax.sharding import PartitionSpec as P
+
+    mesh = Mesh(np.array(jax.devices()[:8]), ("x",))
+
+    def sharded(x):
+        body = lambda v: v * 2 + lax.psum(v.sum(), "x")  # noqa: E731
+        return jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
+
+    cases = [
+        (lambda x, n: lax.fori_loop(0, n, lambda i, v: v * 2 + i, x), (jnp.ones(2), 4)),
+        (lambda a, b: jnp.linalg.solve(a, b), (jnp.eye(3) * 2 + 0.1, jnp.ones(3))),
+        (lambda x: lax.map(jnp.sin, x), (jnp.ones((3, 2)),)),
+        (lambda x: (jax.debug.print("seen {x}", x=x), x * 2)[1], (jnp.ones(2),)),
+        (sharded, (jnp.arange(8.0),)),
+    ]
+    for f, args in cases:
+        s = js.step(f)(*args)
+        _step_to_end(s)
+        _assert_same(s.result, jax.jit(f)(*args), exact=False)
+    assert "seen [1. 1.]" in capfd.readouterr().out
 
 
 def test_while_loop_solver_result_is_bitwise_equal(programs):
