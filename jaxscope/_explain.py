@@ -351,11 +351,11 @@ def _safe_eval(node: ast.AST, frame: types.FrameType) -> Any:
         base = _safe_eval(node.value, frame)
         if base is _MISSING:
             return _MISSING
+        if isinstance(base, types.ModuleType):
+            return getattr(base, node.attr, _MISSING)
         attrs = getattr(base, "__dict__", None)
         if isinstance(attrs, dict) and node.attr in attrs:
             return attrs[node.attr]
-        if node.attr in ("T", "mT") or isinstance(base, types.ModuleType):
-            return _MISSING
         return _MISSING
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
         base = _safe_eval(node.value, frame)
@@ -769,6 +769,163 @@ def _human_bytes(n: int) -> str:
     return f"{n} B"  # pragma: no cover
 
 
+# --------------------------------------------------------------------------- NaN origin
+
+_HIGHER_ORDER = frozenset(
+    {
+        "scan", "while", "while_loop", "cond", "jit", "pjit", "closed_call", "core_call",
+        "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr", "remat", "remat2",
+        "checkpoint", "shard_map", "xla_pmap", "xla_call", "custom_lin",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _NanOrigin:
+    source: SourceLoc
+    primitive: str
+    kind: str
+    where: str
+    inputs: tuple[str, ...]
+
+
+def _eval_call_args(node: ast.Call, frame: types.FrameType) -> tuple[list[Any], dict[str, Any]] | None:
+    args: list[Any] = []
+    for arg in node.args:
+        if isinstance(arg, ast.Constant):
+            args.append(arg.value)
+            continue
+        target = arg.value if isinstance(arg, ast.Starred) else arg
+        value = _safe_eval(target, frame)
+        if value is _MISSING:
+            return None
+        if isinstance(arg, ast.Starred):
+            if not isinstance(value, (list, tuple)):
+                return None
+            args.extend(value)
+        else:
+            args.append(value)
+    kwargs: dict[str, Any] = {}
+    for kw in node.keywords:
+        value = kw.value.value if isinstance(kw.value, ast.Constant) else _safe_eval(kw.value, frame)
+        if value is _MISSING or kw.arg is None:
+            return None
+        kwargs[kw.arg] = value
+    return args, kwargs
+
+
+_TRANSFORMS = (
+    "jit", "grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian", "checkpoint",
+    "remat",
+)
+
+
+def _eval_callee(node: ast.expr, frame: types.FrameType) -> Any:
+    """The callee of the failing call; ``jax.jit(jax.grad(f))`` is rebuilt (pure wrappers)."""
+    if not isinstance(node, ast.Call):
+        return _safe_eval(node, frame)
+    import jax
+
+    wrapper = _safe_eval(node.func, frame)
+    allowed = [getattr(jax, name, None) for name in _TRANSFORMS]
+    if wrapper is _MISSING or not any(wrapper is a for a in allowed if a is not None):
+        return _MISSING
+    if len(node.args) != 1:
+        return _MISSING
+    inner = _eval_callee(node.args[0], frame)
+    if inner is _MISSING or not callable(inner):
+        return _MISSING
+    kwargs = {}
+    for kw in node.keywords:
+        if kw.arg is None or not isinstance(kw.value, (ast.Constant, ast.Tuple)):
+            return _MISSING
+        try:
+            kwargs[kw.arg] = ast.literal_eval(kw.value)
+        except ValueError:
+            return _MISSING
+    try:
+        return wrapper(inner, **kwargs)
+    except Exception:
+        return _MISSING
+
+
+def _function_of(entry: _Entry) -> Any:
+    """The function object running in ``entry``'s frame, found through its code object."""
+    import gc
+
+    code = entry.frame.f_code
+    for ref in gc.get_referrers(code):
+        if isinstance(ref, types.FunctionType) and ref.__code__ is code:
+            return ref
+    return None
+
+
+def _nan_candidates(inner: _Entry, site: _Site) -> list[tuple[Any, list[Any], dict[str, Any]]]:
+    out: list[tuple[Any, list[Any], dict[str, Any]]] = []
+    node = site.node
+    if isinstance(node, ast.Call):
+        callee = _eval_callee(node.func, inner.frame)
+        module = str(getattr(callee, "__module__", "") or "")
+        parsed = _eval_call_args(node, inner.frame)
+        if callable(callee) and parsed is not None and not module.startswith(("jax", "numpy")):
+            out.append((callee, *parsed))
+    code = inner.frame.f_code
+    if code.co_name != "<module>" and not code.co_flags & (0x04 | 0x08):  # no *args/**kw
+        fn = _function_of(inner)
+        positional, kwonly = _param_names(code)
+        local = inner.frame.f_locals
+        if fn is not None and all(n in local for n in positional + kwonly):
+            out.append((fn, [local[n] for n in positional], {n: local[n] for n in kwonly}))
+    return out
+
+
+def _nan_origin(inner: _Entry, site: _Site, prim: str) -> _NanOrigin | None:
+    """Step the failing call with concrete values to the first NaN/Inf-producing equation."""
+    try:
+        from . import _stepper
+    except ImportError:
+        return None
+    find_nan = getattr(_stepper, "find_nan", None)
+    if find_nan is None:
+        return None
+    import jax
+
+    for fn, args, kwargs in _nan_candidates(inner, site)[:2]:
+        try:
+            with jax.debug_nans(False), jax.debug_infs(False):
+                found = find_nan(fn)(*args, **kwargs)
+        except Exception:
+            continue
+        source = getattr(found, "source", None)
+        if found is None or source is None:
+            continue
+        frames = getattr(found, "frames", []) or []
+        where = " > ".join(
+            str(getattr(f, "label", "")) + (
+                f" [iteration {f.iteration + 1}/{f.length}]"
+                if getattr(f, "iteration", None) is not None and getattr(f, "length", None)
+                else ""
+            )
+            for f in frames
+        )
+        inputs = tuple(
+            f"{v.name}: {v.aval} (min {v.min}, max {v.max})"
+            for v in getattr(found, "inputs", [])[:4]
+        )
+        return _NanOrigin(source, str(found.primitive), str(found.kind), where, inputs)
+    return None
+
+
+def _raw_filename(display: str, entries: list[_Entry]) -> str | None:
+    for entry in entries:
+        if display_filename(entry.filename) == display:
+            return entry.filename
+    for name in list(linecache.cache):
+        if display_filename(name) == display:
+            return name
+    return display if os.path.exists(display) else None
+
+
 # --------------------------------------------------------------------------- explain
 
 
@@ -889,6 +1046,29 @@ def _explain(exc: BaseException) -> ErrorReport:
             span = (inner.col, inner.end_col)
         site = _site(inner)
 
+    nan_origin = None
+    if category == "nan" and inner is not None:
+        nan = _NAN_IN.search(text)
+        prim = nan.group("prim") if nan else ""
+        if prim in _HIGHER_ORDER or isinstance(site.node, ast.Call) and not prim:
+            nan_origin = _nan_origin(inner, site, prim)
+        elif isinstance(site.node, ast.Call):
+            callee = _eval_callee(site.node.func, inner.frame)
+            if not str(getattr(callee, "__module__", "") or "").startswith(("jax", "numpy")):
+                nan_origin = _nan_origin(inner, site, prim)
+        if nan_origin is not None:
+            user_frame = nan_origin.source
+            raw = _raw_filename(user_frame.file, entries)
+            source_lines = _source_lines(raw, user_frame.line) if raw else ()
+            span = None
+            if raw is not None and user_frame.column is not None:
+                site = _site(
+                    _Entry(inner.frame, raw, user_frame.line, user_frame.column, None, "")
+                )
+            text = _NAN_IN.sub(
+                f"invalid value ({nan_origin.kind}) encountered in {nan_origin.primitive}", text
+            ) if nan_origin.kind in ("nan", "inf") else text
+
     tracing = _TRACING.search(text) or _LEAKED_IN.search(text)
     traced_fn = tracing.group("fn") if tracing else None
     transform = tracing.group("tr") if tracing else None
@@ -924,6 +1104,11 @@ def _explain(exc: BaseException) -> ErrorReport:
     if created:
         context.append(f"tracer created at {created.group('where')}")
 
+    if nan_origin is not None:
+        where = f" in {nan_origin.where}" if nan_origin.where else ""
+        context.append(f"found by stepping the call with concrete values{where}")
+        context.extend(f"input {i}" for i in nan_origin.inputs)
+
     code = _traced_code(entries, traced_fn, traced_file, traced_line)
     message, hint = _message_and_hint(
         category=category,
@@ -938,11 +1123,14 @@ def _explain(exc: BaseException) -> ErrorReport:
         user_frame=user_frame,
         context=context,
     )
+    frames = [_loc(e) for e in users]
+    if nan_origin is not None and (not frames or frames[-1] != user_frame):
+        frames.append(nan_origin.source)
     return ErrorReport(
         kind=type(exc).__name__,
         message=message,
         user_frame=user_frame,
-        frames=[_loc(e) for e in users],
+        frames=frames,
         hint=hint,
         category=category,
         is_jax=is_jax,

@@ -92,6 +92,18 @@ def safe_log(x):
     return y * 2.0
 
 
+def scan_log(xs):
+    def body(carry, v):
+        y = jnp.log(v)  # <- error
+        return carry + y, y
+
+    return lax.scan(body, 0.0, xs)
+
+
+def sqrt_times_zero(x):
+    return jnp.sqrt(x) * 0.0  # <- error
+
+
 def loop(x):
     return lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)  # <- error
 
@@ -298,6 +310,29 @@ def test_debug_nans_points_at_the_nan_producing_line(catch, line_of):
     assert report.user_frame.line == line_of(safe_log)
     assert "`log` produced nan" in report.message
     assert "jnp.log(jnp.maximum" in report.hint
+
+
+def test_debug_nans_inside_scan_steps_to_the_body_line(catch, line_of):
+    with jax.debug_nans(True):
+        exc = catch(jax.jit(scan_log), jnp.array([1.0, -1.0]))
+    assert "scan" in str(exc)  # JAX itself only names the whole scan
+    report = js.explain(exc)
+    assert report.category == "nan"
+    assert report.user_frame.line == line_of(scan_log)
+    assert report.frames[-1] == report.user_frame
+    assert "`log` produced nan" in report.message
+    assert report.line_text.strip() == "y = jnp.log(v)  # <- error"
+    assert any("iteration 2/2" in c for c in report.jax_context)
+
+
+def test_debug_nans_in_backward_pass_points_at_the_forward_line(line_of):
+    try:
+        with jax.debug_nans(True):
+            jax.jit(jax.grad(sqrt_times_zero))(0.0)
+    except FloatingPointError as exc:
+        report = js.explain(exc)
+    assert report.user_frame.line == line_of(sqrt_times_zero)
+    assert report.category == "nan"
 
 
 def test_out_of_memory_runtime_error():
