@@ -3,7 +3,8 @@
 The front-end is ``jaxscope/_static/stepper.js`` (a hand-written ES module; its source
 is ``extension/src/stepper/index.js``, identical). State flows one way in the ``state``
 trait; the buttons and source-line clicks come back as custom messages
-``{"cmd": "step" | "next" | "finish" | "continue" | "toggle_break", "line": N}``.
+``{"cmd": "step" | "next" | "finish" | "continue" | "toggle_break", "line": N}`` and
+``{"cmd": "expand", "name": VAR}`` (show a value in full, or fold it again).
 """
 
 from __future__ import annotations
@@ -20,15 +21,30 @@ from .._stepper import Stepper
 from .stepper import frames_text, location_text
 
 _STATIC = Path(__file__).resolve().parent.parent / "_static"
-_COMMANDS = ("step", "next", "finish", "continue", "toggle_break")
+_COMMANDS = ("step", "next", "finish", "continue", "toggle_break", "expand")
+_FULL_CHARS = 20_000
 
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def payload(stepper: Stepper, error: str = "") -> dict[str, Any]:
-    """Everything the front-end draws, as JSON-able data (strings and numbers)."""
+def _full_text(value: Any) -> str:
+    import numpy as np
+
+    with np.printoptions(threshold=2_000, linewidth=120):
+        text = repr(np.asarray(value))
+    return text if len(text) <= _FULL_CHARS else text[: _FULL_CHARS - 3] + "..."
+
+
+def payload(
+    stepper: Stepper, error: str = "", expanded: frozenset[str] | set[str] = frozenset()
+) -> dict[str, Any]:
+    """Everything the front-end draws, as JSON-able data (strings and numbers).
+
+    Values named in ``expanded`` carry their full text (``"full"``), the rest a preview.
+    """
+    values = stepper.values
     info = stepper.current
     file, lines, eqn_lines = stepper.source_lines()
     bps = stepper.breakpoints["lines"]
@@ -63,6 +79,7 @@ def payload(stepper: Stepper, error: str = "") -> dict[str, Any]:
                 "name": s.name, "aval": s.aval, "min": _fmt(s.min), "max": _fmt(s.max),
                 "mean": _fmt(s.mean), "nan": s.nan_count, "inf": s.inf_count,
                 "preview": s.preview,
+                **({"full": _full_text(values[s.name])} if s.name in expanded else {}),
             }
             for s in stepper.summaries()
         ],
@@ -83,17 +100,20 @@ class StepperWidget(anywidget.AnyWidget):
     def __init__(self, stepper: Stepper, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.stepper = stepper
+        self.expanded: set[str] = set()
         self.state = payload(stepper)
         self.on_msg(self._on_message)
 
-    def command(self, cmd: str, line: int | None = None) -> None:
+    def command(self, cmd: str, line: int | None = None, name: str | None = None) -> None:
         """Run one front-end command (also callable from Python and tests)."""
         if cmd not in _COMMANDS:
-            self.state = payload(self.stepper, f"unknown command {cmd!r}")
+            self.state = payload(self.stepper, f"unknown command {cmd!r}", self.expanded)
             return
         s = self.stepper
         try:
-            if cmd == "toggle_break":
+            if cmd == "expand":
+                self.expanded.symmetric_difference_update({str(name)})
+            elif cmd == "toggle_break":
                 file = self.state.get("source", {}).get("file") or ""
                 s.toggle_breakpoint(f"{file}:{line}" if file else line)
             elif cmd == "continue":
@@ -101,9 +121,9 @@ class StepperWidget(anywidget.AnyWidget):
             else:
                 getattr(s, cmd)()
         except JaxscopeError as exc:
-            self.state = payload(s, str(exc))
+            self.state = payload(s, str(exc), self.expanded)
             return
-        self.state = payload(s)
+        self.state = payload(s, "", self.expanded)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """The widget view, plus the stepper's text and static HTML for frontends
@@ -119,4 +139,4 @@ class StepperWidget(anywidget.AnyWidget):
 
     def _on_message(self, widget: Any, content: Any, buffers: Any) -> None:
         if isinstance(content, dict):
-            self.command(str(content.get("cmd", "")), content.get("line"))
+            self.command(str(content.get("cmd", "")), content.get("line"), content.get("name"))

@@ -97,6 +97,11 @@ def test_widget_commands_step_break_continue_and_errors(evil):
     assert w.state["done"] and w.state["result"].startswith("Array([")
     w.command("step")
     assert w.state["error"].startswith("cannot step(): the program has finished")
+    w.command("expand", name="a")
+    assert w.state["values"][0]["full"] == "array([1.  , 0.25], dtype=float32)"
+    assert "full" not in w.state["values"][1]
+    w.command("expand", name="a")
+    assert "full" not in w.state["values"][0]
     w.command("explode")
     assert w.state["error"] == "unknown command 'explode'"
     w._on_message(w, {"cmd": "step"}, [])

@@ -60,9 +60,14 @@ def test_buttons_source_highlight_breakpoint_click_and_values(require_chromium):
             page.locator("button.cmd-next").click()
             line = state["current"]["line"] + 1
             page.locator(f'.line[data-line="{line}"]').click()
+            page.locator('tr.var[data-name="a"]').click()
             assert page.evaluate("window.sent") == [
                 {"cmd": "next"}, {"cmd": "toggle_break", "line": line},
+                {"cmd": "expand", "name": "a"},
             ]
+            expanded = json.loads(json.dumps(payload(s, expanded={"a"})))
+            page.evaluate("(s) => window.fire(s)", expanded)
+            assert "array([1.  , 0.25]" in page.locator("tr.full pre").inner_text()
             s.run()
             page.evaluate("(s) => window.fire(s)", json.loads(json.dumps(payload(s))))
             assert page.locator("button[disabled]").count() == 4

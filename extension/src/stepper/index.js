@@ -31,6 +31,8 @@ const CSS = `
 .jxs-step table{border-collapse:collapse}
 .jxs-step td,.jxs-step th{padding:1px 6px;border-bottom:1px solid #ddd;text-align:left}
 .jxs-step tr.nan td{color:#b00020}
+.jxs-step tr.var{cursor:pointer}
+.jxs-step tr.full pre{margin:0;max-height:240px;overflow:auto}
 `;
 
 function draw(root, model) {
@@ -67,9 +69,14 @@ function draw(root, model) {
   const table = h("table", { class: "vars" },
     h("tr", {}, ...["name", "aval", "min", "max", "mean", "nan", "inf", "value"].map((c) => h("th", {}, c))));
   for (const v of s.values || []) {
-    table.append(h("tr", { class: v.nan || v.inf ? "nan" : "" },
+    const cls = (v.nan || v.inf ? "nan " : "") + "var";
+    table.append(h("tr", { class: cls, "data-name": v.name, title: "click to show the whole value",
+      onclick: () => send("expand", { name: v.name }) },
       h("td", {}, v.name), h("td", {}, v.aval), h("td", {}, v.min), h("td", {}, v.max),
       h("td", {}, v.mean), h("td", {}, v.nan), h("td", {}, v.inf), h("td", {}, v.preview)));
+    if (v.full !== undefined) {
+      table.append(h("tr", { class: "full" }, h("td", { colspan: "8" }, h("pre", {}, v.full))));
+    }
   }
   root.append(h("div", { class: "panes" }, src, h("div", { class: "values" }, table)));
   if (done && s.result) root.append(h("div", { class: "result" }, "result: " + s.result));
