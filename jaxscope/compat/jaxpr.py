@@ -1,7 +1,8 @@
 """Walking jaxprs: nested jaxprs in equation params, variable kinds, avals, debug info.
 
 Relies mostly on the semi-public ``jax.extend.core`` types (``ClosedJaxpr``, ``Jaxpr``,
-``Literal``, ``DropVar``), present from jax 0.4.35 to 0.10.2.
+``Literal``), present from jax 0.4.35 to 0.10.2; ``DropVar`` is re-exported there only
+from 0.10 (see ``is_dropvar``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from typing import Any
 
 import numpy as np
 from jax.extend import core as _xcore
+
+from . import require
 
 _SHORT_DTYPE = {
     "bfloat16": "bf16",
@@ -48,9 +51,21 @@ def is_literal(atom: Any) -> bool:
     return isinstance(atom, _xcore.Literal)
 
 
+def _dropvar_type() -> type:
+    found = getattr(_xcore, "DropVar", None)
+    if found is None:  # jax 0.9 does not re-export it from jax.extend.core
+        from jax._src import core as _core
+
+        found = require(_core, "DropVar", "compat.is_dropvar")
+    return found
+
+
 def is_dropvar(atom: Any) -> bool:
-    """Whether an output atom is a ``DropVar`` (an unused output, printed ``_``)."""
-    return isinstance(atom, _xcore.DropVar)
+    """Whether an output atom is a ``DropVar`` (an unused output, printed ``_``).
+
+    Relies on: ``jax.extend.core.DropVar`` (0.10), else ``jax._src.core.DropVar`` (0.9).
+    """
+    return isinstance(atom, _dropvar_type())
 
 
 def literal_value(atom: Any) -> Any:
