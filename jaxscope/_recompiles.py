@@ -320,11 +320,21 @@ def _dynamic_arg(base: str, keyword: bool, value: Any) -> _Arg:
 
 
 def _signature(fun: Any, jit_info: Any, args: tuple[Any, ...],
-               kwargs: dict[str, Any]) -> _Signature:
+               kwargs: dict[str, Any], user: Any = None) -> _Signature:
     static_nums, static_names, donate_nums, donate_names = (
         _crec.jit_static_and_donated(jit_info)
     )
     sig = _crec.jit_signature(jit_info)
+    if user is not None:  # pmap: flat arguments; name them after the user's parameters
+        try:
+            user_sig = inspect.signature(user)
+        except (TypeError, ValueError):
+            user_sig = None
+        if user_sig is not None and len(user_sig.parameters) == len(args) and all(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            for p in user_sig.parameters.values()
+        ):
+            sig = user_sig
     positional: list[str] = []
     varargs = None
     if isinstance(sig, inspect.Signature):
@@ -565,7 +575,7 @@ class _Frame:
     __slots__ = (
         "call_site", "compiles", "fun_id", "fun_name", "fun_ref", "generation",
         "internal", "lowers", "monitored", "nested", "sig", "start", "traces",
-        "trace_started",
+        "trace_started", "user_ref",
     )
 
     def __init__(self) -> None:
@@ -608,6 +618,20 @@ class _State:
 
 def _on_start(fun: Any, jit_info: Any, args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> None:
+    try:
+        _start(fun, jit_info, args, kwargs)
+    except Exception as exc:  # a bug here must never break the user's call
+        _internal_error("start", exc)
+
+
+def _internal_error(where: str, exc: Exception) -> None:
+    warnings.warn(f"jaxscope: the recompile watcher failed at {where} "
+                  f"({type(exc).__name__}: {exc}); this miss is not recorded",
+                  RuntimeWarning, stacklevel=3)
+
+
+def _start(fun: Any, jit_info: Any, args: tuple[Any, ...],
+           kwargs: dict[str, Any]) -> None:
     stack = _STATE.stack()
     gen = _STATE.generation
     while stack and stack[-1].generation != gen:
@@ -620,22 +644,28 @@ def _on_start(fun: Any, jit_info: Any, args: tuple[Any, ...],
     frame.internal = _crec.is_jax_internal(fun)
     frame.sig = None
     frame.fun_ref = None
+    frame.user_ref = None
     frame.fun_name = ""
     frame.call_site = None
+    user = _crec.pmap_user_function(fun) if frame.internal else None
+    if user is not None:  # jax.pmap: jit of a JAX-made wrapper around the user's function
+        frame.internal = False
     if not frame.internal:
         try:
             frame.fun_ref = weakref.ref(fun)
+            frame.user_ref = weakref.ref(user) if user is not None else frame.fun_ref
         except TypeError:
             frame.fun_ref = None
-        frame.fun_name = _qualname(fun)
+        frame.fun_name = (f"pmap({_qualname(user)})" if user is not None
+                          else _qualname(fun))
         if not frame.nested or _STATE.trace_listeners:
             try:
-                frame.sig = _signature(fun, jit_info, args, kwargs)
+                frame.sig = _signature(fun, jit_info, args, kwargs, user)
             except Exception as exc:  # never break the user's call
                 warnings.warn(f"jaxscope: could not read the arguments of "
                               f"{frame.fun_name} ({type(exc).__name__}: {exc})",
                               RuntimeWarning, stacklevel=2)
-            frame.call_site = user_frame_of_stack(2)
+            frame.call_site = user_frame_of_stack(3)
     stack.append(frame)
 
 
@@ -663,6 +693,13 @@ def _on_duration(seconds: float) -> None:
 
 
 def _on_end(fun: Any, error: BaseException | None) -> None:
+    try:
+        _end(fun, error)
+    except Exception as exc:  # a bug here must never break the user's call
+        _internal_error("end", exc)
+
+
+def _end(fun: Any, error: BaseException | None) -> None:
     stack = getattr(_STATE.local, "stack", None)
     if not stack:
         return
@@ -690,7 +727,7 @@ def _on_end(fun: Any, error: BaseException | None) -> None:
 
 
 def _notify_trace(phase: str, frame: _Frame) -> None:
-    fun = frame.fun_ref() if frame.fun_ref is not None else None
+    fun = frame.user_ref() if frame.user_ref is not None else None
     if fun is None:
         return
     info = TraceInfo(
@@ -742,8 +779,9 @@ def _record(frame: _Frame) -> None:
             for log in logs:
                 log._count_miss(frame.fun_name, fun)
             return
-        defined_at = loc_of_function(fun) if fun is not None else None
-        causes = _classify(fun, frame, defined_at)
+        user = frame.user_ref() if frame.user_ref is not None else None
+        defined_at = loc_of_function(user) if user is not None else None
+        causes = _classify(fun, user, frame, defined_at)
         seconds = frame.monitored or (time.perf_counter() - frame.start)
         event = RecompileEvent(
             function=frame.fun_name,
@@ -760,7 +798,8 @@ def _record(frame: _Frame) -> None:
             log._add(event, fun)
 
 
-def _classify(fun: Any, frame: _Frame, defined_at: SourceLoc | None) -> list[Cause]:
+def _classify(fun: Any, user: Any, frame: _Frame,
+              defined_at: SourceLoc | None) -> list[Cause]:
     sig = frame.sig
     history = None
     if fun is not None:
@@ -770,7 +809,7 @@ def _classify(fun: Any, frame: _Frame, defined_at: SourceLoc | None) -> list[Cau
             history = None
     name = frame.fun_name
     if not history:
-        code = _code_key(fun) if fun is not None else None
+        code = _code_key(user) if user is not None else None
         seen_code = bool(code and _STATE.code_seen[code])
         if code is not None:
             _STATE.code_seen[code] += 1

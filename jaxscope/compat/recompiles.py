@@ -196,6 +196,35 @@ def is_jax_internal(fun: Any) -> bool:
     return False
 
 
+def pmap_user_function(fun: Any) -> Any:
+    """The user's function behind ``jax.pmap``'s jitted ``shard_map`` wrapper, or None.
+
+    In jax 0.10 ``pmap`` is ``jit(shard_map(_fun))`` with ``_fun`` defined in JAX, so
+    its misses look like JAX-internal ones; this finds the user's function inside.
+
+    Relies on: ``jax._src.pmap._cached_shard_map``'s inner ``_fun`` closing over
+    ``fun`` (a ``linear_util.WrappedFun`` whose ``.f`` is the user's callable), reached
+    through ``__wrapped__``; absent (None returned) in jax 0.9.
+    """
+    inner = getattr(fun, "__wrapped__", None)
+    code = getattr(inner, "__code__", None)
+    if code is None or os.path.basename(code.co_filename) != "pmap.py":
+        return None
+    if "fun" not in code.co_freevars or not inner.__closure__:
+        return None
+    try:
+        wrapped = inner.__closure__[code.co_freevars.index("fun")].cell_contents
+    except (ValueError, IndexError):
+        return None
+    user = getattr(wrapped, "f", None)
+    while user is not None and not hasattr(user, "__code__"):
+        nxt = getattr(user, "func", None) or getattr(user, "__wrapped__", None)
+        if nxt is None:
+            break
+        user = nxt
+    return user if user is not None and not is_jax_internal(user) else None
+
+
 def jit_options(jit_info: Any) -> dict[str, str]:
     """The options a ``jax.jit`` wrapper was made with, as short strings (no donation).
 

@@ -113,3 +113,27 @@ def test_trace_config_sees_x64():
         "jax.experimental", fromlist=["enable_x64"]).enable_x64()
     with ctx:
         assert dict(crec.trace_config())["jax_enable_x64"] == "True"
+
+
+def test_pmap_user_function_found_where_pmap_is_jit_of_shard_map():
+    from jax._src import pmap as jax_pmap
+
+    if not hasattr(jax_pmap, "_cached_shard_map"):
+        import pytest
+
+        pytest.skip("this JAX's pmap is not jit(shard_map): no user function inside")
+    found = []
+    hooks = crec.MissHooks(
+        on_start=lambda fun, ji, args, kwargs: found.append(crec.pmap_user_function(fun)),
+        on_end=lambda *a: None, on_test_event=lambda *a: None, on_duration=lambda *a: None)
+
+    def per_device(x):
+        return x * 2
+
+    x = jnp.ones((8, 2))
+    hooks.install()
+    try:
+        jax.pmap(per_device)(x)
+    finally:
+        hooks.uninstall()
+    assert per_device in found

@@ -275,3 +275,22 @@ def test_every_kind_is_known(kind):
     from jaxscope._recompiles import CAUSE_KINDS
 
     assert kind in CAUSE_KINDS
+
+
+def test_pmap_shape_change_names_the_user_function():
+    def per_device(x):
+        return x * 2
+
+    p = jax.pmap(per_device)
+    a, b = jnp.ones((8, 3)), jnp.ones((8, 4))
+    with js.watch_recompiles() as log:
+        p(a)
+        p(b)
+    if not log.events:
+        pytest.skip("this JAX's pmap does not go through jit (jax < 0.10)")
+    names = [e.function for e in log.events]
+    assert len(names) == 2
+    assert all(n.startswith("pmap(") and n.endswith(".per_device)") for n in names)
+    (cause,) = log.events[-1].causes
+    assert (cause.kind, cause.path) == ("shape", "x")
+    assert log.events[0].defined_at.line == per_device.__code__.co_firstlineno
