@@ -20,6 +20,10 @@ class JaxscopeMagics(Magics):
         self.state = state
 
 
+class HelpShown(Exception):
+    """Raised after ``--help`` printed a magic's help; the magic then does nothing."""
+
+
 def usage_errors(method: Callable[..., Any]) -> Callable[..., Any]:
     """Turn a ``JaxscopeError`` (and argument parse exits) into a one-line ``UsageError``."""
 
@@ -27,6 +31,8 @@ def usage_errors(method: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return method(*args, **kwargs)
+        except HelpShown:
+            return None
         except JaxscopeError as exc:
             raise UsageError(str(exc)) from None
 
@@ -37,7 +43,8 @@ def split_options(magic_fn: Any, line: str) -> tuple[str, str]:
     """Split a magic's line into its leading ``--options`` and the rest, verbatim.
 
     Options that take a value (``--depth 2``, ``--stage=hlo``) are read from the
-    magic's ``magic_arguments`` parser. Everything from the first token that is not
+    magic's ``magic_arguments`` parser. ``-h`` / ``--help`` prints the magic's help
+    and raises ``HelpShown`` (which ``usage_errors`` turns into a quiet return). Everything from the first token that is not
     an option on is returned untouched (quotes, ``-1``, spaces and all).
     """
     parser = getattr(magic_fn, "parser", None)
@@ -50,6 +57,9 @@ def split_options(magic_fn: Any, line: str) -> tuple[str, str]:
     while rest.startswith("-"):
         token, _, rest = rest.partition(" ")
         rest = rest.lstrip()
+        if token in ("-h", "--help"):
+            print(getattr(magic_fn, "__doc__", None) or "no help available")
+            raise HelpShown
         options.append(token)
         if token in valued and rest:
             value, _, rest = rest.partition(" ")

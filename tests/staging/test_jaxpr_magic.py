@@ -106,6 +106,15 @@ def test_help_describes_the_options(shell):
     assert "--depth" in text and "--source" in text and "--graph" in text
 
 
+@pytest.mark.parametrize("flag", ["--help", "-h", "--depth 1 --help"])
+def test_help_flag_prints_usage_and_traces_nothing(shell, flag):
+    with capture_output() as cap:
+        result = shell.run_line_magic("jaxpr", f"{flag} undefined_fn(x)")
+    assert result is None and not cap.outputs
+    assert "%jaxpr [--source] [--no-source] [--depth DEPTH] [--graph]" in cap.stdout
+    assert "fold nested jaxprs deeper than N" in cap.stdout
+
+
 def usage_error(ip, line, name="jaxpr"):
     with pytest.raises(UsageError) as info:
         ip.run_line_magic(name, line)
