@@ -110,6 +110,12 @@ class ValueSummary:
     nan_count: int
     inf_count: int
     preview: str
+    user_name: str = ""
+
+    @property
+    def label(self) -> str:
+        """``a (params['w'])``: the jaxpr name, and the user's name where known."""
+        return f"{self.name} ({self.user_name})" if self.user_name else self.name
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,7 +145,9 @@ class NanFinding(Renderable):
         return f"<NanFinding: {self.kind} from {self.eqn.primitive}{where}>"
 
 
-def summarize_value(name: str, value: Any, preview_chars: int = 120) -> ValueSummary:
+def summarize_value(
+    name: str, value: Any, preview_chars: int = 120, user_name: str = ""
+) -> ValueSummary:
     """Shape, dtype and statistics of a concrete value (host copy, nothing kept)."""
     try:
         arr = np.asarray(value)
@@ -148,7 +156,7 @@ def summarize_value(name: str, value: Any, preview_chars: int = 120) -> ValueSum
         return ValueSummary(
             name=name, shape=(), dtype=type(value).__name__, aval=type(value).__name__,
             min=None, max=None, mean=None, nan_count=0, inf_count=0,
-            preview=text[:preview_chars],
+            preview=text[:preview_chars], user_name=user_name,
         )
     dtype = arr.dtype
     aval = f"{_cj.short_dtype(dtype)}[{','.join(str(d) for d in arr.shape)}]"
@@ -169,7 +177,7 @@ def summarize_value(name: str, value: Any, preview_chars: int = 120) -> ValueSum
     return ValueSummary(
         name=name, shape=tuple(int(d) for d in arr.shape), dtype=str(dtype), aval=aval,
         min=vmin, max=vmax, mean=mean, nan_count=nan_count, inf_count=inf_count,
-        preview=preview,
+        preview=preview, user_name=user_name,
     )
 
 
@@ -459,9 +467,23 @@ class Stepper(Renderable):
             "inf": self._break_inf,
         }
 
+    @property
+    def user_names(self) -> dict[str, str]:
+        """``{var name: the user's name}`` in the current frame, where known: the
+        top-level arguments (``params['w']``) and results (``result[0]``)."""
+        if len(self._stack) > 1:
+            return {}
+        names = dict(self.arg_names)
+        for (vname, _), path in zip(self.model.top.outvars, self.model.result_paths or ()):
+            if path is not None and not vname[:1].isdigit() and vname not in names:
+                names[vname] = str(path)
+        return names
+
     def summaries(self) -> list[ValueSummary]:
-        """``ValueSummary`` of every value in the current frame."""
-        return [summarize_value(k, v) for k, v in self.values.items()]
+        """``ValueSummary`` of every value in the current frame (with the user's
+        names of arguments and results where known)."""
+        user = self.user_names
+        return [summarize_value(k, v, user_name=user.get(k, "")) for k, v in self.values.items()]
 
     # --------------------------------------------------------------------- source
 
@@ -1021,6 +1043,11 @@ def _flatten_dynamic(
     return leaves
 
 
+def _short_name(fun: Any) -> str:
+    """``f`` for ``test.<locals>.f``; ``Model.apply`` stays as it is."""
+    return function_name(fun).rsplit("<locals>.", 1)[-1]
+
+
 def _statics(value: int | str | Sequence[Any]) -> tuple[Any, ...]:
     return (value,) if isinstance(value, (int, str)) else tuple(value)
 
@@ -1060,7 +1087,7 @@ def step(
             traced.jaxpr,
             flat,
             traced.out_tree,
-            function_name=function_name(fun),
+            function_name=_short_name(fun),
             defined_at=loc_of_function(fun),
         )
 

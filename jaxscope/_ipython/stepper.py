@@ -15,7 +15,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from .._exceptions import InvalidCallError, JaxscopeError
 from .._render.stepper import listing_text, location_text, values_text, where_text
-from .._stepper import Stepper, step, summarize_value
+from .._stepper import Stepper, step
 from .callparse import parse_call
 from .common import JaxscopeMagics, show, usage_errors
 
@@ -166,7 +166,7 @@ class StepperPrompt(cmd.Cmd):
     do_print = do_p
 
     def do_vars(self, arg: str) -> None:
-        self._say(values_text([summarize_value(k, v) for k, v in self.stepper.values.items()]))
+        self._say(values_text(self.stepper.summaries()))
 
     do_v = do_vars
 

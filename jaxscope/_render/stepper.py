@@ -102,7 +102,7 @@ def values_text(summaries: list[ValueSummary]) -> str:
     rows = [("name", "aval", "min", "max", "mean", "nan", "inf")]
     for s in summaries[:_MAX_ROWS]:
         rows.append(
-            (s.name, s.aval, _num(s.min), _num(s.max), _num(s.mean), str(s.nan_count), str(s.inf_count))
+            (s.label, s.aval, _num(s.min), _num(s.max), _num(s.mean), str(s.nan_count), str(s.inf_count))
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
@@ -119,7 +119,7 @@ def _values_table(summaries: list[ValueSummary], title: str) -> Any:
         table.add_column(col, no_wrap=col != "value", overflow="fold")
     for s in summaries[:_MAX_ROWS]:
         table.add_row(
-            s.name, s.aval, _num(s.min), _num(s.max), _num(s.mean),
+            s.label, s.aval, _num(s.min), _num(s.max), _num(s.mean),
             str(s.nan_count), str(s.inf_count), s.preview,
         )
     return table
@@ -173,7 +173,7 @@ def values_html(summaries: list[ValueSummary], title: str) -> str:
     for s in summaries[:_MAX_ROWS]:
         cls = ' class="nan"' if s.nan_count or s.inf_count else ""
         rows.append(
-            f"<tr{cls}><td>{esc(s.name)}</td><td>{esc(s.aval)}</td><td>{_num(s.min)}</td>"
+            f"<tr{cls}><td>{esc(s.label)}</td><td>{esc(s.aval)}</td><td>{_num(s.min)}</td>"
             f"<td>{_num(s.max)}</td><td>{_num(s.mean)}</td><td>{s.nan_count}</td>"
             f"<td>{s.inf_count}</td><td><code>{esc(s.preview)}</code></td></tr>"
         )

@@ -76,7 +76,7 @@ def payload(
         "breakpoints": bp_lines,
         "values": [
             {
-                "name": s.name, "aval": s.aval, "min": _fmt(s.min), "max": _fmt(s.max),
+                "name": s.name, "label": s.label, "aval": s.aval, "min": _fmt(s.min), "max": _fmt(s.max),
                 "mean": _fmt(s.mean), "nan": s.nan_count, "inf": s.inf_count,
                 "preview": s.preview,
                 **({"full": _full_text(values[s.name])} if s.name in expanded else {}),

@@ -80,7 +80,10 @@ def test_nan_breakpoint_where_list_and_vars(loss, fake_io):
     assert "! nan produced by log at nan_prog.py:10 in loss  [loss]\n    b = jnp.log(a - 1.0)\n  <- " in out
     assert "(jaxstep) w\n> loss at nan_prog.py:10\n" in out
     assert "  10  -> " in out and "b = jnp.log(a - 1.0)" in out
-    assert "name  aval    min   max  mean   nan  inf" in out
+    table = out.split("(jaxstep) v\n", 1)[1].splitlines()
+    assert table[0].split() == ["name", "aval", "min", "max", "mean", "nan", "inf"]
+    assert table[1].split() == ["a", "(x)", "f32[2]", "0.25", "1", "0.625", "0", "0"]
+    assert table[-2].split() == ["f", "f32[2]", "0", "0", "0", "1", "0"]  # log: one NaN
     assert out.rstrip().endswith("(jaxstep) q")
     assert not s.done
 

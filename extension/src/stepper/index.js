@@ -72,7 +72,7 @@ function draw(root, model) {
     const cls = (v.nan || v.inf ? "nan " : "") + "var";
     table.append(h("tr", { class: cls, "data-name": v.name, title: "click to show the whole value",
       onclick: () => send("expand", { name: v.name }) },
-      h("td", {}, v.name), h("td", {}, v.aval), h("td", {}, v.min), h("td", {}, v.max),
+      h("td", {}, v.label || v.name), h("td", {}, v.aval), h("td", {}, v.min), h("td", {}, v.max),
       h("td", {}, v.mean), h("td", {}, v.nan), h("td", {}, v.inf), h("td", {}, v.preview)));
     if (v.full !== undefined) {
       table.append(h("tr", { class: "full" }, h("td", { colspan: "8" }, h("pre", {}, v.full))));
