@@ -202,6 +202,8 @@ def format_spec(parts: Sequence[Any]) -> str:
     for part in parts:
         if part is None:
             out.append("None")
+        elif isinstance(part, _Raw):
+            out.append(str(part))
         elif isinstance(part, (tuple, list)):
             if len(part) == 1:
                 out.append(repr(str(part[0])))
@@ -228,9 +230,31 @@ def _norm_index(index: Sequence[Any], shape: Sequence[int]) -> tuple[slice, ...]
     return tuple(out)
 
 
+def spec_text(spec: Any) -> str:
+    """A ``PartitionSpec`` as ``"P('data', None)"``, the same on every JAX version."""
+    parts: list[Any] = []
+    for part in spec:
+        if part is None or isinstance(part, str):
+            parts.append(part)
+        elif isinstance(part, (tuple, list)) and all(isinstance(p, str) for p in part):
+            parts.append(tuple(part))
+        else:
+            parts.append(_Raw(str(part)))
+    text = format_spec(parts)
+    for extra in ("unreduced", "reduced"):
+        value = getattr(spec, extra, None)
+        if value:
+            text = text[:-1] + f", {extra}={{{', '.join(repr(v) for v in sorted(value))}}})"
+    return text
+
+
+class _Raw(str):
+    """A spec entry printed as is (``P.UNCONSTRAINED``)."""
+
+
 def _spec_of(sharding: Any, ndim: int) -> str:
     if isinstance(sharding, jax.sharding.NamedSharding):
-        return str(sharding.spec)
+        return spec_text(sharding.spec)
     if isinstance(sharding, jax.sharding.SingleDeviceSharding):
         (device,) = tuple(sharding.device_set)
         return f"SingleDevice({device.platform}:{device.id})"
