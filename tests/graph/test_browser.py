@@ -238,7 +238,7 @@ def test_widget_render_contract_with_a_fake_model(gpage, nested):
     )
     page.wait_for_selector(".jaxscope-graph[data-state=ready]")
     assert _visible(gpage) == 21
-    page.locator(".jsg-node[data-primitive=exp]").click()
+    page.locator(".jsg-node[data-primitive=exp]").dispatch_event("click")
     log = page.evaluate("window.__w.log")
     exp_index = next(i for i, n in enumerate(view.nodes) if n.label == "exp")
     assert ["set", "selected", exp_index] in log and ["save"] in log

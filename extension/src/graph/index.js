@@ -14,8 +14,10 @@ const ROOT = "R";
 // layers of CHUNK_SIZE children each (program order), laid out only when opened.
 const CHUNK_MAX = 150;
 const CHUNK_SIZE = 100;
-// Groups up to this many leaf nodes start expanded (when their parent is).
-const AUTO_EXPAND = 40;
+// Groups up to this many leaf nodes may start expanded, smallest first, as long as
+// the first view shows at most VISIBLE_BUDGET items.
+const AUTO_EXPAND = 60;
+const VISIBLE_BUDGET = 80;
 const PAD = 10;
 const HEADER = 22;
 const MAX_RESULTS = 100;
@@ -217,21 +219,29 @@ class GraphViewer {
     this.fit();
   }
 
+  // Open small groups first (fewest leaves), while the view stays under VISIBLE_BUDGET
+  // items; groups of more than AUTO_EXPAND leaves and artificial layers start closed.
   defaultExpansion() {
     const h = this.h;
-    const visit = (c) => {
-      const kids = h.children.get(c) || [];
-      for (const id of kids) {
+    let visible = (h.children.get(ROOT) || []).length;
+    const queue = [];
+    const push = (c) => {
+      for (const id of h.children.get(c) || []) {
         if (!h.isContainer(id)) continue;
         const it = h.item.get(id);
-        const only = kids.length === 1;
-        if (it.kind !== "chunk" && (it.size <= AUTO_EXPAND || (only && c === ROOT))) {
-          this.expanded.add(id);
-          visit(id);
-        }
+        if (it.kind !== "chunk" && it.size <= AUTO_EXPAND) queue.push(id);
       }
     };
-    visit(ROOT);
+    push(ROOT);
+    while (queue.length) {
+      queue.sort((a, b) => h.item.get(b).size - h.item.get(a).size);
+      const id = queue.pop();
+      const cost = (h.children.get(id) || []).length - 1;
+      if (visible + cost > VISIBLE_BUDGET) continue;
+      visible += cost;
+      this.expanded.add(id);
+      push(id);
+    }
   }
 
   // -------------------------------------------------------------------- DOM skeleton
@@ -335,10 +345,17 @@ class GraphViewer {
   fit() {
     const lay = this.layout(ROOT);
     const w = this.canvas.clientWidth || 800, hgt = this.canvas.clientHeight || 480;
-    const k = Math.min(1.2, Math.max(0.02, Math.min((w - 20) / lay.w, (hgt - 20) / lay.h)));
+    let k = Math.min(1.2, (w - 20) / lay.w, (hgt - 20) / lay.h);
+    let top = false;
+    if (k < 0.5) {
+      // A tall graph shrunk to fit would be unreadable: fit the width, show the top.
+      k = Math.min(1, Math.max(0.5, (w - 20) / lay.w));
+      top = true;
+    }
+    k = Math.max(0.02, k);
     this.k = k;
     this.tx = (w - lay.w * k) / 2;
-    this.ty = Math.max(10, (hgt - lay.h * k) / 2);
+    this.ty = top ? 10 : Math.max(10, (hgt - lay.h * k) / 2);
     this.applyTransform();
   }
 
