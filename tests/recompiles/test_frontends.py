@@ -264,3 +264,25 @@ def test_cli_main_in_process_returns_exit_code(tmp_path, capsys):
     script.write_text("raise RuntimeError('bad')\n")
     assert main(["run", str(script)]) == 1
     assert "RuntimeError: bad" in capsys.readouterr().err
+
+
+def test_cli_leaks_report(tmp_path):
+    (tmp_path / "leak.py").write_text(textwrap.dedent(
+        """
+        import jax, jax.numpy as jnp
+        store = []
+
+        @jax.jit
+        def leaky(x):
+            store.append(x)
+            return x + 1
+
+        leaky(jnp.ones(2))
+        print("done")
+        """
+    ))
+    proc = _cli("run", "leak.py", "--leaks", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "done\n"
+    assert "jaxscope: 1 leaked tracer: f32[2]" in proc.stderr
+    assert "store" in proc.stderr
