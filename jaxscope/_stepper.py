@@ -300,11 +300,11 @@ def _parse_location(spec: Any, what: str) -> tuple[str | None, int]:
 
 
 def _file_matches(want: str, have: str) -> bool:
-    if want == have:
+    """``want`` names ``have``: equal (spaces ignored, for ``In[3]``), a basename or a
+    path suffix of it."""
+    if want.replace(" ", "") == have.replace(" ", ""):
         return True
-    norm_want = want.replace(" ", "")
-    norm_have = have.replace(" ", "")
-    return norm_want == norm_have or have.endswith("/" + want) or have.endswith(want) and "/" in want
+    return have.endswith("/" + want.lstrip("/"))
 
 
 # -------------------------------------------------------------------------- the stepper
@@ -743,6 +743,16 @@ class Stepper(Renderable):
                 self._failed = exc
                 self.reason = "error"
                 raise
+            except Exception as exc:  # a bug or an unsupported primitive: fail clearly
+                error = StepError(
+                    f"the stepper failed: {type(exc).__name__}: "
+                    f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}; "
+                    "please report it with the program"
+                )
+                self._done = True
+                self._failed = error
+                self.reason = "error"
+                raise error from exc
             if kind == _BREAK_AFTER:
                 self._after = True
                 self.reason = self.finding.kind if self.finding is not None else "nan"
@@ -793,7 +803,12 @@ class Stepper(Renderable):
                 enter = _RULES.get(node.info.primitive) if node.subs else None
                 outs = None
                 if enter is not None:
-                    outs = yield from enter(self, node, invals)
+                    try:
+                        outs = yield from enter(self, node, invals)
+                    except StepError:
+                        raise
+                    except Exception as exc:
+                        raise self._eqn_error(node, exc) from exc
                 if outs is None:
                     run = node.run
                     if run is None:

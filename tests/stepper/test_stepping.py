@@ -248,3 +248,33 @@ def test_values_table_names_arguments_and_results_by_the_users_names():
     assert [v.label for v in s.summaries()][-1] == "c (result['out'])"
     s = js.step(f)({"w": jnp.ones(2)}, jnp.arange(2.0))
     assert s.user_names and s.break_on(primitive="mul").frames[0].label == "f"
+
+
+def test_an_error_inside_a_loop_body_names_the_nested_equation_and_frames_unwind():
+    def cb(x):
+        raise ValueError("bad value")
+
+    def f(x):
+        def body(v):
+            return jax.pure_callback(cb, jax.ShapeDtypeStruct((), jnp.float32), v)
+
+        return lax.while_loop(lambda v: v < 3.0, body, x)
+
+    s = js.step(f)(jnp.float32(0.0))
+    with pytest.raises(js.JaxscopeError, match=r"equation pure_callback \(path \(0, 1, 0\)\) at .*test_stepping.py:\d+ raised"):
+        s.run()
+    assert s.done and s.frames == [] and s.reason == "error"
+
+
+def test_until_and_break_accept_a_basename_and_a_line():
+    line = LINE + 2
+    s = js.step(outer)(X).run(until=f"test_stepping.py:{line}")
+    assert s.current.primitive == "scan"
+    with pytest.raises(BreakpointError, match=r"no equation at line 1 of other.py; lines with equations: "):
+        s.break_on(line="other.py:1")
+    s.break_on(line=[line + 1, LINE + 1])
+    assert s.breakpoints["lines"] == sorted([str(line + 1), str(LINE + 1)])
+    s.clear_breakpoints(line + 1)
+    assert s.breakpoints["lines"] == [str(LINE + 1)]
+    s.clear_breakpoints()
+    assert s.breakpoints == {"lines": [], "primitives": [], "nan": False, "inf": False}
