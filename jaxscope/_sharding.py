@@ -1406,6 +1406,20 @@ def _program_mesh(compiled: Any) -> tuple[dict[str, int] | None, tuple[int, ...]
     return None, None
 
 
+_GSPMD = re.compile(r"^GSPMDSharding\((\{.*\})")
+
+
+def _gspmd_as_spec(spec: str, mesh: dict[str, int] | None) -> str:
+    """``GSPMDSharding({devices=[8,1]<=[8]}, ...)`` in mesh terms where it maps."""
+    match = _GSPMD.match(spec)
+    if match is None:
+        return spec
+    mapped = spec_of_hlo_sharding(match.group(1), mesh)
+    if mapped == "replicated":
+        return "P()"
+    return mapped if mapped is not None and mapped.startswith("P(") else spec
+
+
 def _static_positions(fn: Any, static_argnums: Sequence[int], n_args: int) -> set[int]:
     own = getattr(fn, "_static_argnums", None) or ()
     nums = set()
@@ -1501,6 +1515,8 @@ def program_shardings(
     for key, tree in sorted(in_kwargs.items()):
         inputs.extend(_specs_with_paths(tree, str(key)))
     outputs = _specs_with_paths(compiled.output_shardings, "out")
+    inputs = [(path, _gspmd_as_spec(spec, mesh)) for path, spec in inputs]
+    outputs = [(path, _gspmd_as_spec(spec, mesh)) for path, spec in outputs]
     frames = parse_stack_frames(text)
     ops = parse_op_shardings(pre_text, mesh)
     collectives = parse_collectives(text, frames, mesh)
