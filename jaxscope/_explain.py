@@ -894,7 +894,7 @@ def _nan_origin(inner: _Entry, site: _Site, prim: str) -> _NanOrigin | None:
         try:
             with jax.debug_nans(False), jax.debug_infs(False):
                 found = find_nan(fn)(*args, **kwargs)
-        except Exception:
+        except Exception:  # the stepper could not run it: keep JAX's own line
             continue
         source = getattr(found, "source", None)
         if found is None or source is None:
