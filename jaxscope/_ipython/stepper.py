@@ -220,6 +220,9 @@ class StepperMagics(JaxscopeMagics):
     def jaxstep(self, line: str) -> Any:
         """Step through CALL equation by equation (jit disabled): a widget in notebooks,
         a pdb-like prompt in a terminal. The stepper is kept in ``_jaxstep``."""
+        if line.strip() in ("-h", "--help"):
+            print(self.jaxstep.__doc__)
+            return None
         opts = _parse(self.jaxstep, line)
         parsed = parse_call(" ".join(opts.call), self.shell.user_ns, "jaxstep")
         stepper = step(parsed.function)(*parsed.args, **parsed.kwargs)

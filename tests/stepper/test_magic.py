@@ -85,3 +85,10 @@ def test_untraceable_function_is_a_one_line_usage_error(shell):
     shell.run_cell("def g(x):\n    if x > 0:\n        return x\n    return -x")
     with pytest.raises(UsageError, match="g raised TracerBoolConversionError"):
         shell.run_line_magic("jaxstep", "g(x[0])")
+
+
+def test_jaxstep_help_shows_usage_and_options(shell, capsys):
+    shell.run_line_magic("jaxstep", "--help")
+    out = capsys.readouterr().out
+    assert "%jaxstep [-b BREAKS] [--nan] [--inf] [--prompt] [--widget]" in out
+    assert "pdb-like prompt" in out
