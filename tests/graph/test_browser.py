@@ -6,6 +6,7 @@ Any page error, console error or dialog fails the test.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jax
@@ -251,3 +252,40 @@ def test_widget_render_contract_with_a_fake_model(gpage, nested):
     assert _visible(gpage) == 3
     page.evaluate("window.__w.cleanup()")
     assert page.evaluate("(window.__w.handlers['change:graph'] || []).length") == 0
+
+
+def _transform(page):
+    t = page.get_attribute(".jsg-viewport", "transform")
+    tx, ty, k = (
+        float(v)
+        for v in re.match(
+            r"translate\(([-\d.e]+),([-\d.e]+)\) scale\(([-\d.e]+)\)", t
+        ).groups()
+    )
+    return tx, ty, k
+
+
+def test_wheel_zooms_drag_pans_and_buttons_zoom(gpage, tmp_path, nested):
+    page = gpage
+    _open_static(page, tmp_path, js.graph(nested)(jnp.ones(4), 1.0))
+    box = page.locator(".jsg-canvas").bounding_box()
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    tx0, ty0, k0 = _transform(page)
+    page.mouse.move(cx, cy)
+    page.mouse.wheel(0, -300)
+    page.wait_for_function(
+        f"document.querySelector('.jsg-viewport').getAttribute('transform') !== 'translate({tx0},{ty0}) scale({k0})'"
+    )
+    _, _, k1 = _transform(page)
+    assert k1 > k0
+    tx1, ty1, _ = _transform(page)
+    page.mouse.move(cx, cy)
+    page.mouse.down()
+    page.mouse.move(cx + 80, cy + 40, steps=4)
+    page.mouse.up()
+    tx2, ty2, k2 = _transform(page)
+    assert (round(tx2 - tx1), round(ty2 - ty1), k2) == (80, 40, k1)
+    page.locator(".jsg-zoom-out").click()
+    assert _transform(page)[2] < k2
+    page.locator(".jsg-fit").click()
+    assert _transform(page)[2] == pytest.approx(k0)

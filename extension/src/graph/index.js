@@ -254,12 +254,15 @@ class GraphViewer {
     this.search.type = "search";
     this.search.placeholder = "search: primitive, %var, file:line, line";
     this.count = el("span", "jsg-count", "");
+    const zoomIn = el("button", "jsg-btn jsg-zoom-in", "+");
+    const zoomOut = el("button", "jsg-btn jsg-zoom-out", "\u2212");
+    zoomIn.title = "zoom in"; zoomOut.title = "zoom out";
     const fit = el("button", "jsg-btn jsg-fit", "fit");
     const collapse = el("button", "jsg-btn jsg-collapse", "collapse all");
     const clear = el("button", "jsg-btn jsg-clear", "clear");
     const stats = el("span", "jsg-stats",
       `${this.g.nodes.length} nodes \u00b7 ${this.g.edges.length} edges \u00b7 ${this.g.groups.length} groups`);
-    bar.append(title, this.search, this.count, fit, collapse, clear, stats);
+    bar.append(title, this.search, this.count, zoomIn, zoomOut, fit, collapse, clear, stats);
     const main = el("div", "jsg-main");
     this.canvas = el("div", "jsg-canvas");
     this.svg = svg("svg", { class: "jsg-svg" });
@@ -283,6 +286,8 @@ class GraphViewer {
     this.root = root;
 
     fit.addEventListener("click", () => this.fit());
+    zoomIn.addEventListener("click", () => this.zoomBy(1.25));
+    zoomOut.addEventListener("click", () => this.zoomBy(0.8));
     collapse.addEventListener("click", () => {
       this.expanded = new Set([ROOT]);
       this.layouts.clear();
@@ -329,13 +334,20 @@ class GraphViewer {
       ev.preventDefault();
       const r = this.svg.getBoundingClientRect();
       const mx = ev.clientX - r.left, my = ev.clientY - r.top;
-      const f = Math.exp(-ev.deltaY * 0.0015);
-      const k = Math.min(4, Math.max(0.02, this.k * f));
-      this.tx = mx - ((mx - this.tx) * k) / this.k;
-      this.ty = my - ((my - this.ty) * k) / this.k;
-      this.k = k;
-      this.applyTransform();
+      this.zoomBy(Math.exp(-ev.deltaY * 0.0015), mx, my);
     }, { passive: false });
+  }
+
+  zoomBy(f, mx, my) {
+    if (mx === undefined) {
+      mx = (this.canvas.clientWidth || 800) / 2;
+      my = (this.canvas.clientHeight || 480) / 2;
+    }
+    const k = Math.min(4, Math.max(0.02, this.k * f));
+    this.tx = mx - ((mx - this.tx) * k) / this.k;
+    this.ty = my - ((my - this.ty) * k) / this.k;
+    this.k = k;
+    this.applyTransform();
   }
 
   applyTransform() {
