@@ -13,6 +13,7 @@ Compiles of JAX's own eager ops (``jnp.ones(4)`` outside jit) are never counted.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -106,7 +107,12 @@ def _compiles_by_function(events: list[RecompileEvent]) -> dict[str, list[Recomp
     return out
 
 
-def _report(title: str, offenders: dict[str, list[RecompileEvent]]) -> str:
+def _report(title: str, offenders: dict[str, list[RecompileEvent]],
+            root: Any = None) -> str:
+    """The failure text: one line per compile with its causes, then the hints.
+
+    Paths under the rootdir are shown relative to it, as pytest shows test files.
+    """
     lines = [title]
     for events in offenders.values():
         for e in events:
@@ -114,7 +120,10 @@ def _report(title: str, offenders: dict[str, list[RecompileEvent]]) -> str:
             for c in e.causes:
                 if c.kind != "first_call" and c.hint:
                     lines.append(f"      hint: {c.hint}")
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    if root is not None:
+        text = text.replace(os.path.join(str(root), ""), "")
+    return text
 
 
 @pytest.hookimpl(wrapper=True)
@@ -148,14 +157,14 @@ def pytest_runtest_call(item: Any) -> Iterator[None]:
         if offenders:
             names = ", ".join(f"{fn} compiled {len(evs)} times" for fn, evs in
                               offenders.items())
-            pytest.fail(_report(f"{_MARKER}({n}) exceeded: {names}", offenders),
-                        pytrace=False)
+            pytest.fail(_report(f"{_MARKER}({n}) exceeded: {names}", offenders,
+                                config.rootpath), pytrace=False)
         return result
     offenders = {fn: evs for fn, evs in by_fn.items() if len(evs) > 1}
     if offenders:
         names = ", ".join(f"{fn} compiled {len(evs)} times" for fn, evs in
                           offenders.items())
-        msg = _report(f"jax recompiles: {names}", offenders)
+        msg = _report(f"jax recompiles: {names}", offenders, config.rootpath)
         if policy == "fail":
             pytest.fail(msg, pytrace=False)
         item.warn(JaxRecompileWarning(msg))

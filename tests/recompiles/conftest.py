@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import jax
 import pytest
 
@@ -27,8 +25,3 @@ def no_hooks_left():
 
     yield
     assert not hooks_installed(), "a recompile watcher was left running"
-
-
-@contextlib.contextmanager
-def nothing():
-    yield

@@ -155,8 +155,8 @@ def test_plugin_marker_fails_with_source_mapped_causes(pytester):
     result.stdout.fnmatch_lines([
         "*_ test_over_budget _*",
         "jax_max_recompiles(1) exceeded: double compiled 2 times",
-        "  double at *test_budget.py:10: first call (*ms)",
-        "  double at *test_budget.py:11: shape x: f32?3? → f32?4? (*ms)",
+        "  double at test_budget.py:10: first call (*ms)",
+        "  double at test_budget.py:11: shape x: f32?3? → f32?4? (*ms)",
         "      hint: x changes shape ?3? → ?4? and every new shape compiles again*",
         "*jaxscope: most compiled jitted functions*",
     ])
