@@ -120,6 +120,48 @@ class ShardingLayout:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MeshGrid:
+    """A device mesh as a 2-D table: rows along the first axis, columns the rest.
+
+    ``rows[i][j]`` is the device id at row ``i`` (``row_labels[i]``, e.g.
+    ``"data=1"``) and column ``j`` (``col_labels[j]``, e.g. ``"model=0"`` or
+    ``"b=0 c=1"``). A 1-D mesh is one row.
+    """
+
+    axes: tuple[str, ...]
+    row_labels: tuple[str, ...]
+    col_labels: tuple[str, ...]
+    rows: tuple[tuple[int, ...], ...]
+
+
+def mesh_grid(
+    mesh: dict[str, int] | None, device_ids: Sequence[int] | None
+) -> MeshGrid | None:
+    """The ``MeshGrid`` of a mesh given as ``{axis: size}`` and its flat device ids."""
+    if not mesh or device_ids is None or len(device_ids) != math.prod(mesh.values()):
+        return None
+    names = list(mesh)
+    sizes = [mesh[n] for n in names]
+    ids = np.asarray(device_ids).reshape(sizes)
+    if len(names) == 1:
+        return MeshGrid(
+            axes=tuple(names),
+            row_labels=("",),
+            col_labels=tuple(f"{names[0]}={i}" for i in range(sizes[0])),
+            rows=(tuple(int(i) for i in ids),),
+        )
+    cols = list(itertools.product(*(range(n) for n in sizes[1:])))
+    return MeshGrid(
+        axes=tuple(names),
+        row_labels=tuple(f"{names[0]}={i}" for i in range(sizes[0])),
+        col_labels=tuple(
+            " ".join(f"{n}={k}" for n, k in zip(names[1:], c)) for c in cols
+        ),
+        rows=tuple(tuple(int(i) for i in row) for row in ids.reshape(sizes[0], -1)),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OpSharding:
     """The sharding XLA chose for one op (after propagation, before partitioning).
 
@@ -487,6 +529,11 @@ class ShardingView(Renderable):
         if self.shape is None or self.dtype is None:
             return sum(v.total_bytes for _, v in self.leaves)
         return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+
+    @property
+    def mesh_grid(self) -> MeshGrid | None:
+        """The mesh as a table of device ids with axis labels, or None."""
+        return mesh_grid(self.mesh, self.mesh_device_ids)
 
     def with_dims(self, *dims: int) -> ShardingView:
         """The same view drawn over other dimensions (``v.with_dims(0, 2)``)."""
@@ -1341,6 +1388,11 @@ class ProgramShardingView(Renderable):
         rows.sort(key=lambda r: (-r.bytes, str(r.source)))
         return rows
 
+    @property
+    def mesh_grid(self) -> MeshGrid | None:
+        """The program's mesh as a table of device ids with axis labels, or None."""
+        return mesh_grid(self.mesh, self.device_ids)
+
     def summary(self) -> str:
         """One line per source line: ``"line In [3]:42: 2 all-gathers, 48 MiB"``."""
         return "\n".join(r.text for r in self.line_summary)
@@ -1577,6 +1629,7 @@ __all__ = [
     "Collective",
     "LayoutCell",
     "LineSummary",
+    "MeshGrid",
     "OpSharding",
     "ProgramShardingView",
     "ShardInfo",

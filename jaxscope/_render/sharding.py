@@ -11,6 +11,7 @@ from typing import Any
 
 from .._sharding import (
     LayoutCell,
+    MeshGrid,
     ProgramShardingView,
     ShardingLayout,
     ShardingView,
@@ -172,6 +173,56 @@ def _tree_table(view: ShardingView) -> Any:
     return table
 
 
+def device_groups(layout: ShardingLayout | None) -> dict[int, int]:
+    """Device id -> the colour group of the first tile it holds."""
+    groups: dict[int, int] = {}
+    if layout is None:
+        return groups
+    for cell in layout.cells:
+        for device in cell.device_ids:
+            groups.setdefault(device, cell.group)
+    return groups
+
+
+def _mesh_rich(grid: MeshGrid, groups: dict[int, int]) -> Any:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from rich.console import Group
+
+    table = Table(box=box.SIMPLE, show_edge=False, pad_edge=False)
+    table.add_column("")
+    for label in grid.col_labels:
+        table.add_column(label, justify="center")
+    for label, row in zip(grid.row_labels, grid.rows):
+        cells = []
+        for device in row:
+            group = groups.get(device)
+            style = f"black on {colour(group)}" if group is not None else ""
+            cells.append(Text(f" {device} ", style=style))
+        table.add_row(label, *cells)
+    return Group(Text(f"mesh ({' x '.join(grid.axes)}): device ids", style="dim"), table)
+
+
+def mesh_html(grid: MeshGrid, groups: dict[int, int]) -> str:
+    """The mesh as a small table of device ids, coloured like the array's tiles."""
+    head = "<th></th>" + "".join(f"<th>{_e(c)}</th>" for c in grid.col_labels)
+    body = []
+    for label, row in zip(grid.row_labels, grid.rows):
+        tds = []
+        for device in row:
+            group = groups.get(device)
+            style = f' style="background:{colour(group)};color:#111"' if group is not None else ""
+            tds.append(f"<td{style}>{_e(device)}</td>")
+        body.append(f"<tr><th>{_e(label)}</th>{''.join(tds)}</tr>")
+    return (
+        f'<div class="jxs-dim">mesh ({_e(" x ".join(grid.axes))}): device ids</div>'
+        f'<table class="jxs-mesh"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
 @rich_renderable.register
 def _(view: ShardingView) -> Any:
     from rich.console import Group
@@ -191,6 +242,9 @@ def _(view: ShardingView) -> Any:
     if note:
         parts.append(Text(note, style="dim"))
     parts.append(_grid_rich(view.layout))
+    grid = view.mesh_grid
+    if grid is not None:
+        parts.append(_mesh_rich(grid, device_groups(view.layout)))
     parts.append(_shards_table(view))
     return Group(*parts)
 
@@ -214,6 +268,9 @@ def _(view: ProgramShardingView) -> Any:
             style="bold",
         )
     ]
+    grid = view.mesh_grid
+    if grid is not None and len(grid.rows) * len(grid.col_labels) <= 64:
+        parts.append(_mesh_rich(grid, {}))
     io = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left")
     io.add_column("")
     io.add_column("path")
@@ -373,6 +430,11 @@ def _(view: ShardingView) -> str:
         + "</div>"
         + (f'<div class="jxs-dim">{_e(note)}</div>' if note else "")
         + grid_html(view.layout)
+        + (
+            mesh_html(view.mesh_grid, device_groups(view.layout))
+            if view.mesh_grid is not None
+            else ""
+        )
         + "<details><summary>shards</summary>"
         + _table(["device", "process", "index", "shape", "bytes", "replica"], shard_rows)
         + more
@@ -395,6 +457,9 @@ def _(view: ProgramShardingView) -> str:
             + [["out", p, s] for p, s in view.outputs],
         ),
     ]
+    grid = view.mesh_grid
+    if grid is not None and len(grid.rows) * len(grid.col_labels) <= 64:
+        out.insert(3, mesh_html(grid, {}))
     if view.collectives:
         out.append('<div class="jxs-head">collectives</div>')
         out.append(

@@ -134,3 +134,41 @@ def test_large_grids_are_elided(n):
     assert "…" in text
     assert "CPU 39" in text and "CPU 20" not in text.split("\n")[2]
     assert "… 24 more" in text
+
+
+def test_mesh_diagram_names_axes_and_colours_devices_like_tiles(mesh, mesh3d):
+    w = jax.device_put(jnp.ones((32, 16)), NamedSharding(mesh, P("model", None)))
+    view = js.sharding(w)
+    grid = view.mesh_grid
+    assert grid.axes == ("data", "model")
+    assert grid.row_labels == ("data=0", "data=1", "data=2", "data=3")
+    assert grid.col_labels == ("model=0", "model=1")
+    assert grid.rows == ((0, 1), (2, 3), (4, 5), (6, 7))
+    text = str(view)
+    assert "mesh (data x model): device ids" in text
+    assert "model=0" in text and "data=3" in text
+    page = to_html(view)
+    # device 0 holds the first tile (colour 0), device 1 the second (colour 1)
+    assert '<td style="background:#a6cee3;color:#111">0</td>' in page
+    assert '<td style="background:#b2df8a;color:#111">1</td>' in page
+    g3 = js.sharding(
+        jax.device_put(jnp.ones((4, 4)), NamedSharding(mesh3d, P("a", "b")))
+    ).mesh_grid
+    assert g3.col_labels == ("b=0 c=0", "b=0 c=1", "b=1 c=0", "b=1 c=1")
+    assert len(g3.rows) == 2
+
+
+def test_single_device_and_1d_mesh_grids(mesh1d):
+    assert js.sharding(jnp.ones(2)).mesh_grid is None
+    x = jax.device_put(jnp.ones(8), NamedSharding(mesh1d, P("i")))
+    grid = js.sharding(x).mesh_grid
+    assert grid.rows == (tuple(range(8)),)
+    assert grid.col_labels[0] == "i=0"
+
+
+def test_program_view_shows_its_mesh(mesh):
+    x = jax.device_put(jnp.ones((16, 8)), NamedSharding(mesh, P("data", "model")))
+    view = js.shardings(lambda a: a * 2)(x)
+    assert view.mesh_grid.rows == ((0, 1), (2, 3), (4, 5), (6, 7))
+    assert "mesh (data x model): device ids" in str(view)
+    assert "jxs-mesh" in to_html(view)
