@@ -82,6 +82,12 @@ class RecompileMagics(JaxscopeMagics):
 
 
 def on_load(shell: Any, state: Any) -> None:
+    from .._recompiles import RecompileEvent
+    from .._render import to_html
+
+    # Bare event records (log.events[i]) show as one expandable line in notebooks.
+    state.register_formatter("text/html", RecompileEvent, to_html)
+
     def post_run_cell(result: Any) -> None:
         session = state.data.get(_KEY)
         if session is None or not session.log.active:

@@ -96,6 +96,12 @@ def test_magic_on_shows_recompiles_after_the_cell(ip):
     assert not hooks_installed()
 
 
+def test_bare_event_record_has_an_html_formatter(ip):
+    formatter = ip.display_formatter.formatters["text/html"]
+    out = formatter.lookup_by_type(RecompileEvent)(_event("shown"))
+    assert "<details>" in out and "shown" in out
+
+
 def test_magic_unload_stops_the_watcher(ip):
     from jaxscope._recompiles import hooks_installed
 
