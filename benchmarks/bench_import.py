@@ -32,7 +32,9 @@ def main() -> int:
     extra = b - a
     print(f"median of {runs} fresh interpreters (python -c 'import X'):")
     print(f"  import jax       {a:8.1f} ms")
-    print(f"  import jaxscope  {b:8.1f} ms   (+{extra:.1f} ms; budget +{BUDGET_MS:.0f} ms)")
+    print(
+        f"  import jaxscope  {b:8.1f} ms   (+{extra:.1f} ms; budget +{BUDGET_MS:.0f} ms)"
+    )
     print("within budget" if extra <= BUDGET_MS else "OVER BUDGET")
     return 0 if extra <= BUDGET_MS else 1
 

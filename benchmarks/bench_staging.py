@@ -28,7 +28,7 @@ def program(n_eqns: int):
     """A fresh function whose jaxpr has exactly ``n_eqns`` equations."""
 
     def chain(x):
-        for i in range(n_eqns // 2):
+        for _ in range(n_eqns // 2):
             x = jnp.sin(x)
             x = x * 1.5
         return x

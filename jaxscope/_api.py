@@ -109,7 +109,9 @@ def graph(
     static_argnames: str | Sequence[str] = (),
 ) -> Callable[..., Any]:
     """The dataflow graph of ``fun``'s jaxpr on example arguments (a ``GraphView``)."""
-    to_jaxpr = jaxpr(fun, static_argnums=static_argnums, static_argnames=static_argnames)
+    to_jaxpr = jaxpr(
+        fun, static_argnums=static_argnums, static_argnames=static_argnames
+    )
 
     @functools.wraps(fun)
     def traced(*args: Any, **kwargs: Any) -> Any:

@@ -131,7 +131,13 @@ class _Builder:
         aval = self.aval(atom.aval)
         kind = self.kinds.get(type(atom))
         if kind is None:
-            kind = "lit" if _cj.is_literal(atom) else "drop" if _cj.is_dropvar(atom) else ""
+            kind = (
+                "lit"
+                if _cj.is_literal(atom)
+                else "drop"
+                if _cj.is_dropvar(atom)
+                else ""
+            )
             self.kinds[type(atom)] = kind
         if not kind:
             names = self.namer.names
@@ -413,8 +419,13 @@ def _region_lines(
     for index in shown_indices(len(region.eqns), max_eqns):
         if index < 0:
             lines.append(
-                Line("elided", indent + 4, f"... {-index} equations elided ...",
-                     region=region, count=-index)
+                Line(
+                    "elided",
+                    indent + 4,
+                    f"... {-index} equations elided ...",
+                    region=region,
+                    count=-index,
+                )
             )
             continue
         info = region.eqns[index]
@@ -422,9 +433,13 @@ def _region_lines(
         for child in region.children.get(index, ()):
             if max_depth is not None and child.depth > max_depth:
                 lines.append(
-                    Line("fold", indent + 6,
-                         f"{child.label}={{ ... {child.total} equations }}",
-                         region=child, count=child.total)
+                    Line(
+                        "fold",
+                        indent + 6,
+                        f"{child.label}={{ ... {child.total} equations }}",
+                        region=child,
+                        count=child.total,
+                    )
                 )
             else:
                 _region_lines(child, indent + 6, lines, max_depth, max_eqns)

@@ -37,7 +37,9 @@ def _param_names(fn: Any) -> list[str]:
 
 
 def _is_traceable_leaf(leaf: Any) -> bool:
-    if isinstance(leaf, (jax.Array, np.ndarray, jax.ShapeDtypeStruct, *_ALLOWED_SCALARS)):
+    if isinstance(
+        leaf, (jax.Array, np.ndarray, jax.ShapeDtypeStruct, *_ALLOWED_SCALARS)
+    ):
         return True
     return hasattr(leaf, "__jax_array__") or (
         hasattr(leaf, "shape") and hasattr(leaf, "dtype")
@@ -126,8 +128,14 @@ def trace(
     caches that trace. Any other callable is traced through a fresh wrapper, so each
     call re-runs its Python (side effects included) against the current globals.
     """
-    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    nums = (
+        (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    )
+    names = (
+        (static_argnames,)
+        if isinstance(static_argnames, str)
+        else tuple(static_argnames)
+    )
     check_callable(fn, api_name)
     _check_static_argnums(nums, len(args), api_name)
     own_statics = _own_static_args(fn)

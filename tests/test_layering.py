@@ -143,7 +143,9 @@ def test_the_checker_catches_every_spelling():
     )
     lines = sorted({line for line, _ in private_jax_uses(ast.parse(src))})
     assert lines == [1, 2, 3, 4, 6, 7]
-    top = "import rich\nif True:\n    from IPython import display\n" \
+    top = (
+        "import rich\nif True:\n    from IPython import display\n"
         "def f():\n    import ipywidgets\nif TYPE_CHECKING:\n    import anywidget\n"
+    )
     mods = {m for _, m in top_level_imports(ast.parse(top))}
     assert mods == {"rich", "IPython"}

@@ -104,5 +104,10 @@ def test_extension_entry_points_and_version():
 def test_errors_refine_builtins():
     assert issubclass(jaxscope.InvalidCallError, ValueError)
     assert issubclass(jaxscope.TraceError, RuntimeError)
-    for name in ("InvalidCallError", "TraceError", "TracerLeakError", "JaxscopeCompatError"):
+    for name in (
+        "InvalidCallError",
+        "TraceError",
+        "TracerLeakError",
+        "JaxscopeCompatError",
+    ):
         assert issubclass(getattr(jaxscope, name), jaxscope.JaxscopeError)

@@ -88,7 +88,7 @@ def parse_call(source: str, namespace: dict[str, Any], magic: str) -> ParsedCall
                     f"`**{ast.get_source_segment(text, keyword.value)}` is a "
                     f"{type(value).__name__}, not a mapping; unpack a dict"
                 )
-            items = {str(k): value[k] for k in value.keys()}
+            items = {str(k): value[k] for k in value.keys()}  # noqa: SIM118 (any mapping)
         else:
             items = {keyword.arg: value}
         for key, item in items.items():

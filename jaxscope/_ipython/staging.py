@@ -8,8 +8,8 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from .._exceptions import InvalidCallError
-from .common import JaxscopeMagics, show, split_options, usage_errors
 from .callparse import parse_call
+from .common import JaxscopeMagics, show, split_options, usage_errors
 
 _STAGES = ("stablehlo", "hlo", "optimized")
 
@@ -83,7 +83,9 @@ class StagingMagics(JaxscopeMagics):
         return None
 
     @magic_arguments()
-    @argument("--stage", default="hlo", help="stablehlo, hlo or optimized (post-fusion)")
+    @argument(
+        "--stage", default="hlo", help="stablehlo, hlo or optimized (post-fusion)"
+    )
     @argument("--cost", action="store_true", help="also show cost and memory analysis")
     @argument("call", nargs="*", help="a call expression such as f(x, y)")
     @line_magic

@@ -199,7 +199,7 @@ class _HtmlWriter:
             return
         self.parts.append(
             f'<details class="jxs-r"{" open" if is_open else ""}>'
-            f"<summary{pad}>{_esc(head)} <span class=\"jxs-n\">"
+            f'<summary{pad}>{_esc(head)} <span class="jxs-n">'
             f"({child.total} equations)</span></summary>"
         )
         self.region(child, indent)
@@ -272,14 +272,14 @@ def _(view: JaxprView) -> str:
     n = len(view.eqns)
     head = (
         f'<div class="jxs-head">jaxpr of <b>{name}</b>: {n} equation'
-        f'{"s" if n != 1 else ""}, {len(keys)} source line'
-        f'{"s" if len(keys) != 1 else ""}; hover or click a line to link the two'
+        f"{'s' if n != 1 else ''}, {len(keys)} source line"
+        f"{'s' if len(keys) != 1 else ''}; hover or click a line to link the two"
         "</div>"
     )
     panel = _source_panel(view, keys) if view.show_source and keys else ""
     return (
         f'<div class="jxs-jaxpr" id="{uid}"><style>{_CSS.replace("ID", uid)}</style>'
-        f"{head}<div class=\"jxs-cols\"><div class=\"jxs-code\">{''.join(writer.parts)}"
+        f'{head}<div class="jxs-cols"><div class="jxs-code">{"".join(writer.parts)}'
         f"</div>{panel}</div><script>{_JS.replace('ID', uid)}</script></div>"
     )
 

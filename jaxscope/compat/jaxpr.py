@@ -95,8 +95,10 @@ def subjaxprs(eqn: Any) -> list[tuple[str, Any]]:
     for key, value in eqn.params.items():
         if is_jaxpr(value):
             found.append((key, value))
-        elif isinstance(value, (tuple, list)) and value and all(
-            is_jaxpr(v) for v in value
+        elif (
+            isinstance(value, (tuple, list))
+            and value
+            and all(is_jaxpr(v) for v in value)
         ):
             found.extend((f"{key}[{i}]", v) for i, v in enumerate(value))
     return found

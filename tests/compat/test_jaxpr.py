@@ -25,9 +25,9 @@ def test_short_dtype_and_aval_str():
 
 
 def test_literals_dropvars_and_open_jaxpr():
-    closed = jax.make_jaxpr(lambda x: (x * 2.0, lax.scan(lambda c, v: (c, None), 0.0, x)[0]))(
-        jnp.ones(3)
-    )
+    closed = jax.make_jaxpr(
+        lambda x: (x * 2.0, lax.scan(lambda c, v: (c, None), 0.0, x)[0])
+    )(jnp.ones(3))
     jaxpr, consts = cj.open_jaxpr(closed)
     assert consts == [] and jaxpr is closed.jaxpr
     mul = jaxpr.eqns[0]
@@ -57,7 +57,9 @@ def f_all(x, p):
 
 def test_subjaxprs_of_every_control_flow_primitive():
     closed = jax.make_jaxpr(f_all)(jnp.ones(3), 1.0)
-    by_prim = {cj.primitive_name(e): [k for k, _ in cj.subjaxprs(e)] for e in closed.jaxpr.eqns}
+    by_prim = {
+        cj.primitive_name(e): [k for k, _ in cj.subjaxprs(e)] for e in closed.jaxpr.eqns
+    }
     assert by_prim["jit"] == ["jaxpr"]
     assert by_prim["scan"] == ["jaxpr"]
     assert sorted(by_prim["while"]) == ["body_jaxpr", "cond_jaxpr"]

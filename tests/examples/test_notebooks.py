@@ -52,7 +52,9 @@ def test_notebook_is_stored_without_outputs(path):
     dirty = [describe(c) for c in code_cells(nb) if c.outputs or c.execution_count]
     assert not dirty, f"{path.name} has stored outputs in {dirty}: strip them"
     assert code_cells(nb), f"{path.name} has no code"
-    assert "assert" in code_cells(nb)[-1].source, f"{path.name} must end in assert cells"
+    assert "assert" in code_cells(nb)[-1].source, (
+        f"{path.name} must end in assert cells"
+    )
 
 
 @pytest.mark.notebook

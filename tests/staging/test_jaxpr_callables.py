@@ -8,7 +8,6 @@ import os
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 from jax import lax
 
 import jaxscope as js
@@ -139,7 +138,8 @@ def _shard_map():
 
 
 def test_shard_map_body_lines():
-    from jax.sharding import Mesh, PartitionSpec as P
+    from jax.sharding import Mesh
+    from jax.sharding import PartitionSpec as P
 
     mesh = Mesh(np.array(jax.devices()), ("i",))
     kwargs = {"mesh": mesh, "in_specs": P("i"), "out_specs": P("i")}
@@ -196,7 +196,7 @@ def looped(x):
     def body(c):
         return (c[0] + 1, jnp.cos(c[1]))  # mark: while body
 
-    n, y = lax.while_loop(cond, body, (0, x))  # mark: while call
+    _n, y = lax.while_loop(cond, body, (0, x))  # mark: while call
     z = lax.fori_loop(0, 3, lambda i, a: a * 3.0, y)  # mark: fori
     return z
 
@@ -305,7 +305,11 @@ def rematted(x):
 
 def test_checkpoint_nests_the_body():
     v = js.jaxpr(rematted)(X4)
-    remat = [e for e in v.eqns if e.primitive.startswith("remat") or e.primitive == "checkpoint"]
+    remat = [
+        e
+        for e in v.eqns
+        if e.primitive.startswith("remat") or e.primitive == "checkpoint"
+    ]
     assert remat and remat[0].n_subjaxprs == 1
     sins = eqns_of(v, "sin")
     assert len(sins) == 2 and all(e.depth == 1 for e in sins)
@@ -328,7 +332,13 @@ def test_pytree_dataclass_dict_list_tuple_and_keyword_args():
     params = Params(w=jnp.ones((3, 2)), b=jnp.zeros(2))
     batch = {"x": jnp.ones((5, 3)), "y": jnp.ones(5, jnp.int32)}
     v = js.jaxpr(model)(params, batch, scale=2.0)
-    assert [a for _, a in v.top.invars] == ["f32[3,2]", "f32[2]", "f32[5,3]", "i32[5]", "f32[]"]
+    assert [a for _, a in v.top.invars] == [
+        "f32[3,2]",
+        "f32[2]",
+        "f32[5,3]",
+        "i32[5]",
+        "f32[]",
+    ]
     assert len(v.top.outvars) == 2
     dot = the_eqn(v, "dot_general")
     assert dot.outputs[0][1] == "f32[5,2]"

@@ -69,7 +69,7 @@ def test_static_argnums_not_an_int():
 
 
 def raises_inside(x):
-    y = x * 2
+    _ = x * 2
     raise KeyError("missing key")  # the raising line
 
 

@@ -70,7 +70,9 @@ def test_quoted_and_negative_arguments_reach_the_function(shell):
         "def pick(x, mode, k):\n"
         "    return jnp.sin(x) * k if mode == 'a b' else jnp.cos(x) * k\n",
     )
-    text = magic(shell, "jax.jit(pick, static_argnums=(1, 2))(x, 'a b', -1)")["text/plain"]
+    text = magic(shell, "jax.jit(pick, static_argnums=(1, 2))(x, 'a b', -1)")[
+        "text/plain"
+    ]
     assert "sin" in text and "cos" not in text
 
 
@@ -124,7 +126,9 @@ def usage_error(ip, line, name="jaxpr"):
 
 
 def test_empty_argument(shell):
-    assert "needs a call expression: write e.g. `%jaxpr f(x, y)`" in usage_error(shell, "")
+    assert "needs a call expression: write e.g. `%jaxpr f(x, y)`" in usage_error(
+        shell, ""
+    )
 
 
 def test_not_a_call(shell):
@@ -170,7 +174,10 @@ def test_function_raising_while_tracing_names_the_cell_line(shell):
 
 
 def test_value_dependent_control_flow_names_the_argument_and_index(shell):
-    n = run(shell, "def relu(scale, v):\n    if v > 0:\n        return v * scale\n    return 0.0\n")
+    n = run(
+        shell,
+        "def relu(scale, v):\n    if v > 0:\n        return v * scale\n    return 0.0\n",
+    )
     msg = usage_error(shell, "relu(2.0, x.sum())")
     assert f"at In [{n}]:2" in msg
     assert "depends on the value of argument v" in msg
@@ -195,7 +202,10 @@ def test_hlo_rejects_an_unknown_stage(shell):
 
 
 def test_star_args_and_kwargs_are_unpacked(shell):
-    run(shell, "def kw(a, b, *, c):\n    return jnp.sin(a) * b + c\nargs = (x, 2.0)\nopts = {'c': 1.0}")
+    run(
+        shell,
+        "def kw(a, b, *, c):\n    return jnp.sin(a) * b + c\nargs = (x, 2.0)\nopts = {'c': 1.0}",
+    )
     text = magic(shell, "kw(*args, **opts)")["text/plain"]
     assert "sin" in text and "add" in text
 

@@ -48,7 +48,9 @@ def test_display_filename_uses_the_running_shell(ip):
 def test_loc_of_eqn_and_tracebacks():
     eqn = jax.make_jaxpr(defined_here)(jnp.ones(2)).jaxpr.eqns[0]
     loc = _source.loc_of_eqn(eqn)
-    assert loc == SourceLoc(file=HERE, line=eqn_line(), column=11, function="defined_here")
+    assert loc == SourceLoc(
+        file=HERE, line=eqn_line(), column=11, function="defined_here"
+    )
     tb = eqn.source_info.traceback
     assert _source.loc_of_traceback(tb) == loc
     assert _source.locs_of_traceback(tb)[0] == loc
@@ -73,7 +75,9 @@ def test_loc_of_function_unwraps_jit_and_wraps():
 
 def test_user_frame_of_stack_is_this_test():
     loc = _source.user_frame_of_stack()
-    assert loc.file == HERE and loc.function.endswith("test_user_frame_of_stack_is_this_test")
+    assert loc.file == HERE and loc.function.endswith(
+        "test_user_frame_of_stack_is_this_test"
+    )
     assert loc.line == inspect.currentframe().f_lineno - 2
 
 
@@ -83,7 +87,7 @@ def test_user_frames_of_exception_skip_jax_frames():
 
     try:
         inner()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         locs = _source.user_frames_of_exception(exc)
     assert [loc.function.rsplit(".", 1)[-1] for loc in locs[-2:]] == [
         "test_user_frames_of_exception_skip_jax_frames",
