@@ -64,7 +64,7 @@ def main() -> None:
         t_make.append(best(make, 1))
         t_run.append(best(run_only, 1))
     t_make_best, t_run_best = min(t_make), min(t_run)
-    t_total = best(trace_and_run, 3)
+    t_total = best(trace_and_run, 5)
     s = js.step(program)(x)
     t0 = time.perf_counter()
     steps = 0
