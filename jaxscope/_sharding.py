@@ -1485,7 +1485,26 @@ def _static_positions(fn: Any, static_argnums: Sequence[int], n_args: int) -> se
 
 
 def _compile_with_dump(lowered: Any) -> tuple[Any, str, str]:
-    """Compile ``lowered``; return (compiled, pre-partitioning HLO text, its stage)."""
+    """Compile ``lowered``; return (compiled, pre-partitioning HLO text, its stage).
+
+    A persistent-compilation-cache hit skips XLA's passes, so nothing is dumped; the
+    compile is then redone once with that cache switched off (and switched back).
+    """
+    compiled, text, stage = _compile_dumping(lowered)
+    if stage == "after sharding propagation" or not jax.config.jax_enable_compilation_cache:
+        return compiled, text, stage
+    if not getattr(jax.config, "jax_compilation_cache_dir", None):
+        return compiled, text, stage
+    previous = jax.config.jax_enable_compilation_cache
+    try:
+        jax.config.update("jax_enable_compilation_cache", False)
+        again = _compile_dumping(lowered)
+    finally:
+        jax.config.update("jax_enable_compilation_cache", previous)
+    return again if again[2] == "after sharding propagation" else (compiled, text, stage)
+
+
+def _compile_dumping(lowered: Any) -> tuple[Any, str, str]:
     with tempfile.TemporaryDirectory(prefix="jaxscope-sharding-") as tmp:
         options = {
             "xla_dump_to": tmp,

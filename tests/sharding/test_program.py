@@ -257,3 +257,39 @@ def test_device_ids_map_logical_ids_to_the_mesh_devices(devices):
     assert ar.axes == ("model",)
     physical = {frozenset(v.device_ids[i] for i in g) for g in ar.replica_groups}
     assert physical == {frozenset(p) for p in ((7, 6), (5, 4), (3, 2), (1, 0))}
+
+
+PERSISTENT_CACHE_SCRIPT = """
+import os, sys
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+os.environ["JAX_PLATFORMS"] = "cpu"
+import jax, jax.numpy as jnp
+from jax.sharding import NamedSharding, PartitionSpec as P
+import jaxscope as js
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+auto = jax.sharding.AxisType.Auto
+mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=(auto, auto))
+x = jax.device_put(jnp.ones((64, 32)), NamedSharding(mesh, P("data", "model")))
+def f(a):
+    return jnp.sum(jnp.tanh(a), axis=1)
+for _ in range(2):
+    v = js.shardings(f)(x)
+    print(v.ops_stage, len(v.ops), jax.config.jax_enable_compilation_cache)
+print("entries", len(os.listdir(sys.argv[1])))
+"""
+
+
+def test_persistent_cache_hit_still_gives_propagated_op_shardings(tmp_path):
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    out = subprocess.run(
+        [sys.executable, "-c", PERSISTENT_CACHE_SCRIPT, str(cache)],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout.splitlines()
+    assert out[0] == out[1] == "after sharding propagation 3 True", out
+    assert out[2] != "entries 0"
