@@ -74,11 +74,11 @@ def test_loc_of_function_unwraps_jit_and_wraps():
 
 
 def test_user_frame_of_stack_is_this_test():
+    here = inspect.currentframe().f_lineno + 1
     loc = _source.user_frame_of_stack()
-    assert loc.file == HERE and loc.function.endswith(
-        "test_user_frame_of_stack_is_this_test"
-    )
-    assert loc.line == inspect.currentframe().f_lineno - 2
+    assert loc.file == HERE
+    assert loc.function.endswith("test_user_frame_of_stack_is_this_test")
+    assert loc.line == here
 
 
 def test_user_frames_of_exception_skip_jax_frames():
