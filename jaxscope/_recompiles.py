@@ -212,7 +212,8 @@ def describe_event(event: RecompileEvent) -> str:
     """One line: function, call site, causes, milliseconds."""
     where = f" at {event.call_site}" if event.call_site else ""
     causes = "; ".join(describe_cause(c) for c in event.causes) or "unknown cause"
-    what = "" if event.traced else " [compile only, no retrace]"
+    what = ("" if event.traced and event.compiled else
+            " [compile only, no retrace]" if event.compiled else " [trace only]")
     return f"{event.function}{where}: {causes}{what} ({event.seconds * 1000:.1f} ms)"
 
 

@@ -73,6 +73,8 @@ def _event_text(event: RecompileEvent) -> Any:
     out.append(causes, style="yellow")
     if not event.traced:
         out.append(" [compile only, no retrace]", style="magenta")
+    elif not event.compiled:
+        out.append(" [trace only]", style="magenta")
     out.append(f" ({_ms(event.seconds)})", style="dim")
     return out
 
@@ -160,7 +162,8 @@ def _e(text: object) -> str:
 def _event_html(event: RecompileEvent) -> str:
     where = f' <span class="hint">at {_e(event.call_site)}</span>' if event.call_site else ""
     causes = "; ".join(describe_cause(c) for c in event.causes) or "unknown cause"
-    extra = " [compile only, no retrace]" if not event.traced else ""
+    extra = (" [compile only, no retrace]" if not event.traced else
+             " [trace only]" if not event.compiled else "")
     items = []
     for c in event.causes:
         items.append(

@@ -187,3 +187,15 @@ def test_trace_listener_sees_start_and_end_of_each_trace():
         ("trace_start", "traced_fn", (("x", "f32[2]"),), False),
         ("trace_end", "traced_fn", (("x", "f32[2]"),), False),
     ]
+
+
+def test_jitted_function_under_vmap_is_one_event_with_the_batched_compile():
+    def mapped(x):
+        return x * 2
+
+    f = jax.jit(mapped)
+    with js.watch_recompiles() as log:
+        jax.vmap(f)(jnp.ones((2, 3)))
+    (ev,) = log.events_of("mapped")
+    assert ev.traced and ev.compiled
+    assert ev.signature == (("x", "f32[3]"),)  # what the function sees per example
