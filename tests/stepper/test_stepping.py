@@ -278,3 +278,16 @@ def test_until_and_break_accept_a_basename_and_a_line():
     assert s.breakpoints["lines"] == [str(LINE + 1)]
     s.clear_breakpoints()
     assert s.breakpoints == {"lines": [], "primitives": [], "nan": False, "inf": False}
+
+
+def test_a_jitted_function_is_stepped_inside_its_body():
+    s = js.step(jax.jit(outer))(X)
+    assert [f.label for f in s.frames] == ["outer"]
+    assert s.current.primitive == "jit" and s.current.path == (0,)
+    assert s.current == js.jaxpr(jax.jit(outer))(X).eqns[0]
+    np.testing.assert_array_equal(s.run().result, jax.jit(outer)(X))
+
+
+def test_finish_at_the_top_level_runs_to_the_end():
+    s = js.step(outer)(X).finish()
+    assert s.done and s.reason == "done"
