@@ -70,7 +70,9 @@ def main():
     print(f"jax {jax.__version__}, jaxscope {js.__version__}")
     shell = TerminalInteractiveShell.instance(simple_prompt=True, colors="nocolor")
     shell.history_manager.enabled = False
-    shell.run_cell("import jax, jax.numpy as jnp\nf = jax.jit(lambda x: x * 2 + 1)\nx = jnp.ones(8)\nf(x)")
+    shell.run_cell(
+        "import jax, jax.numpy as jnp\nf = jax.jit(lambda x: x * 2 + 1)\nx = jnp.ones(8)\nf(x)"
+    )
 
     def hit_cells():
         for _ in range(50):
@@ -88,20 +90,26 @@ def main():
         handler.append(best(hit_cells, repeat=3)[0] / 50)
         ip_errors.on_unload(shell, state)
     plain_hit, handler_hit = min(plain), min(handler)
-    print(f"1. cache-hit cell `f(x)`: plain {plain_hit*1e6:.1f} us, with the error handler "
-          f"installed {handler_hit*1e6:.1f} us  ratio {handler_hit/plain_hit:.2f}")
+    print(
+        f"1. cache-hit cell `f(x)`: plain {plain_hit * 1e6:.1f} us, with the error handler "
+        f"installed {handler_hit * 1e6:.1f} us  ratio {handler_hit / plain_hit:.2f}"
+    )
     shell.run_line_magic("load_ext", "jaxscope")
 
     print("2. js.explain(exc) vs JAX raising the error (trace + raise):")
     for name, fn in CASES.items():
         raise_t = best(lambda fn=fn: raise_and_catch(fn), repeat=5, number=3)[0]
         exc = raise_and_catch(fn)
-        explain_t = best(lambda: js.explain(exc), repeat=5, number=3)[0]
-        text_t = best(lambda: str(js.explain(exc)), repeat=5, number=3)[0]
-        print(f"   {name:16s} raise {raise_t*1e3:7.2f} ms  explain {explain_t*1e3:6.2f} ms "
-              f"(x{explain_t/raise_t:.2f})  explain+render {text_t*1e3:6.2f} ms (x{text_t/raise_t:.2f})")
+        explain_t = best(lambda exc=exc: js.explain(exc), repeat=5, number=3)[0]
+        text_t = best(lambda exc=exc: str(js.explain(exc)), repeat=5, number=3)[0]
+        print(
+            f"   {name:16s} raise {raise_t * 1e3:7.2f} ms  explain {explain_t * 1e3:6.2f} ms "
+            f"(x{explain_t / raise_t:.2f})  explain+render {text_t * 1e3:6.2f} ms (x{text_t / raise_t:.2f})"
+        )
 
-    shell.run_cell("def clip_if(x, limit):\n    if limit > 0:\n        return x\n    return x\n")
+    shell.run_cell(
+        "def clip_if(x, limit):\n    if limit > 0:\n        return x\n    return x\n"
+    )
 
     def failing_cell():
         with capture_output():
@@ -110,8 +118,10 @@ def main():
     with_ext = best(failing_cell, repeat=5)[0]
     shell.run_line_magic("unload_ext", "jaxscope")
     without = best(failing_cell, repeat=5)[0]
-    print(f"3. failing cell display: IPython {without*1e3:.1f} ms, jaxscope {with_ext*1e3:.1f} ms "
-          f"ratio {with_ext/without:.2f}")
+    print(
+        f"3. failing cell display: IPython {without * 1e3:.1f} ms, jaxscope {with_ext * 1e3:.1f} ms "
+        f"ratio {with_ext / without:.2f}"
+    )
 
 
 if __name__ == "__main__":

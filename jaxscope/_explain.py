@@ -106,7 +106,9 @@ class ErrorReport(Renderable):
 
         return text_of(self)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> dict[str, str]:
         from ._render import to_html
         from ._render.explain import text_of
 
@@ -145,7 +147,7 @@ def _entries(tb: types.TracebackType | None) -> list[_Entry]:
     pairs = list(_traceback.walk_tb(tb))
     summaries = _traceback.extract_tb(tb)
     out = []
-    for (frame, lineno), summary in zip(pairs, summaries):
+    for (frame, lineno), summary in zip(pairs, summaries, strict=False):
         col = getattr(summary, "colno", None)
         end_col = getattr(summary, "end_colno", None)
         if getattr(summary, "end_lineno", lineno) != lineno:
@@ -295,14 +297,18 @@ def _site(entry: _Entry) -> _Site:
         end = getattr(node, "end_lineno", None)
         if lineno is None or end is None or not lineno <= entry.line <= end:
             continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            if scope is None or _contains(scope, node):
-                scope = node
-        if isinstance(node, ast.stmt) and not isinstance(
-            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and (
+            scope is None or _contains(scope, node)
         ):
-            if stmt is None or _contains(stmt, node):
-                stmt = node
+            scope = node
+        if (
+            isinstance(node, ast.stmt)
+            and not isinstance(
+                node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            )
+            and (stmt is None or _contains(stmt, node))
+        ):
+            stmt = node
         if (
             entry.col is not None
             and entry.end_col is not None
@@ -316,11 +322,12 @@ def _site(entry: _Entry) -> _Site:
 
 
 def _contains(outer: ast.AST, inner: ast.AST) -> bool:
-    return (
-        (getattr(outer, "lineno", 0), getattr(outer, "col_offset", 0))
-        <= (getattr(inner, "lineno", 0), getattr(inner, "col_offset", 0))
-        and (getattr(inner, "end_lineno", 0), getattr(inner, "end_col_offset", 0))
-        <= (getattr(outer, "end_lineno", 0), getattr(outer, "end_col_offset", 0))
+    return (getattr(outer, "lineno", 0), getattr(outer, "col_offset", 0)) <= (
+        getattr(inner, "lineno", 0),
+        getattr(inner, "col_offset", 0),
+    ) and (getattr(inner, "end_lineno", 0), getattr(inner, "end_col_offset", 0)) <= (
+        getattr(outer, "end_lineno", 0),
+        getattr(outer, "end_col_offset", 0),
     )
 
 
@@ -386,15 +393,13 @@ def _origin(name: str, entry: _Entry, site: _Site) -> tuple[str, SourceLoc | Non
     best: ast.stmt | None = None
     if scope is not None:
         for node in _walk_scope(scope):
-            if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+            if not isinstance(
+                node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)
+            ):
                 continue
             if node.lineno >= entry.line:
                 continue
-            targets = (
-                node.targets
-                if isinstance(node, ast.Assign)
-                else [node.target]
-            )
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(_binds(t, name) for t in targets) and (
                 best is None or node.lineno > best.lineno
             ):
@@ -415,7 +420,9 @@ def _walk_scope(scope: ast.AST) -> list[ast.AST]:
     stack = list(ast.iter_child_nodes(scope))
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        if isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+        ):
             continue
         out.append(node)
         stack.extend(ast.iter_child_nodes(node))
@@ -450,7 +457,15 @@ def _operand_nodes(node: ast.AST | None) -> list[ast.expr]:
 
 
 def _is_array_method(attr: str) -> bool:
-    return attr in {"reshape", "astype", "transpose", "dot", "take", "swapaxes", "squeeze"}
+    return attr in {
+        "reshape",
+        "astype",
+        "transpose",
+        "dot",
+        "take",
+        "swapaxes",
+        "squeeze",
+    }
 
 
 def _operands(entry: _Entry, site: _Site) -> tuple[Operand, ...]:
@@ -488,7 +503,9 @@ _LEAKED_IN = re.compile(
 _ARISES = re.compile(r"It arose in (?:the )?(?P<what>.+?)\.?$", re.MULTILINE)
 _SHAPE_TUPLE = re.compile(r"\((?:\d+(?:, ?\d+)*,?)?\)")
 _DTYPES = re.compile(r"got ((?:[a-z]+\d*(?:, | and )?){2,})")
-_NAN_IN = re.compile(r"invalid value \((?P<what>nan|inf)\) encountered in (?P<prim>[\w.]+)")
+_NAN_IN = re.compile(
+    r"invalid value \((?P<what>nan|inf)\) encountered in (?P<prim>[\w.]+)"
+)
 _BYTES = re.compile(r"allocat\w* (?P<n>\d+) bytes")
 _CREATED_ON = re.compile(r"created on line:?\s*\n?\s*(?P<where>\S+:\d+(?::\d+)?)")
 _TRACER_AVAL = re.compile(r"traced array with shape (\S+?)\.?(?:\s|$)")
@@ -577,7 +594,11 @@ def _category(exc: BaseException, text: str, is_jax: bool) -> str:
     if isinstance(exc, FloatingPointError) and _NAN_IN.search(text):
         return "nan"
     if isa("JaxRuntimeError") or name in ("XlaRuntimeError", "JaxRuntimeError"):
-        if "RESOURCE_EXHAUSTED" in text or "Out of memory" in text or "out of memory" in text:
+        if (
+            "RESOURCE_EXHAUSTED" in text
+            or "Out of memory" in text
+            or "out of memory" in text
+        ):
             return "out_of_memory"
         return "runtime"
     if not is_jax:
@@ -610,17 +631,17 @@ def _traced_code(
         code = entry.frame.f_code
         if code.co_name != short:
             continue
-        if line is not None and code.co_firstlineno == line and (
-            file is None or entry.filename == file
+        if (
+            line is not None
+            and code.co_firstlineno == line
+            and (file is None or entry.filename == file)
         ):
             return code
         fallback = fallback or code
     return fallback
 
 
-def _static_hint(
-    fn: str, args: tuple[str, ...], code: types.CodeType | None
-) -> str:
+def _static_hint(fn: str, args: tuple[str, ...], code: types.CodeType | None) -> str:
     if code is None or not args:
         return ""
     positional, kwonly = _param_names(code)
@@ -639,7 +660,12 @@ def _static_hint(
     else:
         by_name = "static_argnames=(" + ", ".join(f"'{n}'" for n in names) + ")"
     if nums and len(nums) == len(names):
-        tup = "(" + ", ".join(str(n) for n in nums) + ("," if len(nums) == 1 else "") + ")"
+        tup = (
+            "("
+            + ", ".join(str(n) for n in nums)
+            + ("," if len(nums) == 1 else "")
+            + ")"
+        )
         return f"jax.jit({short}, static_argnums={tup}) (or {by_name})"
     return f"jax.jit({short}, {by_name})"
 
@@ -773,9 +799,24 @@ def _human_bytes(n: int) -> str:
 
 _HIGHER_ORDER = frozenset(
     {
-        "scan", "while", "while_loop", "cond", "jit", "pjit", "closed_call", "core_call",
-        "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr", "remat", "remat2",
-        "checkpoint", "shard_map", "xla_pmap", "xla_call", "custom_lin",
+        "scan",
+        "while",
+        "while_loop",
+        "cond",
+        "jit",
+        "pjit",
+        "closed_call",
+        "core_call",
+        "custom_jvp_call",
+        "custom_vjp_call",
+        "custom_vjp_call_jaxpr",
+        "remat",
+        "remat2",
+        "checkpoint",
+        "shard_map",
+        "xla_pmap",
+        "xla_call",
+        "custom_lin",
     }
 )
 
@@ -789,7 +830,9 @@ class _NanOrigin:
     inputs: tuple[str, ...]
 
 
-def _eval_call_args(node: ast.Call, frame: types.FrameType) -> tuple[list[Any], dict[str, Any]] | None:
+def _eval_call_args(
+    node: ast.Call, frame: types.FrameType
+) -> tuple[list[Any], dict[str, Any]] | None:
     args: list[Any] = []
     for arg in node.args:
         if isinstance(arg, ast.Constant):
@@ -807,7 +850,11 @@ def _eval_call_args(node: ast.Call, frame: types.FrameType) -> tuple[list[Any], 
             args.append(value)
     kwargs: dict[str, Any] = {}
     for kw in node.keywords:
-        value = kw.value.value if isinstance(kw.value, ast.Constant) else _safe_eval(kw.value, frame)
+        value = (
+            kw.value.value
+            if isinstance(kw.value, ast.Constant)
+            else _safe_eval(kw.value, frame)
+        )
         if value is _MISSING or kw.arg is None:
             return None
         kwargs[kw.arg] = value
@@ -815,7 +862,14 @@ def _eval_call_args(node: ast.Call, frame: types.FrameType) -> tuple[list[Any], 
 
 
 _TRANSFORMS = (
-    "jit", "grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian", "checkpoint",
+    "jit",
+    "grad",
+    "value_and_grad",
+    "vmap",
+    "jacfwd",
+    "jacrev",
+    "hessian",
+    "checkpoint",
     "remat",
 )
 
@@ -860,22 +914,32 @@ def _function_of(entry: _Entry) -> Any:
     return None
 
 
-def _nan_candidates(inner: _Entry, site: _Site) -> list[tuple[Any, list[Any], dict[str, Any]]]:
+def _nan_candidates(
+    inner: _Entry, site: _Site
+) -> list[tuple[Any, list[Any], dict[str, Any]]]:
     out: list[tuple[Any, list[Any], dict[str, Any]]] = []
     node = site.node
     if isinstance(node, ast.Call):
         callee = _eval_callee(node.func, inner.frame)
         module = str(getattr(callee, "__module__", "") or "")
         parsed = _eval_call_args(node, inner.frame)
-        if callable(callee) and parsed is not None and not module.startswith(("jax", "numpy")):
+        if (
+            callable(callee)
+            and parsed is not None
+            and not module.startswith(("jax", "numpy"))
+        ):
             out.append((callee, *parsed))
     code = inner.frame.f_code
-    if code.co_name != "<module>" and not code.co_flags & (0x04 | 0x08):  # no *args/**kw
+    if code.co_name != "<module>" and not code.co_flags & (
+        0x04 | 0x08
+    ):  # no *args/**kw
         fn = _function_of(inner)
         positional, kwonly = _param_names(code)
         local = inner.frame.f_locals
         if fn is not None and all(n in local for n in positional + kwonly):
-            out.append((fn, [local[n] for n in positional], {n: local[n] for n in kwonly}))
+            out.append(
+                (fn, [local[n] for n in positional], {n: local[n] for n in kwonly})
+            )
     return out
 
 
@@ -901,9 +965,11 @@ def _nan_origin(inner: _Entry, site: _Site, prim: str) -> _NanOrigin | None:
             continue
         frames = getattr(found, "frames", []) or []
         where = " > ".join(
-            str(getattr(f, "label", "")) + (
+            str(getattr(f, "label", ""))
+            + (
                 f" [iteration {f.iteration + 1}/{f.length}]"
-                if getattr(f, "iteration", None) is not None and getattr(f, "length", None)
+                if getattr(f, "iteration", None) is not None
+                and getattr(f, "length", None)
                 else ""
             )
             for f in frames
@@ -924,6 +990,69 @@ def _raw_filename(display: str, entries: list[_Entry]) -> str | None:
         if display_filename(name) == display:
             return name
     return display if os.path.exists(display) else None
+
+
+# --------------------------------------------------------------------------- memory
+
+_DTYPE_BYTES = {
+    "bool": 1,
+    "bf16": 2,
+    "f16": 2,
+    "f32": 4,
+    "f64": 8,
+    "c64": 8,
+    "c128": 16,
+}
+
+
+def _aval_bytes(aval: str) -> int | None:
+    match = re.fullmatch(r"(\w+)\[([\d,]*)\]", aval)
+    if match is None:
+        return None
+    dtype, dims = match.groups()
+    size = _DTYPE_BYTES.get(dtype)
+    if size is None:
+        bits = re.fullmatch(r"[iuf](\d+)", dtype)
+        if bits is None:
+            return None
+        size = max(1, int(bits.group(1)) // 8)
+    count = 1
+    for d in dims.split(","):
+        if d:
+            count *= int(d)
+    return count * size
+
+
+def _largest_buffers(inner: _Entry, site: _Site, limit: int = 3) -> list[str]:
+    """The largest values of the failing jitted call, traced again (never run)."""
+    node = site.node
+    if not isinstance(node, ast.Call):
+        return []
+    callee = _eval_callee(node.func, inner.frame)
+    parsed = _eval_call_args(node, inner.frame)
+    if callee is _MISSING or parsed is None or not hasattr(callee, "trace"):
+        return []
+    from ._jaxpr import build_model
+
+    try:
+        traced = callee.trace(*parsed[0], **parsed[1])
+        eqns = build_model(traced.jaxpr).eqns
+    except Exception:
+        return []
+    sized = []
+    for info in eqns:
+        for _name, aval in info.outputs:
+            nbytes = _aval_bytes(aval)
+            if nbytes:
+                sized.append((nbytes, aval, info))
+    sized.sort(key=lambda item: -item[0])
+    out = []
+    for nbytes, aval, info in sized[:limit]:
+        where = f" at {info.source}" if info.source is not None else ""
+        out.append(
+            f"buffer {aval} ({_human_bytes(nbytes)}) from {info.primitive}{where}"
+        )
+    return out
 
 
 # --------------------------------------------------------------------------- explain
@@ -1030,7 +1159,11 @@ def _explain(exc: BaseException) -> ErrorReport:
     if before is not None and before.__traceback__ is not None:
         users, inner = _user_entries(_entries(before.__traceback__))
         if inner is not None:
-            category = "transformation" if category in ("jax_other", "shape", "dtype") else category
+            category = (
+                "transformation"
+                if category in ("jax_other", "shape", "dtype")
+                else category
+            )
         else:
             users, inner = _user_entries(entries)
     else:
@@ -1050,11 +1183,13 @@ def _explain(exc: BaseException) -> ErrorReport:
     if category == "nan" and inner is not None:
         nan = _NAN_IN.search(text)
         prim = nan.group("prim") if nan else ""
-        if prim in _HIGHER_ORDER or isinstance(site.node, ast.Call) and not prim:
+        if prim in _HIGHER_ORDER or (isinstance(site.node, ast.Call) and not prim):
             nan_origin = _nan_origin(inner, site, prim)
         elif isinstance(site.node, ast.Call):
             callee = _eval_callee(site.node.func, inner.frame)
-            if not str(getattr(callee, "__module__", "") or "").startswith(("jax", "numpy")):
+            if not str(getattr(callee, "__module__", "") or "").startswith(
+                ("jax", "numpy")
+            ):
                 nan_origin = _nan_origin(inner, site, prim)
         if nan_origin is not None:
             user_frame = nan_origin.source
@@ -1063,11 +1198,18 @@ def _explain(exc: BaseException) -> ErrorReport:
             span = None
             if raw is not None and user_frame.column is not None:
                 site = _site(
-                    _Entry(inner.frame, raw, user_frame.line, user_frame.column, None, "")
+                    _Entry(
+                        inner.frame, raw, user_frame.line, user_frame.column, None, ""
+                    )
                 )
-            text = _NAN_IN.sub(
-                f"invalid value ({nan_origin.kind}) encountered in {nan_origin.primitive}", text
-            ) if nan_origin.kind in ("nan", "inf") else text
+            text = (
+                _NAN_IN.sub(
+                    f"invalid value ({nan_origin.kind}) encountered in {nan_origin.primitive}",
+                    text,
+                )
+                if nan_origin.kind in ("nan", "inf")
+                else text
+            )
 
     tracing = _TRACING.search(text) or _LEAKED_IN.search(text)
     traced_fn = tracing.group("fn") if tracing else None
@@ -1080,7 +1222,13 @@ def _explain(exc: BaseException) -> ErrorReport:
         transform = "vmap"
 
     operands: tuple[Operand, ...] = ()
-    if inner is not None and category in ("shape", "dtype", "transformation", "jax_other", "bool_index"):
+    if inner is not None and category in (
+        "shape",
+        "dtype",
+        "transformation",
+        "jax_other",
+        "bool_index",
+    ):
         operands = _operands(inner, site)
 
     context: list[str] = []
@@ -1089,7 +1237,9 @@ def _explain(exc: BaseException) -> ErrorReport:
         context.append(f"traced value: {aval.group(1)}")
     if traced_fn:
         where = display_filename(traced_file or "")
-        context.append(f"traced function: {traced_fn} ({where}:{traced_line}), for {transform}")
+        context.append(
+            f"traced function: {traced_fn} ({where}:{traced_line}), for {transform}"
+        )
     arises = _ARISES.search(text)
     if arises:
         context.append(f"arose in {arises.group('what')}")
@@ -1104,6 +1254,8 @@ def _explain(exc: BaseException) -> ErrorReport:
     if created:
         context.append(f"tracer created at {created.group('where')}")
 
+    if category == "out_of_memory" and inner is not None:
+        context.extend(_largest_buffers(inner, site))
     if nan_origin is not None:
         where = f" in {nan_origin.where}" if nan_origin.where else ""
         context.append(f"found by stepping the call with concrete values{where}")
@@ -1164,8 +1316,16 @@ def _message_and_hint(
     fn = traced_fn.rsplit(".", 1)[-1] if traced_fn else None
     in_fn = f" in {fn}" if fn else ""
     under = f" (traced for {transform})" if transform else ""
-    depends = f"; it depends on argument{'s' if len(arguments) > 1 else ''} {_names(arguments)}" if arguments else ""
-    static = _static_hint(fn, arguments, code) if fn and transform in ("jit", "pjit", "pmap") else ""
+    depends = (
+        f"; it depends on argument{'s' if len(arguments) > 1 else ''} {_names(arguments)}"
+        if arguments
+        else ""
+    )
+    static = (
+        _static_hint(fn, arguments, code)
+        if fn and transform in ("jit", "pjit", "pmap")
+        else ""
+    )
     static_part = (
         f"if {_names(arguments)} {'is a Python value' if len(arguments) == 1 else 'are Python values'} "
         f"(a flag, a size, a mode), mark {'it' if len(arguments) == 1 else 'them'} static: {static}; "
@@ -1207,12 +1367,11 @@ def _message_and_hint(
         calls = _np_calls(site)
         fixes = [f"{np_text} → {jnp_text}" for np_text, jnp_text in calls if jnp_text]
         expr = site.text(site.node) if site.node is not None else "a NumPy call"
-        message = (
-            f"NumPy tried to turn a traced array into a numpy.ndarray in `{expr}`{in_fn}{under}"
-        )
+        message = f"NumPy tried to turn a traced array into a numpy.ndarray in `{expr}`{in_fn}{under}"
         if fixes:
             hint = (
-                "Use jax.numpy, which traces: " + ", ".join(fixes)
+                "Use jax.numpy, which traces: "
+                + ", ".join(fixes)
                 + " (import jax.numpy as jnp)"
             )
         else:
@@ -1270,13 +1429,17 @@ def _message_and_hint(
         described = ", ".join(f"{o.expr}: {o.aval}" for o in operands if o.aval)
         message = first
         if expr:
-            message = f"{first} — in `{expr}`" + (f" with {described}" if described else "")
+            message = f"{first} — in `{expr}`" + (
+                f" with {described}" if described else ""
+            )
         if category == "dtype":
             dtypes = _DTYPES.search(first)
             got = f" ({dtypes.group(1)})" if dtypes else ""
             names = [o.expr for o in operands]
             cast = (
-                f"{names[1]}.astype({names[0]}.dtype)" if len(names) >= 2 else "x.astype(y.dtype)"
+                f"{names[1]}.astype({names[0]}.dtype)"
+                if len(names) >= 2
+                else "x.astype(y.dtype)"
             )
             hint = (
                 f"The operands have different dtypes{got}: cast one explicitly, e.g. "
@@ -1301,7 +1464,9 @@ def _message_and_hint(
         leaked_from = ""
         if leak:
             loc = f"{display_filename(leak.group('file'))}:{leak.group('line')}"
-            leaked_from = f" from {leak.group('fn')} ({loc}, traced for {leak.group('tr')})"
+            leaked_from = (
+                f" from {leak.group('fn')} ({loc}, traced for {leak.group('tr')})"
+            )
         message = f"A tracer escaped{leaked_from} and is used after its trace ended"
         hint = (
             f"Return the value from {leak.group('fn') if leak else 'the transformed function'} "
@@ -1333,16 +1498,23 @@ def _message_and_hint(
         where = f" (called at {user_frame})" if user_frame else ""
         message = f"The device ran out of memory allocating{size}{where}"
         if nbytes:
-            context.append(f"requested: {_human_bytes(int(nbytes.group('n')))} ({nbytes.group('n')} bytes)")
+            context.append(
+                f"requested: {_human_bytes(int(nbytes.group('n')))} ({nbytes.group('n')} bytes)"
+            )
+        biggest = next((c for c in context if c.startswith("buffer ")), "")
         hint = (
-            "Reduce the batch or array sizes; free buffers you no longer need (del x, "
+            (f"The largest {biggest[len('buffer ') :]}. " if biggest else "")
+            + "Reduce the batch or array sizes; free buffers you no longer need (del x, "
             "donate_argnums in jax.jit); trade compute for memory with jax.checkpoint; "
             "js.hlo(f, stage='optimized')(...).memory shows argument, output and temp bytes"
         )
         return message, hint
 
     if category == "runtime":
-        return first, "The compiled program failed at run time; the message above is XLA's"
+        return (
+            first,
+            "The compiled program failed at run time; the message above is XLA's",
+        )
 
     return first, ""
 

@@ -175,7 +175,10 @@ def _show(
 
         display(report)
         first = report.message.splitlines()[0] if report.message else ""
-        stb = [f"{etype.__name__}: {first}", "(source-mapped by jaxscope above; %tb prints the full traceback)"]
+        stb = [
+            f"{etype.__name__}: {first}",
+            "(source-mapped by jaxscope above; %tb prints the full traceback)",
+        ]
         if mode == "full" and full:
             stb = [full]
         shell._showtraceback(etype, value, stb)
@@ -187,5 +190,7 @@ def _show(
         lines.append("")
     lines.append(text)
     lines.append("")
-    lines.append("(jaxscope: %tb prints the full traceback, %debug opens the debugger, %jaxerrors off shows IPython's usual display)")
+    lines.append(
+        "(jaxscope: %tb prints the full traceback, %debug opens the debugger, %jaxerrors off shows IPython's usual display)"
+    )
     shell._showtraceback(etype, value, lines)

@@ -35,7 +35,13 @@ _CSS = """
 """
 
 
-def text_of(report: ErrorReport, width: int = 100, *, color: bool = False, soft_wrap: bool = False) -> str:
+def text_of(
+    report: ErrorReport,
+    width: int = 100,
+    *,
+    color: bool = False,
+    soft_wrap: bool = False,
+) -> str:
     """The rich rendering of ``report`` as text.
 
     Its own console sets ``force_jupyter=False``: a default rich ``Console`` inside a
@@ -124,7 +130,11 @@ def _(report: ErrorReport) -> Any:
     if rows:
         out.append("\n")
         for text, current in rows:
-            style = "bold" if current else ("red" if "^" in text and "│ " in text else "dim")
+            style = (
+                "bold"
+                if current
+                else ("red" if "^" in text and "│ " in text else "dim")
+            )
             out.append(text + "\n", style=style)
     details = [
         f"{o.expr}: {o.aval}" + (f"  ← {o.origin}" if o.origin else "")
@@ -186,7 +196,9 @@ def _(report: ErrorReport) -> str:
     shown = {f"{o.expr}: {o.aval}" for o in report.operands}
     for item in report.jax_context:
         if item not in shown:
-            table_rows.append(f'<tr><td colspan="3" class="js-dim">{_esc(item)}</td></tr>')
+            table_rows.append(
+                f'<tr><td colspan="3" class="js-dim">{_esc(item)}</td></tr>'
+            )
     if table_rows:
         parts.append("<table>" + "".join(table_rows) + "</table>")
     if report.hint:
@@ -196,8 +208,7 @@ def _(report: ErrorReport) -> str:
     if report.traceback:
         tb = _ANSI.sub("", report.traceback)
         parts.append(
-            "<details><summary>Full traceback</summary>"
-            f"<pre>{_esc(tb)}</pre></details>"
+            f"<details><summary>Full traceback</summary><pre>{_esc(tb)}</pre></details>"
         )
     parts.append("</div>")
     return "".join(parts)

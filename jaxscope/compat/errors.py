@@ -9,7 +9,6 @@ rather than failing when a symbol is missing, except where ``require`` says othe
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import jax
 from jax._src import source_info_util as _siu

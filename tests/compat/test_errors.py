@@ -36,7 +36,9 @@ def _loop(x):
 
 def test_is_jax_file_tells_jax_from_user_code():
     assert cerrors.is_jax_file(jax.numpy.__file__)
-    assert cerrors.is_jax_file(os.path.join(os.path.dirname(jax.__file__), "_src", "core.py"))
+    assert cerrors.is_jax_file(
+        os.path.join(os.path.dirname(jax.__file__), "_src", "core.py")
+    )
     assert not cerrors.is_jax_file(__file__)
     assert not cerrors.is_jax_file("<ipython-input-3-abc>")
 

@@ -109,7 +109,7 @@ def loop(x):
 
 
 def huge(x):
-    return jnp.ones((1 << 24, 1 << 24), jnp.float32) * x
+    return jnp.ones((1 << 24, 1 << 24), jnp.float32) * x  # <- error
 
 
 _STORE = []
@@ -162,7 +162,9 @@ def test_bool_conversion_under_jit_names_argument_and_its_real_index(catch, line
     assert "`limit > 0`" in report.message
 
 
-def test_bool_conversion_on_keyword_only_argument_offers_static_argnames(catch, line_of):
+def test_bool_conversion_on_keyword_only_argument_offers_static_argnames(
+    catch, line_of
+):
     report = js.explain(catch(jax.jit(scale), jnp.ones(3), mode=jnp.int32(2)))
     assert report.user_frame.line == line_of(scale)
     assert report.arguments == ("mode",)
@@ -181,7 +183,10 @@ def test_bool_conversion_in_scan_body_suggests_where_not_static(catch, line_of):
     assert "jnp.where(carry > 0" in report.hint
     # frames: outermost first, the innermost is the user frame
     assert report.frames[-1] == report.user_frame
-    assert [f.function for f in report.frames][-2:] == ["cumulative", report.user_frame.function]
+    assert [f.function for f in report.frames][-2:] == [
+        "cumulative",
+        report.user_frame.function,
+    ]
 
 
 def test_bool_conversion_in_cond_branch(catch, line_of):
@@ -335,7 +340,7 @@ def test_debug_nans_in_backward_pass_points_at_the_forward_line(line_of):
     assert report.category == "nan"
 
 
-def test_out_of_memory_runtime_error():
+def test_out_of_memory_runtime_error(line_of):
     try:
         jax.jit(huge)(1.0)  # <- call
     except Exception as exc:
@@ -346,7 +351,12 @@ def test_out_of_memory_runtime_error():
     assert "PiB" in report.message
     assert "donate_argnums" in report.hint
     assert report.user_frame.file == __file__
-    assert report.user_frame.line == marker_line(test_out_of_memory_runtime_error, "# <- call")
+    assert report.user_frame.line == marker_line(
+        test_out_of_memory_runtime_error, "# <- call"
+    )
+    largest = [c for c in report.jax_context if c.startswith("buffer ")]
+    assert largest[0].startswith("buffer f32[16777216,16777216] (1.0 PiB) from ")
+    assert f"{__file__}:{line_of(huge)}" in largest[0]
 
 
 def test_error_while_transforming_points_at_the_original_operation(catch, line_of):
@@ -434,7 +444,9 @@ def test_report_holds_no_arrays_and_is_frozen(catch):
     with pytest.raises(AttributeError):
         report.kind = "x"
     assert isinstance(report.user_frame, SourceLoc)
-    assert report.source_lines and report.line_text.strip() == "return h @ w  # <- error"
+    assert (
+        report.source_lines and report.line_text.strip() == "return h @ w  # <- error"
+    )
     assert report.span is not None
     start, end = report.span
     assert report.line_text[start:end] == "h @ w"

@@ -118,14 +118,19 @@ def test_jaxerrors_modes_and_xmode(jax_ns):
         _, _, full = run(ip, "jax.jit(relu)(1.0)")
         assert "hint:" in full
         assert "Traceback (most recent call last)" not in full  # Minimal xmode honoured
-        assert full.index("TracerBoolConversionError: Attempted boolean") < full.index("hint:")
+        assert full.index("TracerBoolConversionError: Attempted boolean") < full.index(
+            "hint:"
+        )
     finally:
         ip.run_line_magic("xmode", xmode)
         ip.run_line_magic("jaxerrors", "on")
 
 
 def test_jaxerrors_bad_mode_is_a_one_line_usage_error(ip):
-    with pytest.raises(UsageError, match=r"unknown mode 'loud' for %jaxerrors; use on, full, off or status"):
+    with pytest.raises(
+        UsageError,
+        match=r"unknown mode 'loud' for %jaxerrors; use on, full, off or status",
+    ):
         ip.run_line_magic("jaxerrors", "loud")
 
 

@@ -24,7 +24,11 @@ def test_errors_notebook_shows_source_mapped_html_and_keeps_the_errors():
     from nbclient import NotebookClient
 
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
+    env = dict(
+        os.environ,
+        XLA_FLAGS="--xla_force_host_platform_device_count=8",
+        JAX_PLATFORMS="cpu",
+    )
     env.pop("PYTEST_CURRENT_TEST", None)
     NotebookClient(
         nb,
@@ -39,11 +43,19 @@ def test_errors_notebook_shows_source_mapped_html_and_keeps_the_errors():
         kind, hint = next(v for k, v in EXPECTED.items() if cell.source.startswith(k))
         errors = [o for o in cell.outputs if o.output_type == "error"]
         assert [e.ename for e in errors] == [kind], cell.source
-        html = [o.data["text/html"] for o in cell.outputs if "text/html" in o.get("data", {})]
+        html = [
+            o.data["text/html"]
+            for o in cell.outputs
+            if "text/html" in o.get("data", {})
+        ]
         assert len(html) == 1, f"one report per failing cell: {cell.source}"
         assert 'class="jaxscope-error"' in html[0]
         assert "<details><summary>Full traceback</summary>" in html[0]
         assert hint.replace(">", "&gt;") in html[0]
-        text = [o.data["text/plain"] for o in cell.outputs if "text/plain" in o.get("data", {})]
+        text = [
+            o.data["text/plain"]
+            for o in cell.outputs
+            if "text/plain" in o.get("data", {})
+        ]
         assert text[0].startswith(kind)
         assert f"at In [{cell.execution_count - 1}]" in text[0]

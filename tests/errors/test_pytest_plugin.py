@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-TEST_FILE = '''
+TEST_FILE = """
 import jax
 import jax.numpy as jnp
 
@@ -32,7 +32,7 @@ def test_plain_failure():
 
 def test_passes():
     assert jax.jit(model)(jnp.ones((2, 3)), jnp.ones((3, 4))).shape == (2, 4)
-'''
+"""
 
 
 def test_failing_jax_tests_get_the_report(pytester):
@@ -47,14 +47,22 @@ def test_failing_jax_tests_get_the_report(pytester):
             "TypeError  at test_jaxcode.py:7 in model",
         ]
     )
-    assert "h is f32[4,3] and w is f32[4,5]: the inner dimensions differ (3 vs 4); did you mean h.T @ w?" in out
+    assert (
+        "h is f32[4,3] and w is f32[4,5]: the inner dimensions differ (3 vs 4); did you mean h.T @ w?"
+        in out
+    )
     result.stdout.fnmatch_lines(
         [
             "TracerBoolConversionError  at test_jaxcode.py:11 in clip_if",
         ]
     )
-    assert "mark it static: jax.jit(clip_if, static_argnums=(1,)) (or static_argnames='limit')" in out
-    result.stdout.fnmatch_lines(["frames: test_jaxcode.py:21 (test_branch) → test_jaxcode.py:11 (clip_if)"])
+    assert (
+        "mark it static: jax.jit(clip_if, static_argnums=(1,)) (or static_argnames='limit')"
+        in out
+    )
+    result.stdout.fnmatch_lines(
+        ["frames: test_jaxcode.py:21 (test_branch) → test_jaxcode.py:11 (clip_if)"]
+    )
     assert "pytest_playwright" not in out.split("jaxscope: source-mapped")[1]
     # the plain assertion failure is left alone
     plain = out.split("test_plain_failure")[1].split("short test summary")[0]
@@ -73,4 +81,7 @@ def test_bad_ini_value_is_a_clear_usage_error(pytester):
     pytester.makeini("[pytest]\njax_explain = loud\n")
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     assert result.ret != 0
-    assert "ini option jax_explain must be 'on' or 'off', got 'loud'" in result.stderr.str() + result.stdout.str()
+    assert (
+        "ini option jax_explain must be 'on' or 'off', got 'loud'"
+        in result.stderr.str() + result.stdout.str()
+    )

@@ -21,38 +21,44 @@ class HtmlSnapshot(SingleFileSnapshotExtension):
 
 
 def shape_report(**overrides) -> ErrorReport:
-    fields = dict(
-        kind="TypeError",
-        message="dot_general requires contracting dimensions to have the same shape, "
+    fields = {
+        "kind": "TypeError",
+        "message": "dot_general requires contracting dimensions to have the same shape, "
         "got (3,) and (4,). — in `h @ w` with h: f32[4,3], w: f32[4,5]",
-        user_frame=SourceLoc(file="In [3]", line=3, column=11, function="model"),
-        frames=[
+        "user_frame": SourceLoc(file="In [3]", line=3, column=11, function="model"),
+        "frames": [
             SourceLoc(file="In [4]", line=1, column=0, function="<module>"),
             SourceLoc(file="In [3]", line=3, column=11, function="model"),
         ],
-        hint="h is f32[4,3] and w is f32[4,5]: the inner dimensions differ (3 vs 4); "
+        "hint": "h is f32[4,3] and w is f32[4,5]: the inner dimensions differ (3 vs 4); "
         "did you mean h.T @ w?",
-        category="shape",
-        is_jax=True,
-        operands=(
+        "category": "shape",
+        "is_jax": True,
+        "operands": (
             Operand(
                 expr="h",
                 aval="f32[4,3]",
                 origin="`h = jnp.tanh(x)` at In [3]:2",
                 origin_loc=SourceLoc(file="In [3]", line=2),
             ),
-            Operand(expr="w", aval="f32[4,5]", origin="argument w of model (position 1)"),
+            Operand(
+                expr="w", aval="f32[4,5]", origin="argument w of model (position 1)"
+            ),
         ),
-        jax_context=("h: f32[4,3]", "w: f32[4,5]", "shapes in JAX's message: (3,), (4,)"),
-        source_lines=(
+        "jax_context": (
+            "h: f32[4,3]",
+            "w: f32[4,5]",
+            "shapes in JAX's message: (3,), (4,)",
+        ),
+        "source_lines": (
             (1, "def model(x, w):"),
             (2, "    h = jnp.tanh(x)"),
             (3, "    return h @ w"),
         ),
-        span=(11, 16),
-        traceback="Traceback (most recent call last):\n  ...\nTypeError: dot_general ...\n",
-        original_message="dot_general requires contracting dimensions ...",
-    )
+        "span": (11, 16),
+        "traceback": "Traceback (most recent call last):\n  ...\nTypeError: dot_general ...\n",
+        "original_message": "dot_general requires contracting dimensions ...",
+    }
     fields.update(overrides)
     return ErrorReport(**fields)
 
@@ -91,7 +97,9 @@ def test_html_escapes_user_strings_and_folds_the_traceback():
 
 
 def test_plain_report_renders_without_hint_or_context():
-    report = ErrorReport(kind="ZeroDivisionError", message="division by zero", user_frame=None)
+    report = ErrorReport(
+        kind="ZeroDivisionError", message="division by zero", user_frame=None
+    )
     text = to_text(report, width=80)
     assert text.splitlines()[0] == "ZeroDivisionError"
     assert "division by zero" in text
