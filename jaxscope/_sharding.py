@@ -1311,6 +1311,7 @@ class ProgramShardingView(Renderable):
         ops: ``OpSharding`` of every op after XLA's sharding propagation.
         collectives: every ``Collective`` in the optimized, partitioned HLO.
         by_line: ``{(file, line): [Collective, ...]}``.
+        ops_by_line: ``{(file, line): [OpSharding, ...]}``.
         line_summary: one ``LineSummary`` per source line (heaviest first).
         mesh: ``{axis: size}`` of the program's mesh, or None.
         device_ids: the physical device id of each logical id (the ids in
@@ -1363,6 +1364,15 @@ class ProgramShardingView(Renderable):
         for c in self.collectives:
             if c.source is not None:
                 out.setdefault(c.source.key, []).append(c)
+        return out
+
+    @property
+    def ops_by_line(self) -> dict[tuple[str, int], list[OpSharding]]:
+        """``{(file, line): [OpSharding, ...]}``: the ops each source line produced."""
+        out: dict[tuple[str, int], list[OpSharding]] = {}
+        for op in self.ops:
+            if op.source is not None:
+                out.setdefault(op.source.key, []).append(op)
         return out
 
     @property

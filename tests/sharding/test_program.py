@@ -90,6 +90,8 @@ def test_op_shardings_after_propagation(layer_view):
     assert ops["dot_general"].shape.startswith("f32[64,16]")
     assert ops["dot_general"].source.line == line_of(layer, "# MATMUL")
     assert ops["sharding_constraint"].source.line == line_of(layer, "# CONSTRAINT")
+    constraint_line = (__file__, line_of(layer, "# CONSTRAINT"))
+    assert [o.opcode for o in layer_view.ops_by_line[constraint_line]] == ["copy"]
     params = [o for o in layer_view.ops if o.opcode == "parameter"]
     assert [o.spec for o in params] == ["P('data', 'model')", "P('model', None)"]
 
