@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ._jaxpr import JaxprModel, Region, render_by_line, render_text
@@ -110,7 +111,8 @@ class JaxprView(Renderable):
     ) -> dict[str, str]:
         from ._render import to_html
 
-        return {"text/plain": self.display_text(), "text/html": to_html(self)}
+        text = _terminal_colored(self) or self.display_text()
+        return {"text/plain": text, "text/html": to_html(self)}
 
     def graph(self) -> Any:
         """The dataflow graph of this jaxpr (a ``GraphView``)."""
@@ -121,3 +123,23 @@ class JaxprView(Renderable):
     def __repr__(self) -> str:
         name = f" of {self.function_name}" if self.function_name else ""
         return f"<JaxprView{name}: {len(self.eqns)} equations>"
+
+
+def _terminal_colored(view: JaxprView) -> str | None:
+    """ANSI-coloured text when displayed by a terminal IPython with colours on.
+
+    Jupyter front-ends show the HTML; plain ``str()`` and colourless shells get the
+    uncoloured text.
+    """
+    ipython = sys.modules.get("IPython")
+    get_ipython = getattr(ipython, "get_ipython", None)
+    shell = get_ipython() if get_ipython is not None else None
+    if type(shell).__name__ != "TerminalInteractiveShell":
+        return None
+    if str(getattr(shell, "colors", "nocolor")).lower() == "nocolor":
+        return None
+    from ._render import new_console
+
+    console = new_console(width=100_000, color=True)
+    console.print(view.__rich__(), soft_wrap=True)
+    return console.file.getvalue().rstrip("\n")

@@ -208,3 +208,19 @@ def test_html_fallback_never_raises_for_a_broken_view(view):
     with pytest.warns(RuntimeWarning, match="HTML renderer for JaxprView failed"):
         html = to_html(broken)
     assert html.startswith("<pre")
+
+
+def test_terminal_ipython_with_colours_gets_ansi_text(ip, view):
+    before = ip.colors
+    ip.colors = "linux"
+    try:
+        coloured = view._repr_mimebundle_()["text/plain"]
+    finally:
+        ip.colors = before
+    assert "\x1b[" in coloured
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == str(view)
+    ip.colors = "nocolor"
+    try:
+        assert view._repr_mimebundle_()["text/plain"] == str(view)
+    finally:
+        ip.colors = before
