@@ -481,12 +481,16 @@ def _diff(prev: _Signature, cur: _Signature, fn: str) -> list[Cause]:
     for name, value in cur_cfg.items():
         old = prev_cfg.get(name)
         if old is not None and old != value:
-            causes.append(Cause(
-                kind="config", path=name, before=old, after=value,
-                hint=f"config option {name} changed {old} → {value} and every "
-                "jitted function traces again under it: set it once at program "
-                "start, not around individual calls",
-            ))
+            if name == _crec.MESH_CONTEXT:
+                hint = (f"the active mesh changed ({old} → {value}) and jitted "
+                        "functions trace again under each mesh: set the mesh once "
+                        "around the whole program, not around individual calls")
+            else:
+                hint = (f"config option {name} changed {old} → {value} and every "
+                        "jitted function traces again under it: set it once at "
+                        "program start, not around individual calls")
+            causes.append(Cause(kind="config", path=name, before=old, after=value,
+                                hint=hint))
     if prev.options != cur.options:
         po, co = dict(prev.options), dict(cur.options)
         diff = [k for k in sorted(set(po) | set(co)) if po.get(k) != co.get(k)]

@@ -365,8 +365,8 @@ def trace_config() -> tuple[tuple[str, str], ...]:
             for name, value in zip(names, values):
                 if name.startswith("jax_"):
                     out.append((name, _short(value, 40)))
-                elif name in ("mesh_context_manager", "abstract_mesh_context_manager"):
-                    out.append((name, _short(value, 60)))
+                elif name == "abstract_mesh_context_manager":
+                    out.append((MESH_CONTEXT, _mesh_str(value)))
             return tuple(out)
     out = []
     for name in _FALLBACK_CONFIG_NAMES:
@@ -375,4 +375,21 @@ def trace_config() -> tuple[tuple[str, str], ...]:
         except AttributeError:
             continue
         out.append((name, _short(value, 40)))
+    get_mesh = getattr(jax.sharding, "get_abstract_mesh", None)
+    if get_mesh is not None:
+        out.append((MESH_CONTEXT, _mesh_str(get_mesh())))
     return tuple(out)
+
+
+# The name under which the active mesh (``jax.set_mesh``) appears in ``trace_config``.
+MESH_CONTEXT = "mesh (jax.set_mesh)"
+
+
+def _mesh_str(mesh: Any) -> str:
+    """``"x=8"`` for an abstract mesh, ``"None"`` when none is active."""
+    if mesh is None or getattr(mesh, "empty", False):
+        return "None"
+    try:
+        return " ".join(f"{k}={v}" for k, v in dict(mesh.shape).items())
+    except Exception:
+        return _short(mesh, 60)

@@ -294,3 +294,29 @@ def test_pmap_shape_change_names_the_user_function():
     (cause,) = log.events[-1].causes
     assert (cause.kind, cause.path) == ("shape", "x")
     assert log.events[0].defined_at.line == per_device.__code__.co_firstlineno
+
+
+def test_config_cause_default_device():
+    f = jax.jit(lambda x: x + 1)
+    x = np.ones(3, np.float32)
+    with js.watch_recompiles() as log:
+        f(x)
+        with jax.default_device(jax.devices()[1]):
+            f(x)
+    (cause,) = log.events[-1].causes
+    assert (cause.kind, cause.path, cause.before) == ("config", "jax_default_device", "None")
+    assert "id=1" in cause.after
+
+
+def test_config_cause_active_mesh():
+    f = jax.jit(lambda x: x + 1)
+    x = np.ones(3, np.float32)
+    mesh = jax.make_mesh((8,), ("x",))
+    with js.watch_recompiles() as log:
+        f(x)
+        with jax.set_mesh(mesh):
+            f(x)
+    (cause,) = log.events[-1].causes
+    assert (cause.kind, cause.path, cause.before, cause.after) == (
+        "config", "mesh (jax.set_mesh)", "None", "x=8")
+    assert "mesh" in cause.hint
