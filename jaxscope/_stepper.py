@@ -358,7 +358,6 @@ class Stepper(Renderable):
         self._break_inf = False
         self._break_lines: set[tuple[str | None, int]] = set()
         self._break_prims: set[str] = set()
-        self._lines_index: dict[int, list[EqnInfo]] | None = None
         self._gen = self._main()
         self._pull(lambda kind: kind == _BEFORE, "start")
 
