@@ -412,3 +412,27 @@ def test_unused_outputs_print_as_underscore_like_jax():
     assert v.eqns[0].primitive == "sin"
     assert v.eqns[0].outputs == [("_", "f32[]")]
     assert v.eqns[1].outputs == [("b", "f32[]")]
+
+
+class Layer:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __call__(self, x):
+        return jnp.sin(x) * self.scale  # mark: call method
+
+    def apply(self, x):
+        return jnp.cos(x) * self.scale  # mark: method
+
+
+def test_partial_callable_object_and_bound_method():
+    import functools
+
+    v = js.jaxpr(functools.partial(scaled, mode="cos"))(X4)
+    assert [e.primitive for e in v.eqns] == ["cos"]
+    layer = Layer(3.0)
+    v = js.jaxpr(layer)(X4)
+    assert_at(the_eqn(v, "sin"), Layer.__call__, "mark: call method")
+    v = js.jaxpr(layer.apply)(X4)
+    assert_at(the_eqn(v, "cos"), Layer.apply, "mark: method")
+    assert v.function_name == "Layer.apply"
