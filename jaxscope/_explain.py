@@ -44,6 +44,8 @@ CATEGORIES = (
     "out_of_memory",
     "runtime",
     "transformation",
+    "structure",
+    "static_arg",
     "jax_other",
     "not_jax",
 )
@@ -445,7 +447,14 @@ def _operand_nodes(node: ast.AST | None) -> list[ast.expr]:
     if isinstance(node, ast.Compare):
         return [node.left, *node.comparators]
     if isinstance(node, ast.Call):
-        args = [a for a in node.args if not isinstance(a, ast.Starred)]
+        args: list[ast.expr] = []
+        for arg in node.args:
+            if isinstance(arg, (ast.List, ast.Tuple)):
+                args.extend(
+                    arg.elts
+                )  # jnp.concatenate([a, b]): the arrays are the operands
+            elif not isinstance(arg, (ast.Starred, ast.Constant)):
+                args.append(arg)
         if not args and isinstance(node.func, ast.Attribute):
             return [node.func.value]  # x.reshape(5, 7): the array is the receiver
         if isinstance(node.func, ast.Attribute) and _is_array_method(node.func.attr):
@@ -551,11 +560,89 @@ def _is_jax_error(exc: BaseException, entries: list[_Entry]) -> bool:
             return True
     if entries and _cerrors.is_jax_file(entries[-1].filename):
         return True
+    if _first_line(_safe_str(exc)).startswith(_JAX_MESSAGES):
+        return True
     if _cerrors.jax_notes(exc) or unfiltered is not None:
         # JAX removed its own frames: the error came from below the innermost
         # remaining frame unless that frame raised it itself.
         return bool(entries) and not _raises_here(entries[-1])
     return False
+
+
+# First lines of errors JAX raises from C++ or before any JAX frame is on the stack.
+_JAX_MESSAGES = (
+    "Non-hashable static arguments are not supported",
+    "Error interpreting argument to",
+)
+
+
+def _specific(
+    first: str, text: str, operands: tuple[Operand, ...]
+) -> tuple[str, str] | None:
+    """``(category, hint)`` for well-known JAX messages whose generic hint would mislead."""
+    avals = [f"{o.expr} is {o.aval}" for o in operands if o.aval]
+    if "branches must have equal output types" in first or (
+        "branch" in first and "output" in first and "type" in first
+    ):
+        return (
+            "structure",
+            "Both branches must return the same pytree of shapes and dtypes: pad, slice or "
+            "cast one branch's result (jax.eval_shape(branch_fn, x) shows what each returns)",
+        )
+    if (
+        "carry input and carry output must have equal types" in text
+        or "carry output" in first
+    ):
+        return (
+            "structure",
+            "The scan carry must keep its shape and dtype: start it with the type the body "
+            "returns (e.g. 0.0 rather than 0, or jnp.zeros_like(...)) or cast inside the body",
+        )
+    if first.startswith("Gradient only defined for scalar-output functions"):
+        return (
+            "transformation",
+            "jax.grad needs a scalar output: reduce it (e.g. return loss.sum() or .mean()), "
+            "or use jax.jacrev / jax.vjp for a non-scalar output",
+        )
+    if first.startswith("grad requires real- or complex-valued inputs"):
+        return (
+            "dtype",
+            "Differentiate with respect to floats: pass 1.0 instead of 1 (or "
+            "x.astype(jnp.float32)); use jax.grad(f, allow_int=True) to get float0 zeros",
+        )
+    if first.startswith("vmap got inconsistent sizes"):
+        sizes = f" ({'; '.join(avals)})" if avals else ""
+        return (
+            "shape",
+            f"Every mapped argument needs the same size along its mapped axis{sizes}: fix "
+            "the sizes, or mark an argument that is not batched with in_axes=None for it "
+            "(e.g. jax.vmap(f, in_axes=(0, None)))",
+        )
+    if first.startswith("Non-hashable static arguments"):
+        return (
+            "static_arg",
+            "Static arguments are hashed to key the compile cache: pass a hashable value "
+            "(a tuple instead of a list, a tuple of pairs or a frozen dataclass instead of a "
+            "dict) or make it a regular traced argument",
+        )
+    if first.startswith("Error interpreting argument to"):
+        path = re.search(r"at path (\S+?)\.?$", first)
+        kind = re.search(r"of type <class '([\w.]+)'>", first)
+        name = path.group(1) if path else "the argument"
+        what = f" a {kind.group(1)}" if kind else " not an array"
+        return (
+            "static_arg",
+            f"{name} is{what}, which JAX cannot trace: pass it as a static argument "
+            f"(jax.jit(f, static_argnames='{name}')) or convert it to an array",
+        )
+    if first.startswith("cannot reshape array"):
+        return (
+            "shape",
+            "A reshape must keep the number of elements: "
+            + (avals[0] + ", " if avals else "")
+            + "so choose a target shape with the same size (-1 infers one dimension)",
+        )
+    return None
 
 
 def _raises_here(entry: _Entry) -> bool:
@@ -1153,6 +1240,10 @@ def _explain(exc: BaseException) -> ErrorReport:
     is_jax = _is_jax_error(exc, entries)
     text = _clean_message(exc)
     category = _category(exc, text, is_jax)
+    if is_jax and category in ("shape", "dtype", "transformation", "jax_other"):
+        specific = _specific(_first_line(text), text, ())
+        if specific is not None:
+            category = specific[0]
     if category in ("nan", "out_of_memory", "runtime"):
         is_jax = True
     before = _cerrors.before_transformation_cause(exc)
@@ -1228,6 +1319,7 @@ def _explain(exc: BaseException) -> ErrorReport:
         "transformation",
         "jax_other",
         "bool_index",
+        "structure",
     ):
         operands = _operands(inner, site)
 
@@ -1424,7 +1516,14 @@ def _message_and_hint(
         )
         return message, hint
 
-    if category in ("shape", "dtype", "transformation", "jax_other"):
+    if category in (
+        "shape",
+        "dtype",
+        "transformation",
+        "jax_other",
+        "structure",
+        "static_arg",
+    ):
         expr = site.text(site.node) if site.node is not None else ""
         described = ", ".join(f"{o.expr}: {o.aval}" for o in operands if o.aval)
         message = first
@@ -1432,7 +1531,10 @@ def _message_and_hint(
             message = f"{first} — in `{expr}`" + (
                 f" with {described}" if described else ""
             )
-        if category == "dtype":
+        specific = _specific(first, text, operands)
+        if specific is not None:
+            hint = specific[1]
+        elif category == "dtype":
             dtypes = _DTYPES.search(first)
             got = f" ({dtypes.group(1)})" if dtypes else ""
             names = [o.expr for o in operands]

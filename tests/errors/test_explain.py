@@ -104,6 +104,26 @@ def sqrt_times_zero(x):
     return jnp.sqrt(x) * 0.0  # <- error
 
 
+def branches(p, x):
+    return lax.cond(p, lambda y: y, lambda y: y[:2], x)  # <- error
+
+
+def reshape_35(x):
+    return x.reshape(5, 7)  # <- error
+
+
+def batched_add(a, b):
+    return jax.vmap(lambda u, v: u + v)(a, b)  # <- error
+
+
+def join(a, b):
+    return jnp.concatenate([a, b], axis=1)  # <- error
+
+
+def times_two(x):
+    return x * 2
+
+
 def loop(x):
     return lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)  # <- error
 
@@ -475,3 +495,62 @@ def test_every_traceback_filtering_mode_finds_the_user_line(catch, line_of, mode
     assert report.user_frame.line == line_of(add_ints)
     assert all(not f.file.endswith(("api.py", "pjit.py")) for f in report.frames)
     assert not js.explain(user_exc).is_jax
+
+
+@pytest.mark.parametrize(
+    ("call", "category", "hint"),
+    [
+        (
+            lambda: branches(True, jnp.ones(3)),
+            "structure",
+            "Both branches must return the same",
+        ),
+        (
+            lambda: jax.jit(reshape_35)(jnp.ones(3)),
+            "shape",
+            "x is f32[3], so choose a target shape",
+        ),
+        (
+            lambda: batched_add(jnp.ones(3), jnp.ones(4)),
+            "shape",
+            "(a is f32[3]; b is f32[4])",
+        ),
+        (
+            lambda: jax.jit(join)(jnp.ones((2, 3)), jnp.ones((3, 3))),
+            "shape",
+            "a is f32[2,3] and b is f32[3,3]",
+        ),
+        (
+            lambda: jax.jit(times_two, static_argnums=0)({"a": 1}),
+            "static_arg",
+            "pass a hashable value",
+        ),
+        (
+            lambda: jax.grad(times_two)(jnp.ones(3)),
+            "transformation",
+            "return loss.sum()",
+        ),
+        (lambda: jax.grad(times_two)(1), "dtype", "pass 1.0 instead of 1"),
+        (
+            lambda: jax.jit(times_two)("abc"),
+            "static_arg",
+            "x is a str, which JAX cannot trace",
+        ),
+    ],
+    ids=[
+        "cond",
+        "reshape",
+        "vmap",
+        "concat",
+        "unhashable",
+        "grad_nonscalar",
+        "grad_int",
+        "str",
+    ],
+)
+def test_well_known_messages_get_specific_hints(catch, call, category, hint):
+    report = js.explain(catch(call))
+    assert report.is_jax
+    assert report.category == category
+    assert hint in report.hint
+    assert report.user_frame.file == __file__
