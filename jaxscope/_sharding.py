@@ -188,7 +188,9 @@ class Collective:
     program's device assignment), or (source, target) pairs for collective-permute;
     None where XLA's text could not be decoded (``groups_text`` keeps the raw text).
     ``axes`` are the mesh axes the groups span, where they match the program's mesh.
-    A collective inside a loop body is listed once.
+    A collective inside a loop body is listed once; ``runs`` is how many times it
+    runs per call of the program (the product of the enclosing loops' trip counts as
+    XLA knows them, 1 outside loops, None inside a loop of unknown length).
     """
 
     name: str
@@ -201,6 +203,12 @@ class Collective:
     axes: tuple[str, ...] | None = None
     op_name: str = ""
     computation: str = ""
+    runs: int | None = 1
+
+    @property
+    def total_bytes(self) -> int:
+        """``bytes`` times ``runs`` (one run where the loop length is unknown)."""
+        return self.bytes * (self.runs if self.runs is not None else 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -1207,6 +1215,7 @@ def parse_collectives(
         parsed = parse_instruction(line, computation)
         return parsed.shape if parsed is not None else ""
 
+    runs = _computation_runs(lines)
     out = []
     for instr in instrs:
         kind = _OPCODE_KIND.get(instr.opcode)
@@ -1243,9 +1252,55 @@ def parse_collectives(
                 axes=axes,
                 op_name=op_name.group(1) if op_name else "",
                 computation=instr.computation,
+                runs=runs.get(instr.computation, 1),
             )
         )
     return out
+
+
+_CALLEE = re.compile(
+    r"\b(body|condition|to_apply|calls|true_computation|false_computation)=%?([\w.\-]+)"
+)
+_BRANCHES = re.compile(r"\bbranch_computations=\{([^}]*)\}")
+_TRIP = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+
+
+def _computation_runs(lines: dict[tuple[str, str], str]) -> dict[str, int | None]:
+    """How many times each called computation runs per program call.
+
+    While bodies run their known trip count (None if unknown) times their caller's
+    count; every other callee (call, conditional branch, fusion) its caller's count.
+    """
+    edges: dict[str, list[tuple[str, int | None]]] = {}
+    for (computation, _), line in lines.items():
+        if "=" not in line or not ("body=" in line or "calls=" in line
+                                   or "to_apply=" in line or "branch_computations=" in line
+                                   or "_computation=" in line):
+            continue
+        trip_match = _TRIP.search(line)
+        trip = int(trip_match.group(1)) if trip_match else None
+        for key, callee in _CALLEE.findall(line):
+            factor = trip if key in ("body", "condition") else 1
+            edges.setdefault(computation, []).append((callee, factor))
+        branches = _BRANCHES.search(line)
+        if branches:
+            for callee in branches.group(1).split(","):
+                edges.setdefault(computation, []).append((callee.strip().lstrip("%"), 1))
+    callees = {c for targets in edges.values() for c, _ in targets}
+    runs: dict[str, int | None] = {}
+    stack = [(root, 1) for root in edges if root not in callees]
+    seen = 0
+    while stack and seen < 100_000:
+        seen += 1
+        computation, count = stack.pop()
+        if computation in runs:
+            continue
+        runs[computation] = count
+        for callee, factor in edges.get(computation, []):
+            if callee not in runs:
+                sub = None if count is None or factor is None else count * factor
+                stack.append((callee, sub))
+    return runs
 
 
 @functools.lru_cache(maxsize=1024)
@@ -1392,7 +1447,9 @@ class ProgramShardingView(Renderable):
                     counts[kind] = n
             rows.append(
                 LineSummary(
-                    source=locs[key], counts=counts, bytes=sum(c.bytes for c in items)
+                    source=locs[key],
+                    counts=counts,
+                    bytes=sum(c.total_bytes for c in items),
                 )
             )
         rows.sort(key=lambda r: (-r.bytes, str(r.source)))

@@ -249,6 +249,13 @@ def _(view: ShardingView) -> Any:
     return Group(*parts)
 
 
+def runs_text(runs: int | None) -> str:
+    """``"1"``, ``"x5"`` (in a loop of 5), ``"loop"`` (a loop of unknown length)."""
+    if runs is None:
+        return "loop"
+    return "1" if runs == 1 else f"x{runs}"
+
+
 def _src(loc: Any) -> str:
     return str(loc) if loc is not None else "-"
 
@@ -283,7 +290,7 @@ def _(view: ProgramShardingView) -> Any:
     if view.collectives:
         parts.append(Text("collectives", style="bold"))
         ct = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-        for name in ("kind", "bytes/device", "over", "source", "op"):
+        for name in ("kind", "bytes/device", "runs", "over", "source", "op"):
             ct.add_column(name)
         for c in view.collectives:
             over = (
@@ -291,7 +298,10 @@ def _(view: ProgramShardingView) -> Any:
                 if c.axes
                 else (c.groups_text[:40] if c.groups_text else "-")
             )
-            ct.add_row(c.kind, format_bytes(c.bytes), over, _src(c.source), c.op_name)
+            ct.add_row(
+                c.kind, format_bytes(c.bytes), runs_text(c.runs), over, _src(c.source),
+                c.op_name,
+            )
         parts.append(ct)
         parts.append(Text("per source line", style="bold"))
         for row in view.line_summary:
@@ -464,11 +474,12 @@ def _(view: ProgramShardingView) -> str:
         out.append('<div class="jxs-head">collectives</div>')
         out.append(
             _table(
-                ["kind", "bytes/device", "over", "source", "op"],
+                ["kind", "bytes/device", "runs", "over", "source", "op"],
                 [
                     [
                         c.kind,
                         format_bytes(c.bytes),
+                        runs_text(c.runs),
                         ", ".join(c.axes) if c.axes else (c.groups_text or "-"),
                         _src(c.source),
                         c.op_name,

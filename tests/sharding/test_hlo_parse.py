@@ -121,3 +121,37 @@ def test_async_start_is_one_collective_with_frames_table():
     assert c.replica_groups == ((0, 1, 2, 3),)
     assert c.axes == ("x",)
     assert c.source.line == 9
+
+
+LOOPS = """HloModule m, num_partitions=2
+
+%inner (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %ar = f32[4]{0} all-reduce(%p), channel_id=1, replica_groups={{0,1}}, to_apply=%add
+}
+
+%outer (q: f32[4]) -> f32[4] {
+  %q = f32[4]{0} parameter(0)
+  %ag = f32[8]{0} all-gather(%q), channel_id=2, replica_groups={{0,1}}, dimensions={0}
+  ROOT %w = f32[4]{0} while(%q), condition=%cond, body=%inner, backend_config={"known_trip_count":{"n":"4"}}
+}
+
+%unknown (r: f32[4]) -> f32[4] {
+  %r = f32[4]{0} parameter(0)
+  ROOT %cp = f32[4]{0} collective-permute(%r), channel_id=3, source_target_pairs={{0,1},{1,0}}
+}
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %w1 = f32[4]{0} while(%x), condition=%cond, body=%outer, backend_config={"known_trip_count":{"n":"3"}}
+  %w2 = f32[4]{0} while(%w1), condition=%cond, body=%unknown
+  ROOT %rs = f32[2]{0} reduce-scatter(%w2), channel_id=4, replica_groups={{0,1}}, dimensions={0}, to_apply=%add
+}
+"""
+
+
+def test_collectives_in_nested_loops_count_their_runs():
+    runs = {c.name: c.runs for c in parse_collectives(LOOPS)}
+    assert runs == {"ar": 12, "ag": 3, "cp": None, "rs": 1}
+    rs = next(c for c in parse_collectives(LOOPS) if c.name == "rs")
+    assert rs.bytes == 16  # the larger of its input (16 B) and output (8 B)

@@ -219,6 +219,11 @@ def test_collective_inside_scan_body_is_listed_once(mesh1d):
     v = js.shardings(g)(xs)
     text = jax.jit(g).lower(xs).compile().as_text()
     assert v.count("all-reduce") == len(re.findall(r"= \S+ all-reduce\(", text)) >= 1
+    (ar,) = [c for c in v.collectives if "while/body" in c.op_name]
+    assert ar.runs == 5  # one per scan step, from XLA's known trip count
+    assert ar.total_bytes == 5 * ar.bytes
+    assert v.line_summary[0].bytes == sum(c.total_bytes for c in v.collectives)
+    assert "x5" in str(v)
 
 
 def test_bad_inputs_are_one_line_errors():
