@@ -26,7 +26,7 @@ from ._model import SourceLoc
 from ._render import Renderable
 from ._source import display_filename, is_user_file
 from .compat import errors as _cerrors
-from .compat.jaxpr import aval_str
+from .compat.jaxpr import aval_str, short_dtype
 
 __all__ = ["ErrorReport", "Operand", "explain", "is_jax_error"]
 
@@ -534,6 +534,14 @@ def _clean_message(exc: BaseException) -> str:
             continue
         lines.append(line)
     return "\n".join(lines).strip()
+
+
+def _short_aval(text: str) -> str:
+    """``float32[3]`` → ``f32[3]``, as jaxprs print it."""
+    match = re.fullmatch(r"(~?)(\w+)\[(.*)\]", text)
+    if match is None:
+        return text
+    return f"{match.group(1)}{short_dtype(match.group(2))}[{match.group(3)}]"
 
 
 def _first_line(text: str) -> str:
@@ -1326,7 +1334,7 @@ def _explain(exc: BaseException) -> ErrorReport:
     context: list[str] = []
     aval = _TRACER_AVAL.search(text) or _BOOL_INDEX_AVAL.search(text)
     if aval:
-        context.append(f"traced value: {aval.group(1)}")
+        context.append(f"traced value: {_short_aval(aval.group(1))}")
     if traced_fn:
         where = display_filename(traced_file or "")
         context.append(
