@@ -171,6 +171,7 @@ class _Root:
     kind: str  # global | module | closure | default | generator | class
     name: str
     owner: str = ""  # module name, function qualname
+    owner_file: str = ""  # the module's file, for globals
 
 
 class _Walker:
@@ -280,7 +281,9 @@ class _Walker:
             return None
         module = self.modules.get(id(parent))
         if module is not None:
-            return _Root("global" if _is_user_namespace(module) else "module", str(key), module), []
+            kind = "global" if _is_user_namespace(module) else "module"
+            owner_file = str(parent.get("__file__") or "")
+            return _Root(kind, str(key), module, owner_file), []
         owners = self.referrers(parent)
         for i in range(len(owners)):
             owner = owners[i]
@@ -374,13 +377,21 @@ def _is_user_namespace(module: str) -> bool:
     return module == "__main__" or module.startswith("__ipython")
 
 
-def _format_holder(found: tuple[_Root | None, list[_Step]]) -> str:
+def _format_holder(found: tuple[_Root | None, list[_Step]], home_file: str = "") -> str:
     root, steps = found
+    if (
+        root is not None
+        and root.kind == "module"
+        and home_file
+        and root.owner_file
+        and _same_file(root.owner_file, home_file)
+    ):
+        root = dataclasses.replace(root, kind="global")
     attr_at = max((i for i, s in enumerate(steps) if s.attribute), default=-1)
     if attr_at >= 0:
         obj = steps[attr_at]
         inner = "".join(s.accessor for s in steps[attr_at:])
-        where = _format_holder((root, steps[:attr_at])) if (root or attr_at) else ""
+        where = _format_holder((root, steps[:attr_at]), home_file) if (root or attr_at) else ""
         text = f"attribute `self{inner}` of a `{obj.container}` object"
         return f"{text} ({where})" if where else text
     accessors = "".join(s.accessor for s in steps)
@@ -406,16 +417,31 @@ def _format_holder(found: tuple[_Root | None, list[_Step]]) -> str:
     return f"{root.kind} `{root.name}`{accessors}"  # pragma: no cover
 
 
-def holder_of(obj: Any, ignore: tuple[Any, ...] = ()) -> tuple[str, bool] | None:
+def _same_file(a: str, b: str) -> bool:
+    import os
+
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def holder_of(
+    obj: Any, ignore: tuple[Any, ...] = (), home_file: str = ""
+) -> tuple[str, bool] | None:
     """(description, named) of the user-visible place holding ``obj``; None when only
     JAX's own objects hold it. ``named`` is False for a container nothing names.
-    ``ignore``: the caller's own containers that hold ``obj``."""
+
+    ``ignore``: the caller's own containers that hold ``obj``. ``home_file``: the file
+    the leak happened in; its module's globals are "global", others' "module
+    attribute".
+    """
     walker = _Walker()
     walker.ignore.update(id(x) for x in ignore)
     found = walker.find(obj)
     if found is None:
         return None
-    return _format_holder(found), found[0] is not None
+    return _format_holder(found, home_file), found[0] is not None
 
 
 # ---------------------------------------------------------------------------------
@@ -512,8 +538,9 @@ class _Session:
             if not free:
                 return None
             try:
-                holder = holder_of(tracer)
-                leak = self._leak(tracer, holder[0] if holder else "")
+                leak = self._leak(tracer, None, safe=True)
+                if leak is None:  # pragma: no cover - found_in "" is still a leak
+                    return None
                 leak = dataclasses.replace(leak, used_at=user_frame_of_stack(1))
                 for report in list(self.reports):
                     report._add(tracer, leak)
@@ -539,19 +566,19 @@ class _Session:
             del refs
             for i in range(len(tracers)):
                 tracer = tracers[i]
-                holder = holder_of(tracer, ignore=(tracers,))
-                if holder is None:
+                leak = self._leak(tracer, (tracers,), safe=safe)
+                if leak is None:
                     continue
-                description, named = holder
-                if not named and not safe:
-                    continue
-                leak = self._leak(tracer, description)
                 for report in list(self.reports):
                     report._add(tracer, leak)
         except Exception as exc:  # the user's program must go on
             _warn(exc)
 
-    def _leak(self, tracer: Any, found_in: str) -> Leak:
+    def _leak(self, tracer: Any, ignore: tuple[Any, ...] | None, *, safe: bool) -> Leak | None:
+        """The ``Leak`` record of ``tracer``; None if nothing user-visible holds it.
+
+        ``ignore`` None: the tracer is being used (escaped), report it regardless.
+        """
         trace = _cl.trace_of(tracer)
         hint_entry = self.hints.get(id(trace))
         hint = hint_entry[1] if hint_entry is not None and hint_entry[0]() is trace else None
@@ -561,6 +588,18 @@ class _Session:
             if entry is not None and entry[0]() is tracer:
                 tb = entry[1]
         created_at = loc_of_traceback(tb) if tb is not None else None
+        home_file = _raw_user_file(tb) if tb is not None else ""
+        if not home_file:
+            home_file = _file_of_src_info(_cl.traced_function(tracer))
+        holder = holder_of(tracer, ignore or (), home_file)
+        if holder is None:
+            if ignore is not None:
+                return None
+            found_in = ""
+        else:
+            found_in, named = holder
+            if not named and not safe and ignore is not None:
+                return None
         argument = created_at is None
         if created_at is None:
             created_at = user_frame_of_stack(1)
@@ -572,6 +611,21 @@ class _Session:
             function=_cl.traced_function(tracer),
             argument=argument,
         )
+
+
+def _raw_user_file(tb: Any) -> str:
+    from .compat import source as _csource
+
+    raw = _csource.innermost_user_frame(tb)
+    return raw.file if raw is not None else ""
+
+
+def _file_of_src_info(src: str) -> str:
+    """``"f at /a/b.py:3"`` -> ``"/a/b.py"``."""
+    _, sep, where = src.rpartition(" at ")
+    if not sep:
+        return ""
+    return where.rsplit(":", 1)[0]
 
 
 def _warn(exc: BaseException) -> None:
@@ -610,6 +664,11 @@ class check_leaks:  # noqa: N801 - a context manager named like a function, as i
 
     Args:
         raise_on_leak: raise ``TracerLeakError`` on exit when anything leaked.
+        retrace: True (default): every function is traced again inside the block,
+            so a trace cached before (or in an earlier block) cannot hide a leak;
+            the price is one recompile per jitted function and eager op used in the
+            block. False: share one cache with every other ``retrace=False`` block
+            (functions traced before any checking block are still retraced).
 
     Raises:
         TracerLeakError: on exit, listing every leak (first line: a summary).
@@ -626,13 +685,15 @@ class check_leaks:  # noqa: N801 - a context manager named like a function, as i
         'jit'
     """
 
-    def __init__(self, raise_on_leak: bool = True) -> None:
-        if not isinstance(raise_on_leak, bool):
-            raise InvalidCallError(
-                f"check_leaks(raise_on_leak=...) takes True or False, got "
-                f"{raise_on_leak!r}; pass a bool"
-            )
+    def __init__(self, raise_on_leak: bool = True, *, retrace: bool = True) -> None:
+        for name, value in (("raise_on_leak", raise_on_leak), ("retrace", retrace)):
+            if not isinstance(value, bool):
+                raise InvalidCallError(
+                    f"check_leaks({name}=...) takes True or False, got {value!r}; "
+                    "pass a bool"
+                )
         self.raise_on_leak = raise_on_leak
+        self.retrace = retrace
         self.report = LeakReport(raise_on_leak)
         self._stack: contextlib.ExitStack | None = None
 
@@ -646,7 +707,8 @@ class check_leaks:  # noqa: N801 - a context manager named like a function, as i
         stack = contextlib.ExitStack()
         try:
             stack.enter_context(jax.checking_leaks())
-            stack.enter_context(_cache_salt()(("jaxscope.check_leaks", next(_SALT_COUNTER))))
+            token = next(_SALT_COUNTER) if self.retrace else 0
+            stack.enter_context(_cache_salt()(("jaxscope.check_leaks", token)))
             _SESSION.start(self.report)
             stack.callback(_SESSION.stop, self.report)
         except BaseException:
@@ -663,3 +725,8 @@ class check_leaks:  # noqa: N801 - a context manager named like a function, as i
             err = TracerLeakError(self.report.message())
             err.report = self.report  # type: ignore[attr-defined]
             raise err
+
+
+def hooks_installed() -> bool:
+    """Whether a ``check_leaks`` block is active (its JAX hooks are installed)."""
+    return bool(_SESSION.undo)

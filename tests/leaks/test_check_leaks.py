@@ -1,0 +1,502 @@
+"""check_leaks on real programs: every transformation, every kind of holder, no false
+positives, config restored, and the UnexpectedTracerError case."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import jaxscope as js
+from jaxscope._leaks import hooks_installed
+
+
+def line_of(marker: str) -> int:
+    """The line number of the single line of this file ending in ``marker``."""
+    with open(__file__, encoding="utf-8") as fh:
+        hits = [i for i, text in enumerate(fh, 1) if text.rstrip().endswith(marker)]
+    assert len(hits) == 1, marker
+    return hits[0]
+
+
+store: list = []
+table: dict = {}
+
+
+@pytest.fixture(autouse=True)
+def _clear_globals():
+    store.clear()
+    table.clear()
+    yield
+    store.clear()
+    table.clear()
+
+
+def leaky(x):
+    y = jnp.sin(x) * 2  # L:leaky
+    store.append(y)
+    return y + 1
+
+
+def only_leak(report):
+    assert len(report.leaks) == 1, report.message()
+    return report.leaks[0]
+
+
+def check(thunk):
+    with js.check_leaks(raise_on_leak=False) as report:
+        thunk()
+    return report
+
+
+# ------------------------------------------------------------------ transformations
+
+
+def scan_leak():
+    def body(c, x):
+        c2 = c * x + 1.0  # L:scan
+        store.append(c2)
+        return c2, None
+
+    return lax.scan(body, 0.0, jnp.arange(3.0))
+
+
+def shard_map_leak(jitted):
+    mesh = jax.sharding.Mesh(np.array(jax.devices()), ("x",))
+    P = jax.sharding.PartitionSpec
+    fn = jax.shard_map(leaky, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
+    return (jax.jit(fn) if jitted else fn)(jnp.ones(8))
+
+
+@jax.custom_jvp
+def custom(x):
+    y = jnp.cos(x) + 1  # L:custom
+    store.append(y)
+    return y
+
+
+@custom.defjvp
+def _custom_jvp(primals, tangents):
+    return custom(primals[0]), tangents[0]
+
+
+@jax.custom_jvp
+def clean_custom(x):
+    return jnp.cos(x) + 1
+
+
+@clean_custom.defjvp
+def _clean_custom_jvp(primals, tangents):
+    return clean_custom(primals[0]), -jnp.sin(primals[0]) * tangents[0]
+
+
+CASES = {
+    "jit": (lambda: jax.jit(leaky)(1.0), "jit", "L:leaky"),
+    "vmap": (lambda: jax.vmap(leaky)(jnp.ones(3)), "vmap", "L:leaky"),
+    "grad": (lambda: jax.grad(leaky)(1.0), "grad", "L:leaky"),
+    "value_and_grad": (lambda: jax.value_and_grad(leaky)(1.0), "grad", "L:leaky"),
+    "vjp": (lambda: jax.vjp(leaky, 1.0), "vjp", "L:leaky"),
+    "jvp": (lambda: jax.jvp(leaky, (1.0,), (1.0,)), "jvp", "L:leaky"),
+    "scan": (scan_leak, "scan", "L:scan"),
+    "cond": (lambda: lax.cond(True, leaky, lambda x: x, 1.0), "cond", "L:leaky"),
+    "while": (
+        lambda: lax.while_loop(lambda c: c < 3.0, lambda c: leaky(c) * 0 + c + 1, 0.0),
+        "while",
+        "L:leaky",
+    ),
+    "pmap": (lambda: jax.pmap(leaky)(jnp.ones(2)), "pmap", "L:leaky"),
+    "shard_map": (lambda: shard_map_leak(False), "shard_map", "L:leaky"),
+    "jit_of_shard_map": (lambda: shard_map_leak(True), "shard_map", "L:leaky"),
+    "custom_jvp": (lambda: jax.jit(custom)(1.0), "custom_jvp", "L:custom"),
+    "grad_inside_jit": (lambda: jax.jit(jax.grad(leaky))(1.0), "grad", "L:leaky"),
+    "remat": (lambda: jax.checkpoint(leaky)(1.0), "remat", "L:leaky"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_leak_is_reported_with_transformation_creation_line_and_holder(name):
+    thunk, transformation, marker = CASES[name]
+    leak = only_leak(check(thunk))
+    assert leak.transformation == transformation
+    assert leak.created_at is not None
+    assert leak.created_at.file == __file__
+    assert leak.created_at.line == line_of(marker)
+    assert not leak.argument
+    assert leak.found_in == "global list `store`[0]"
+    assert leak.aval.startswith("f32[")
+
+
+def test_leaked_argument_points_at_the_line_that_called_the_transformation():
+    def keep_arg(x):
+        store.append(x)
+        return x
+
+    with js.check_leaks(raise_on_leak=False) as report:
+        jax.jit(keep_arg)(jnp.ones(3))  # L:call-arg
+    leak = only_leak(report)
+    assert leak.argument
+    assert leak.aval == "f32[3]"
+    assert leak.created_at.line == line_of("L:call-arg")
+    assert "keep_arg" in leak.function
+
+
+def test_leak_from_an_inner_trace_is_caught_though_garbage_by_the_end_of_the_block():
+    with js.check_leaks(raise_on_leak=False) as report:
+        jax.jit(leaky)(2.0)
+        store.clear()
+    assert only_leak(report).transformation == "jit"
+
+
+def test_function_traced_before_the_block_is_traced_again_so_its_leak_is_found():
+    jitted = jax.jit(leaky)
+    jitted(1.0)
+    scan_leak()
+    store.clear()
+    report = check(lambda: (jitted(1.0), scan_leak()))
+    assert sorted(leak.transformation for leak in report.leaks) == ["jit", "scan"]
+    store.clear()
+    jitted(1.0)  # after the block the old cache entry is used again: no retrace
+    assert store == []
+
+
+def test_every_leak_of_a_block_is_listed():
+    report = check(lambda: (jax.jit(leaky)(1.0), jax.vmap(leaky)(jnp.ones(2))))
+    assert [leak.transformation for leak in report.leaks] == ["jit", "vmap"]
+    assert [leak.found_in for leak in report.leaks] == [
+        "global list `store`[0]",
+        "global list `store`[1]",
+    ]
+
+
+# ---------------------------------------------------------------------- holders
+
+
+class Model:
+    def __init__(self):
+        self.state = None
+
+    def __call__(self, x):
+        h = jnp.tanh(x)
+        self.state = h
+        return h * 2
+
+
+class Slotted:
+    __slots__ = ("last",)
+
+
+def test_attribute_of_an_object_is_named_self_dot_attribute():
+    m = Model()
+    leak = only_leak(check(lambda: jax.jit(m)(1.0)))
+    assert leak.found_in.startswith("attribute `self.state` of a `Model` object")
+
+
+def test_attribute_of_an_object_in_a_global_names_the_global():
+    table["model"] = Model()
+    leak = only_leak(check(lambda: jax.jit(table["model"])(1.0)))
+    assert leak.found_in == (
+        "attribute `self.state` of a `Model` object (global dict `table`['model'])"
+    )
+
+
+def test_slot_attribute_is_named():
+    holder = Slotted()
+
+    def f(x):
+        holder.last = x + 1
+        return x
+
+    leak = only_leak(check(lambda: jax.jit(f)(1.0)))
+    assert leak.found_in.startswith("attribute `self.last` of a `Slotted` object")
+
+
+def test_global_dict_entry_is_named_with_its_key():
+    def f(x):
+        table["h"] = x * 3
+        return x
+
+    assert only_leak(check(lambda: jax.jit(f)(1.0))).found_in == "global dict `table`['h']"
+
+
+def test_closure_cell_holding_a_list_is_named():
+    saved = []
+
+    def f(x):
+        saved.append(x + 1)
+        return x
+
+    leak = only_leak(check(lambda: jax.grad(f)(1.0)))
+    assert leak.found_in.startswith("closure variable list `saved`[0] of `")
+    assert leak.transformation == "grad"
+
+
+def test_nonlocal_assignment_is_named():
+    last = None
+
+    def f(x):
+        nonlocal last
+        last = x * 2
+        return x
+
+    leak = only_leak(check(lambda: jax.jit(f)(1.0)))
+    assert leak.found_in.startswith("nonlocal (closure) variable `last` of `")
+    assert last is not None
+
+
+def test_module_attribute_is_named_with_the_module():
+    mod = types.ModuleType("jaxscope_leak_test_mod")
+    sys.modules[mod.__name__] = mod
+    try:
+
+        def f(x):
+            mod.latest = x * 2
+            return x
+
+        leak = only_leak(check(lambda: jax.jit(f)(1.0)))
+        assert leak.found_in == "module attribute `jaxscope_leak_test_mod.latest`"
+    finally:
+        del sys.modules[mod.__name__]
+
+
+def test_default_argument_is_named():
+    def f(x, cache=[]):  # noqa: B006 - the leak under test
+        cache.append(x + 1)
+        return x
+
+    leak = only_leak(check(lambda: jax.jit(f)(1.0)))
+    assert leak.found_in.startswith("default argument list `cache`[0] of `")
+
+
+def test_generator_local_is_named():
+    def consumer():
+        while True:
+            item = yield
+            del item
+
+    def keeper():
+        kept = None
+        while True:
+            kept = yield kept
+
+    gen = keeper()
+    next(gen)
+
+    def f(x):
+        gen.send(x * 2)
+        return x
+
+    leak = only_leak(check(lambda: jax.jit(f)(1.0)))
+    assert leak.found_in.startswith("generator `")
+    assert "(local `kept`)" in leak.found_in
+    del consumer
+
+
+def test_class_attribute_is_named():
+    class Cache:
+        value = None
+
+    def f(x):
+        Cache.value = x * 2
+        return x
+
+    leak = only_leak(check(lambda: jax.jit(f)(1.0)))
+    assert leak.found_in.startswith("class attribute `")
+    assert leak.found_in.endswith("Cache.value`")
+
+
+# ---------------------------------------------------------------- no false positives
+
+
+def test_concrete_values_kept_by_a_traced_function_are_not_leaks():
+    seen = []
+
+    def f(x):
+        seen.append((x.shape, str(x.dtype), 3.0))
+        return jnp.sin(x)
+
+    assert check(lambda: jax.jit(f)(jnp.ones(3))).leaks == []
+    assert seen
+
+
+def test_debug_print_and_callback_are_not_leaks(capsys):
+    got = []
+
+    def f(x):
+        jax.debug.print("x is {x}", x=x)
+        jax.debug.callback(lambda v: got.append(np.asarray(v)), x)
+        return x * 2
+
+    report = check(lambda: (jax.jit(f)(1.0), jax.grad(f)(1.0), jax.vmap(f)(jnp.ones(2))))
+    assert report.leaks == []
+    assert got and "x is" in capsys.readouterr().out
+
+
+def test_caching_concrete_arrays_is_not_a_leak():
+    cache = {}
+
+    def f(x):
+        return jnp.sin(x)
+
+    def run():
+        for i in range(3):
+            cache[i] = jax.jit(f)(jnp.float32(i))
+        cache["g"] = jax.grad(f)(1.0)
+        cache["c"] = jnp.ones(3)
+
+    assert check(run).leaks == []
+    assert float(cache[1]) == pytest.approx(np.sin(1.0))
+
+
+def test_normal_returns_of_every_transformation_are_not_leaks():
+    def f(x):
+        return jnp.sin(x) * 2
+
+    def body(c, x):
+        return c + x, c * x
+
+    def run():
+        jax.jit(f)(1.0)
+        jax.grad(f)(1.0)
+        jax.value_and_grad(lambda x: (f(x), {"aux": x}), has_aux=True)(1.0)
+        jax.vjp(f, 1.0)[1](1.0)
+        jax.jvp(f, (1.0,), (1.0,))
+        jax.vmap(f)(jnp.ones(3))
+        lax.scan(body, 0.0, jnp.ones(3))
+        lax.cond(True, f, f, 1.0)
+        lax.while_loop(lambda c: c < 3, lambda c: c + 1, 0.0)
+        jax.pmap(f)(jnp.ones(2))
+        jax.jit(clean_custom)(1.0)
+        jax.grad(clean_custom)(1.0)
+        jax.jacrev(f)(jnp.ones(2))
+        jax.jacfwd(f)(jnp.ones(2))
+        jax.checkpoint(f)(1.0)
+
+    report = check(run)
+    assert report.leaks == [], report.message()
+
+
+def test_jvp_of_a_function_returning_a_tuple_is_not_a_leak():
+    def f(x):
+        return (jnp.sin(x), jnp.cos(x))
+
+    assert check(lambda: jax.jvp(f, (1.0,), (1.0,))).leaks == []
+
+
+# ------------------------------------------------------- raising, config, errors
+
+
+def test_leak_raises_tracer_leak_error_listing_every_leak_on_exit():
+    with pytest.raises(js.TracerLeakError) as info:
+        with js.check_leaks():
+            jax.jit(leaky)(1.0)
+            jax.vmap(leaky)(jnp.ones(2))
+    message = str(info.value)
+    first, *rest = message.splitlines()
+    assert first.startswith("2 leaked tracers: f32[] tracer from jit, created at ")
+    assert f"{__file__}:{line_of('L:leaky')}" in first
+    assert any("from vmap" in line for line in rest)
+    assert len(info.value.report.leaks) == 2
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_clean_block_does_not_raise_and_reports_nothing():
+    with js.check_leaks() as report:
+        jax.jit(jnp.sin)(1.0)
+    assert report.leaks == [] and len(report) == 0
+    assert report.summary() == "no tracer leaked"
+
+
+def test_config_and_hooks_are_restored_after_an_exception_in_the_block():
+    before = jax.config.jax_check_tracer_leaks
+    with pytest.raises(ZeroDivisionError):
+        with js.check_leaks():
+            assert jax.config.jax_check_tracer_leaks
+            assert hooks_installed()
+            1 / 0  # noqa: B018
+    assert jax.config.jax_check_tracer_leaks == before
+    assert not hooks_installed()
+
+
+def test_user_error_inside_the_block_is_not_masked_by_a_leak_error():
+    with pytest.raises(KeyError):
+        with js.check_leaks():
+            jax.jit(leaky)(1.0)
+            raise KeyError("mine")
+
+
+def test_nested_blocks_both_see_an_inner_leak():
+    with js.check_leaks(raise_on_leak=False) as outer:
+        with js.check_leaks(raise_on_leak=False) as inner:
+            jax.jit(leaky)(1.0)
+        assert hooks_installed()
+    assert len(inner.leaks) == len(outer.leaks) == 1
+
+
+def test_using_a_leaked_tracer_later_augments_the_unexpected_tracer_error():
+    with js.check_leaks(raise_on_leak=False) as report:
+        jax.jit(leaky)(1.0)
+        with pytest.raises(jax.errors.UnexpectedTracerError) as info:
+            store[0] + 1  # L:use
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("jaxscope: leaked f32[] tracer from jit, created at ")
+    assert f":{line_of('L:leaky')}" in first
+    assert "stored in global list `store`[0]" in first
+    assert f"used at {__file__}:{line_of('L:use')}" in first
+    leak = only_leak(report)
+    assert leak.used_at is not None and leak.used_at.line == line_of("L:use")
+
+
+def test_tracer_leaked_by_grad_is_reported_when_used():
+    with js.check_leaks(raise_on_leak=False) as report:
+        jax.grad(leaky)(1.0)
+        with pytest.raises(jax.errors.UnexpectedTracerError, match="jaxscope: leaked"):
+            jnp.sin(store[0])
+    assert only_leak(report).transformation == "grad"
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_raise_on_leak_must_be_a_bool(bad):
+    with pytest.raises(js.InvalidCallError, match=r"raise_on_leak=\.\.\.\) takes True or False, got"):
+        js.check_leaks(raise_on_leak=bad)
+
+
+def test_a_block_cannot_be_entered_twice():
+    checker = js.check_leaks()
+    with checker, pytest.raises(js.InvalidCallError, match="already active"):
+        with checker:
+            pass
+
+
+def test_leak_records_hold_no_tracer():
+    report = check(lambda: jax.jit(leaky)(1.0))
+    leak = only_leak(report)
+    for value in (leak.aval, leak.transformation, leak.found_in, leak.function):
+        assert isinstance(value, str)
+    store.clear()
+    import gc
+    import weakref
+
+    refs = [weakref.ref(t) for t in list(report._seen)] if False else []
+    del refs
+    gc.collect()
+    assert not any(isinstance(o, jax.core.Tracer) for o in gc.get_referents(report))
+
+
+def test_doctest_example_of_check_leaks_runs():
+    import doctest
+
+    import jaxscope._leaks as mod
+
+    finder = doctest.DocTestFinder()
+    tests = [t for t in finder.find(mod) if t.name.endswith("check_leaks")]
+    assert tests and tests[0].examples
+    runner = doctest.DocTestRunner()
+    for t in tests:
+        runner.run(t)
+    assert runner.failures == 0

@@ -1,0 +1,216 @@
+"""LeakReport rendering, the %%leaks magic, the pytest option and the CLI flag."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+
+from jaxscope._leaks import Leak, LeakReport
+from jaxscope._model import SourceLoc
+from jaxscope._render import to_html, to_text
+
+
+def _report(*leaks: Leak) -> LeakReport:
+    report = LeakReport()
+    report.leaks.extend(leaks)
+    return report
+
+
+def _leak(**kw) -> Leak:
+    base = dict(
+        aval="f32[3]",
+        transformation="jit",
+        created_at=SourceLoc(file="In [4]", line=2, function="f"),
+        found_in="global list `cache`[0]",
+        function="f at In [4]:1",
+    )
+    base.update(kw)
+    return Leak(**base)
+
+
+def test_report_text_is_a_table_of_aval_transformation_created_at_found_in():
+    text = to_text(_report(_leak(), _leak(aval="f32[]", transformation="grad",
+                                          found_in="attribute `self.state` of a `M` object")),
+                   width=160)
+    lines = text.splitlines()
+    assert lines[0] == "jaxscope: 2 leaked tracers"
+    header = lines[1]
+    for column in ("aval", "transformation", "created at", "found in"):
+        assert column in header
+    assert "f32[3]" in text and "In [4]:2 (f)" in text and "global list `cache`[0]" in text
+    assert "grad" in text and "attribute `self.state` of a `M` object" in text
+    assert "fix: return values" in lines[-1]
+
+
+def test_report_text_marks_arguments_and_use_sites():
+    leak = _leak(argument=True, created_at=SourceLoc(file="s.py", line=9),
+                 found_in="", used_at=SourceLoc(file="s.py", line=12))
+    text = to_text(_report(leak), width=200)
+    assert "s.py:9 (argument, call site)" in text
+    assert "(not found: seen when used); used at s.py:12" in text
+
+
+def test_empty_report_says_nothing_leaked_in_text_and_html():
+    assert to_text(LeakReport()) == "jaxscope: no tracer leaked"
+    assert "no tracer leaked" in to_html(LeakReport())
+
+
+def test_report_html_escapes_user_strings():
+    page = to_html(_report(_leak(found_in="global dict `d`['<script>']",
+                                 created_at=SourceLoc(file="<x>.py", line=1, function="<f>"))))
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "&lt;x&gt;.py:1 (&lt;f&gt;)" in page
+    for column in ("aval", "transformation", "created at", "found in"):
+        assert f"<th>{column}</th>" in page
+
+
+def test_report_mimebundle_has_text_and_html():
+    bundle = _report(_leak())._repr_mimebundle_()
+    assert set(bundle) >= {"text/plain", "text/html"}
+    assert "global list `cache`[0]" in bundle["text/plain"]
+
+
+def test_leak_str_is_one_line():
+    text = str(_leak(used_at=SourceLoc(file="In [5]", line=1)))
+    assert "\n" not in text
+    assert text == ("f32[3] tracer from jit, created at In [4]:2 (f), stored in global "
+                    "list `cache`[0], used at In [5]:1 outside its transformation")
+
+
+# --------------------------------------------------------------------------- magic
+
+_LEAKY_CELL = """\
+import jax, jax.numpy as jnp
+saved = []
+def f(x):
+    y = jnp.sin(x) * 2
+    saved.append(y)
+    return y
+out = jax.jit(f)(1.0)
+"""
+
+
+def test_leaks_cell_magic_shows_the_report_instead_of_crashing(ip):
+    with capture_output() as cap:
+        ip.run_cell_magic("leaks", "--as rep", _LEAKY_CELL)
+    assert ip.user_ns["out"] is not None  # the cell ran
+    text = cap.outputs[-1].data["text/plain"]
+    assert "jaxscope: 1 leaked tracer" in text
+    assert "global list `saved`[0]" in text
+    assert "In [" in text and "(f)" in text
+    assert "text/html" in cap.outputs[-1].data
+    report = ip.user_ns["rep"]
+    assert report.leaks[0].transformation == "jit"
+    assert report.leaks[0].created_at.line == 4
+    import jax
+
+    assert jax.config.jax_check_tracer_leaks is False
+
+
+def test_leaks_cell_magic_on_a_clean_cell(ip):
+    cell = "import jax, jax.numpy as jnp\nres = jax.jit(jnp.cos)(0.0)\n"
+    with capture_output() as cap:
+        ip.run_cell_magic("leaks", "", cell)
+    assert "no tracer leaked" in cap.outputs[-1].data["text/plain"]
+    with capture_output() as cap:
+        ip.run_cell_magic("leaks", "-q", cell)
+    assert cap.outputs == []
+    assert float(ip.user_ns["res"]) == 1.0
+
+
+def test_leaks_cell_magic_reports_a_leaked_tracer_used_in_the_cell(ip):
+    cell = _LEAKY_CELL + "saved[0] + 1\n"
+    with capture_output() as cap:
+        ip.run_cell_magic("leaks", "--as rep2", cell)
+    assert "UnexpectedTracerError" in cap.stderr + cap.stdout
+    text = cap.outputs[-1].data["text/plain"]
+    assert "global list `saved`[0]; used at In [" in text
+    assert ip.user_ns["rep2"].leaks[0].used_at.line == 8
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [("--as 1x", "--as takes a variable name"), ("--bogus", "unrecognized arguments")],
+)
+def test_leaks_cell_magic_rejects_bad_options_in_one_line(ip, line, message):
+    with pytest.raises(UsageError, match=message) as info:
+        ip.run_cell_magic("leaks", line, "x = 1")
+    assert "\n" not in str(info.value)
+
+
+def test_leaks_cell_magic_help(ip):
+    with capture_output() as cap:
+        ip.run_cell_magic("leaks", "--help", "raise RuntimeError('must not run')")
+    assert "--as NAME" in cap.stdout
+
+
+# --------------------------------------------------------------------------- pytest
+
+_TESTS = """
+import jax, jax.numpy as jnp
+
+kept = []
+
+def test_leaks():
+    def f(x):
+        y = jnp.cos(x) + 1
+        kept.append(y)
+        return y
+    jax.jit(f)(1.0)
+
+def test_clean():
+    assert float(jax.jit(jnp.sin)(0.0)) == 0.0
+"""
+
+
+def test_pytest_option_fails_a_leaking_test_with_the_report(pytester):
+    pytester.makepyfile(test_it=_TESTS)
+    result = pytester.runpytest_subprocess("--jax-check-leaks", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*jaxscope: 1 leaked tracer: f32[] tracer from jit, created at *test_it.py:9 (f),"
+        " stored in global list `kept`[0]*",
+    ])
+
+
+def test_pytest_without_the_option_does_not_check(pytester):
+    pytester.makepyfile(test_it=_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+
+
+def test_pytest_ini_option_turns_checking_on(pytester):
+    pytester.makepyfile(test_it=_TESTS)
+    pytester.makeini("[pytest]\njax_check_leaks = true\n")
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+
+
+# ------------------------------------------------------------------------------ CLI
+
+
+def test_cli_run_with_leaks_prints_the_report(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import jax, jax.numpy as jnp
+        debug = {}
+        def step(w):
+            g = jnp.tanh(w) * 0.5
+            debug["g"] = g
+            return w - g
+        print(float(jax.jit(step)(1.0)))
+    """))
+    proc = subprocess.run(
+        [sys.executable, "-m", "jaxscope", "run", str(script), "--leaks"],
+        capture_output=True, text=True, timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "0.6192"[:3] or proc.stdout.strip().startswith("0.6")
+    assert "jaxscope: 1 leaked tracer" in proc.stderr
+    assert "global dict `debug`['g']" in proc.stderr
+    assert "train.py:5" in proc.stderr
