@@ -33,7 +33,7 @@ class JaxRecompileWarning(UserWarning):
     """A test recompiled a jitted function more often than the policy allows."""
 
 
-_totals_key = pytest.StashKey[dict[str, list[float]]]()
+_totals_key = pytest.StashKey[dict[str, list[Any]]]()
 _policy_key = pytest.StashKey[str]()
 _used_key = pytest.StashKey[bool]()
 
@@ -146,7 +146,7 @@ def pytest_runtest_call(item: Any) -> Iterator[None]:
         result = yield
     finally:
         log.stop()
-        _add_totals(config, log)
+        _add_totals(config, log, item.nodeid)
     by_fn = _compiles_by_function(log.events)
     if budget is not None:
         n, function = budget
@@ -171,17 +171,20 @@ def pytest_runtest_call(item: Any) -> Iterator[None]:
     return result
 
 
-def _add_totals(config: Any, log: RecompileLog) -> None:
+def _add_totals(config: Any, log: RecompileLog, nodeid: str) -> None:
     totals = config.stash.get(_totals_key, None)
     if totals is None:
         return
     for e in log.events:
         if not e.compiled:
             continue
-        key = f"{e.function} ({e.defined_at})" if e.defined_at else e.function
-        row = totals.setdefault(key, [0, 0.0])
+        where = str(e.defined_at) if e.defined_at else ""
+        root = os.path.join(str(config.rootpath), "")
+        key = f"{e.function} ({where.replace(root, '')})" if where else e.function
+        row = totals.setdefault(key, [0, 0.0, {}])
         row[0] += 1
         row[1] += e.seconds
+        row[2][nodeid] = row[2].get(nodeid, 0) + 1
 
 
 @pytest.fixture
@@ -194,7 +197,7 @@ def jax_recompiles(request: Any) -> Iterator[RecompileLog]:
         yield log
     finally:
         log.stop()
-        _add_totals(request.config, log)
+        _add_totals(request.config, log, request.node.nodeid)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: Any, config: Any) -> None:
@@ -206,5 +209,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: Any, config: Any)
     if not rows:
         terminalreporter.write_line("no compiles of jitted functions recorded")
         return
-    for name, (count, seconds) in rows:
-        terminalreporter.write_line(f"{int(count):5d} compiles  {seconds:8.3f} s  {name}")
+    for name, (count, seconds, tests) in rows:
+        worst, n = max(tests.items(), key=lambda kv: kv[1])
+        more = f" and {len(tests) - 1} more tests" if len(tests) > 1 else ""
+        terminalreporter.write_line(
+            f"{int(count):5d} compiles  {seconds:8.3f} s  {name}  "
+            f"[most in {worst}: {n}{more}]"
+        )

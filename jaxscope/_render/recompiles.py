@@ -135,7 +135,9 @@ def _(summary: RecompileSummary) -> Any:
 
     if not summary.rows:
         return Text("jaxscope: no recompiles recorded", style="dim")
-    parts = [_summary_table(summary)]
+    parts = [_summary_table(summary),
+             Text("calls: calls that missed JAX's C++ cache (cache hits never reach "
+                  "Python, so watching costs nothing there)", style="dim")]
     if summary.internal_compiles:
         parts.append(Text(f"(+ {summary.internal_compiles} compiles of JAX's own "
                           "eager ops, not counted)", style="dim"))
