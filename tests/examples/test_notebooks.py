@@ -1,7 +1,9 @@
 """Every example notebook runs top to bottom in a real kernel, without an error.
 
 Cells tagged ``expect-html`` must display ``text/html``; cells tagged
-``expect-widget`` must display a widget view. Notebooks are stored without outputs.
+``expect-widget`` must display a widget view; cells tagged ``raises-exception`` (the
+nbclient convention) must raise, and only they may. Notebooks are stored without
+outputs.
 """
 
 from __future__ import annotations
@@ -74,9 +76,14 @@ def test_notebook_runs_and_shows_rich_outputs(path):
     client.execute(env=kernel_env())
     errors = []
     for cell in code_cells(nb):
-        for out in cell.outputs:
-            if out.output_type == "error":
-                errors.append(f"{describe(cell)}: {out.ename}: {out.evalue}")
+        tags = set(cell.metadata.get("tags", []))
+        raised = [o for o in cell.outputs if o.output_type == "error"]
+        if "raises-exception" in tags:
+            assert raised, (
+                f"{describe(cell)} is tagged raises-exception but did not raise"
+            )
+            continue
+        errors += [f"{describe(cell)}: {o.ename}: {o.evalue}" for o in raised]
     assert not errors, f"{path.name} raised: " + " | ".join(errors)
     for cell in code_cells(nb):
         tags = set(cell.metadata.get("tags", []))
