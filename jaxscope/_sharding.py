@@ -17,6 +17,7 @@ renderers is computed here first, as data (``ShardingLayout``), for arrays of an
 
 from __future__ import annotations
 
+import bisect
 import functools
 import glob
 import inspect
@@ -412,35 +413,35 @@ def build_layout(
         return (s.index[dim].start, s.index[dim].stop)
 
     row_edges, col_edges = edges(row_dim), edges(col_dim)
+    n_cols = len(col_edges) - 1
+    holders: list[list[ShardInfo]] = [[] for _ in range((len(row_edges) - 1) * n_cols)]
+    for shard in shards:
+        r0, r1 = span(shard, row_dim)
+        c0, c1 = span(shard, col_dim)
+        rows = range(bisect.bisect_left(row_edges, r0), bisect.bisect_left(row_edges, r1))
+        cols = range(bisect.bisect_left(col_edges, c0), bisect.bisect_left(col_edges, c1))
+        for r in rows:
+            for c in cols:
+                holders[r * n_cols + c].append(shard)
     groups: dict[tuple[int, ...], int] = {}
     cells = []
-    for r0, r1 in itertools.pairwise(row_edges):
-        for c0, c1 in itertools.pairwise(col_edges):
-            holders = [
-                s
-                for s in shards
-                if span(s, row_dim)[0] <= r0
-                and r1 <= span(s, row_dim)[1]
-                and span(s, col_dim)[0] <= c0
-                and c1 <= span(s, col_dim)[1]
-            ]
-            holders.sort(key=lambda s: s.device_id)
-            ids = tuple(dict.fromkeys(s.device_id for s in holders))
-            group = groups.setdefault(ids, len(groups))
-            by_id = {s.device_id: s for s in holders}
-            cells.append(
-                LayoutCell(
-                    rows=(r0, r1),
-                    cols=(c0, c1),
-                    device_ids=ids,
-                    labels=tuple(by_id[i].label for i in ids),
-                    process_indices=tuple(
-                        sorted({by_id[i].process_index for i in ids})
-                    ),
-                    addressable=all(by_id[i].addressable for i in ids),
-                    group=group,
-                )
+    for k, held in enumerate(holders):
+        r, c = divmod(k, n_cols)
+        held.sort(key=lambda s: s.device_id)
+        ids = tuple(dict.fromkeys(s.device_id for s in held))
+        group = groups.setdefault(ids, len(groups))
+        by_id = {s.device_id: s for s in held}
+        cells.append(
+            LayoutCell(
+                rows=(row_edges[r], row_edges[r + 1]),
+                cols=(col_edges[c], col_edges[c + 1]),
+                device_ids=ids,
+                labels=tuple(by_id[i].label for i in ids),
+                process_indices=tuple(sorted({by_id[i].process_index for i in ids})),
+                addressable=all(by_id[i].addressable for i in ids),
+                group=group,
             )
+        )
     collapsed = tuple(d for d in range(rank) if d not in (row_dim, col_dim))
     return ShardingLayout(
         shape=tuple(shape),
