@@ -698,6 +698,8 @@ def _category(exc: BaseException, text: str, is_jax: bool) -> str:
         return "runtime"
     if not is_jax:
         return "not_jax"
+    if text.startswith("Leaked trace"):
+        return "leak"
     if "in-place item assignment" in text or "does not support item assignment" in text:
         return "item_assignment"
     if _DEPENDS.search(text) or "concrete value" in text:
@@ -1577,9 +1579,20 @@ def _message_and_hint(
             leaked_from = (
                 f" from {leak.group('fn')} ({loc}, traced for {leak.group('tr')})"
             )
+        holders = [
+            h
+            for h in re.findall(r"is referred to by ([^\s<][^\s]*)", text)
+            if not h.startswith("<")
+        ]
+        if leak is None and traced_fn:
+            leaked_from = f" from {traced_fn} (traced for {transform})"
         message = f"A tracer escaped{leaked_from} and is used after its trace ended"
+        if holders:
+            unique = list(dict.fromkeys(holders))
+            message = f"A tracer escaped{leaked_from}: it is still referenced by {', '.join(unique)}"
+            context.append("leaked into: " + ", ".join(unique))
         hint = (
-            f"Return the value from {leak.group('fn') if leak else 'the transformed function'} "
+            f"Return the value from {leak.group('fn') if leak else traced_fn or 'the transformed function'} "
             "instead of storing it in a global, a list or an attribute (self.x = ...); "
             "run the code inside `with js.check_leaks():` (or the %%leaks cell magic) to see "
             "where it was stored"

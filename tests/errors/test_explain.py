@@ -140,6 +140,14 @@ def leaky(x):
     return x
 
 
+_HELD = []
+
+
+def holds(x):
+    _HELD.append(x * 2.0)
+    return x
+
+
 def use_leaked():
     jax.jit(leaky)(1.0)
     return _STORE.pop() + 1.0  # <- error
@@ -324,6 +332,21 @@ def test_unexpected_tracer_error_names_the_leaking_function(catch, line_of):
     assert report.traced_function == "leaky"
     assert "leaky" in report.message
     assert "js.check_leaks()" in report.hint
+
+
+def test_leak_found_by_jax_checking_leaks_names_the_holder(catch):
+    def run():
+        with jax.checking_leaks():
+            jax.jit(holds)(1.0)
+
+    try:
+        report = js.explain(catch(run))
+    finally:
+        _HELD.clear()
+    assert report.category == "leak"
+    assert report.traced_function == "holds"
+    assert "_HELD" in report.message
+    assert "Return the value from holds" in report.hint
 
 
 def test_debug_nans_points_at_the_nan_producing_line(catch, line_of):
