@@ -15,7 +15,7 @@ from .._exceptions import InvalidCallError
 from .._recompiles import RecompileEvents, RecompileLog
 from .common import JaxscopeMagics, show, usage_errors
 
-_ACTIONS = ("on", "off", "report", "reset", "status")
+_ACTIONS = ("on", "off", "report", "reset", "status", "log")
 _KEY = "recompiles"
 
 
@@ -44,8 +44,10 @@ def _session(state: Any) -> _Session:
 class RecompileMagics(JaxscopeMagics):
     @magic_arguments()
     @argument("action", nargs="?", default="status",
-              help="on: start watching; off: stop; report: the per-function summary; "
-                   "reset: forget what was recorded; status (default): say whether on")
+              help="on: start watching; off: stop; report: the per-function summary "
+                   "(returned, so `s = %%recompiles report` keeps it); log: the "
+                   "session's RecompileLog; reset: forget what was recorded; status "
+                   "(default): say whether on")
     @line_magic
     @usage_errors
     def recompiles(self, line: str) -> Any:
@@ -73,7 +75,9 @@ class RecompileMagics(JaxscopeMagics):
             session.shown = 0
             print("jaxscope: recompile log cleared")
         elif action == "report":
-            show(session.log.summary())
+            return session.log.summary()
+        elif action == "log":
+            return session.log
         else:
             state = "on" if session.log.active else "off"
             print(f"jaxscope: recompile watcher is {state}, "

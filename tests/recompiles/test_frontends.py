@@ -83,9 +83,14 @@ def test_magic_on_shows_recompiles_after_the_cell(ip):
     with capture_output() as cap:
         ip.run_cell("rf(jnp.ones(4))")  # cache hit: nothing shown
     assert not any("recompiled" in o.data.get("text/plain", "") for o in cap.outputs)
+    summary = ip.run_line_magic("recompiles", "report")
+    assert "recompiles by function" in str(summary)
+    assert summary.row("<lambda>").compiles == 2
+    session = ip.run_line_magic("recompiles", "log")
+    assert [e.causes[0].kind for e in session.events] == ["first_call", "shape"]
     with capture_output() as cap:
-        ip.run_line_magic("recompiles", "report")
-    assert "recompiles by function" in cap.outputs[0].data["text/plain"]
+        ip.run_cell("%recompiles report")
+    assert "recompiles by function" in cap.stdout  # the cell's Out[] value
     ip.run_line_magic("recompiles", "reset")
     with capture_output() as cap:
         ip.run_line_magic("recompiles", "status")
