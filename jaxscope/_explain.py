@@ -247,6 +247,8 @@ def _source_lines(
     out = [
         (n, lines[n - 1].rstrip("\n")) for n in range(max(1, line - before), line + 1)
     ]
+    while len(out) > 1 and not out[0][1].strip():
+        out.pop(0)
     for n in range(line + 1, min(len(lines), line + after) + 1):
         text = lines[n - 1].rstrip("\n")
         if not text.strip() or len(text) - len(text.lstrip()) < indent:

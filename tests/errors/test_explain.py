@@ -29,6 +29,12 @@ def scale(x, *, mode):
     return x
 
 
+def either(x, y):
+    if x + y > 0:  # <- error
+        return x
+    return y
+
+
 def cumulative(xs):
     def body(carry, v):
         if carry > 0:  # <- error
@@ -198,6 +204,17 @@ def test_bool_conversion_on_keyword_only_argument_offers_static_argnames(
     assert report.arguments == ("mode",)
     assert "jax.jit(scale, static_argnames='mode')" in report.hint
     assert "static_argnums" not in report.hint
+
+
+def test_bool_conversion_depending_on_two_arguments_marks_both(catch, line_of):
+    report = js.explain(catch(jax.jit(either), 1.0, 2.0))
+    assert report.user_frame.line == line_of(either)
+    assert report.arguments == ("x", "y")
+    assert (
+        "jax.jit(either, static_argnums=(0, 1)) (or static_argnames=('x', 'y'))"
+        in report.hint
+    )
+    assert "depends on arguments x and y" in report.message
 
 
 def test_bool_conversion_in_scan_body_suggests_where_not_static(catch, line_of):
