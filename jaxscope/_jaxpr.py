@@ -411,8 +411,7 @@ def _region_lines(
         Line(
             "open",
             indent,
-            f"{prefix}{{ lambda {consts}{' ' if consts else ''}; "
-            f"{_binders(region.invars)}. let",
+            f"{prefix}{{ lambda {consts}; {_binders(region.invars)}. let",
             region=region,
         )
     )

@@ -231,7 +231,7 @@ class _HtmlWriter:
 def _binders(consts: list[tuple[str, str]], invars: list[tuple[str, str]]) -> str:
     c = " ".join(f"{n}:{a}" for n, a in consts)
     i = " ".join(f"{n}:{a}" for n, a in invars)
-    return f"{c}{' ' if c else ''}; {i}"
+    return f"{c}; {i}"
 
 
 def _source_panel(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
@@ -251,10 +251,71 @@ def _source_panel(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
     return "".join(parts)
 
 
+def _by_source_html(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
+    """Annotated source (``%%cython -a`` style): each line, its equations beneath."""
+    parts: list[str] = []
+    rows = 0
+    groups: list[tuple[tuple[str, int] | None, list[EqnInfo]]] = list(
+        view.by_line.items()
+    )
+    unmapped = [e for e in view.eqns if e.source is None]
+    if unmapped:
+        groups.append((None, unmapped))
+    for key, infos in groups:
+        if key is None:
+            head = '<span class="jxs-n">(no source line)</span>'
+            data = ""
+        else:
+            loc = infos[0].source
+            code = view.source_text.get(key, "")
+            head = (
+                f'<span class="jxs-l" style="margin-left:0">{_esc(loc)}</span> '
+                f"<code>{_esc(code)}</code>"
+            )
+            data = f' data-s="{keys[key]}"'
+        n = len(infos)
+        parts.append(
+            f'<details class="jxs-g"><summary class="jxs-s"{data}>{head} '
+            f'<span class="jxs-n">{n} eqn{"s" if n != 1 else ""}</span></summary>'
+        )
+        for index in shown_indices(n, view.display_max_eqns):
+            if index < 0 or rows >= HTML_MAX_ROWS:
+                left = -index if index < 0 else n - index
+                parts.append(
+                    f'<div class="jxs-n" style="padding-left:4ch">... {left} '
+                    "equations not shown here (see <code>.text_by_line()</code>) ...</div>"
+                )
+                if index >= 0:
+                    break
+                continue
+            info = infos[index]
+            rows += 1
+            outs, prim, params, ins = eqn_parts(info)
+            parts.append(
+                f'<div class="jxs-e"{data} style="padding-left:{4 + 2 * info.depth}ch">'
+                f'<span class="jxs-o">{_esc(outs)}</span> = '
+                f'<span class="jxs-p">{_esc(prim)}</span>'
+                f'<span class="jxs-a">{_esc(params)}</span> '
+                f'<span class="jxs-i">{_esc(ins)}</span></div>'
+            )
+        parts.append("</details>")
+    return "".join(parts)
+
+
 @html.register
 def _(view: JaxprView) -> str:
     uid = f"jxs-jaxpr-{os.getpid():x}-{next(_ids)}"
     keys = {key: i for i, key in enumerate(view.by_line)}
+    if view.by_source:
+        n = len(view.eqns)
+        name = _esc(view.function_name) if view.function_name else "a function"
+        return (
+            f'<div class="jxs-jaxpr" id="{uid}"><style>{_CSS.replace("ID", uid)}</style>'
+            f'<div class="jxs-head">jaxpr of <b>{name}</b> by source line: {n} '
+            f"equation{'s' if n != 1 else ''} from {len(keys)} line"
+            f"{'s' if len(keys) != 1 else ''}; click a line to see its equations</div>"
+            f'<div class="jxs-code">{_by_source_html(view, keys)}</div></div>'
+        )
     writer = _HtmlWriter(view, keys)
     top = view.model.top
     consts = top.constvars

@@ -224,3 +224,40 @@ def test_terminal_ipython_with_colours_gets_ansi_text(ip, view):
         assert view._repr_mimebundle_()["text/plain"] == str(view)
     finally:
         ip.colors = before
+
+
+def test_html_by_source_is_an_annotated_source_listing(view):
+    view.by_source = True
+    try:
+        html = html_of(view)
+    finally:
+        view.by_source = False
+    assert "by source line" in html
+    assert html.count('<details class="jxs-g">') == len(view.by_line)
+    sin = next(e for e in view.eqns if e.primitive == "sin")
+    k = list(view.by_line).index(sin.source.key)
+    group = html.split(f'<summary class="jxs-s" data-s="{k}">', 1)[1].split(
+        "</details>"
+    )[0]
+    assert "return jnp.sin(x) * 2.0" in group
+    assert group.count('class="jxs-e"') == len(view.by_line[sin.source.key])
+
+
+def global_weights():
+    return jnp.arange(3.0)
+
+
+W = global_weights()
+
+
+def uses_a_captured_array(x):
+    return x * W
+
+
+def test_captured_arrays_are_constvars_in_the_text():
+    v = js.jaxpr(uses_a_captured_array)(jnp.ones(3))
+    assert v.top.constvars == [("a", "f32[3]")]
+    assert v.text.splitlines()[0] == "{ lambda a:f32[3]; b:f32[3]. let"
+    mul = next(e for e in v.eqns if e.primitive == "mul")
+    assert mul.inputs == [("b", "f32[3]"), ("a", "f32[3]")]
+    assert "{ lambda a:f32[3]; b:f32[3]. let" in html_of(v)
