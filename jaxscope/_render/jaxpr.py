@@ -261,6 +261,8 @@ def _by_source_html(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
     unmapped = [e for e in view.eqns if e.source is None]
     if unmapped:
         groups.append((None, unmapped))
+    # A small program opens every line; a large one lists the lines, closed.
+    opened = " open" if len(view.eqns) <= HTML_OPEN_MAX_EQNS // 4 else ""
     for key, infos in groups:
         if key is None:
             head = '<span class="jxs-n">(no source line)</span>'
@@ -275,7 +277,7 @@ def _by_source_html(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
             data = f' data-s="{keys[key]}"'
         n = len(infos)
         parts.append(
-            f'<details class="jxs-g"><summary class="jxs-s"{data}>{head} '
+            f'<details class="jxs-g"{opened}><summary class="jxs-s"{data}>{head} '
             f'<span class="jxs-n">{n} eqn{"s" if n != 1 else ""}</span></summary>'
         )
         for index in shown_indices(n, view.display_max_eqns):

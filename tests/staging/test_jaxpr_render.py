@@ -233,7 +233,7 @@ def test_html_by_source_is_an_annotated_source_listing(view):
     finally:
         view.by_source = False
     assert "by source line" in html
-    assert html.count('<details class="jxs-g">') == len(view.by_line)
+    assert html.count('<details class="jxs-g" open>') == len(view.by_line)
     sin = next(e for e in view.eqns if e.primitive == "sin")
     k = list(view.by_line).index(sin.source.key)
     group = html.split(f'<summary class="jxs-s" data-s="{k}">', 1)[1].split(
