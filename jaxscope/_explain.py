@@ -1204,10 +1204,29 @@ def explain(exc: BaseException | None = None) -> ErrorReport:
         )
     if isinstance(exc, JaxscopeError) and exc.__cause__ is not None:
         exc = exc.__cause__
+    exc = _jax_error_in_chain(exc)
     try:
         return _explain(exc)
     except Exception:  # explaining must never fail: fall back to a plain report
         return _plain(exc)
+
+
+def _jax_error_in_chain(exc: BaseException) -> BaseException:
+    """``exc``, or the JAX error it was raised from (``raise X from jax_error``)."""
+    try:
+        if is_jax_error(exc):
+            return exc
+        seen = {id(exc)}
+        # Only explicit chaining: an error raised while *handling* a JAX error is its own.
+        cause = exc.__cause__
+        while cause is not None and id(cause) not in seen and len(seen) < 8:
+            seen.add(id(cause))
+            if not _cerrors.is_jax_wrapper_exception(cause) and is_jax_error(cause):
+                return cause
+            cause = cause.__cause__
+    except Exception:
+        pass
+    return exc
 
 
 def _full_traceback(exc: BaseException) -> str:

@@ -447,6 +447,18 @@ def test_users_own_raise_inside_jit_is_not_a_jax_error(catch, line_of):
     assert report.user_frame.line == line_of(raises_itself)
 
 
+def test_error_raised_from_a_jax_error_is_explained_through_its_cause(catch, line_of):
+    def train():
+        try:
+            jax.jit(relu)(1.0)
+        except TypeError as exc:
+            raise RuntimeError("training step failed") from exc
+
+    report = js.explain(catch(train))
+    assert report.kind == "TracerBoolConversionError"
+    assert report.user_frame.line == line_of(relu)
+
+
 def test_exception_never_raised_has_no_user_frame():
     report = js.explain(KeyError("k"))
     assert report.kind == "KeyError"
