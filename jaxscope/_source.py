@@ -102,7 +102,7 @@ def user_frame_of_stack(skip: int = 1) -> SourceLoc | None:
 
 
 def user_frames_of_exception(exc: BaseException) -> list[SourceLoc]:
-    """User frames of an exception's traceback (and its causes), outermost first."""
+    """User frames of an exception's own traceback, outermost first."""
     locs: list[SourceLoc] = []
     tb = exc.__traceback__
     while tb is not None:
