@@ -106,9 +106,19 @@ def context_lines(report: ErrorReport) -> list[tuple[str, bool]]:
     return rows
 
 
+MAX_FRAMES = 6
+
+
 def _frames_text(report: ErrorReport) -> str:
+    frames = list(report.frames)
+    elided = 0
+    if len(frames) > MAX_FRAMES:
+        elided = len(frames) - MAX_FRAMES + 1
+        frames = [frames[0], *frames[elided + 1 :]]
     parts = []
-    for loc in report.frames:
+    for i, loc in enumerate(frames):
+        if elided and i == 1:
+            parts.append(f"… {elided} more")
         fn = f" ({loc.function})" if loc.function else ""
         parts.append(f"{loc}{fn}")
     return " → ".join(parts)

@@ -119,3 +119,12 @@ def test_report_mimebundle_and_str():
 def test_bad_spans_draw_no_caret(span):
     text = to_text(shape_report(span=span), width=100)
     assert "^" not in text
+
+
+def test_long_frame_lists_are_elided_in_the_middle():
+    frames = [SourceLoc(file="m.py", line=i, function=f"f{i}") for i in range(1, 11)]
+    text = to_text(shape_report(frames=frames), width=300)
+    line = next(t for t in text.splitlines() if t.startswith("frames: "))
+    assert line == (
+        "frames: m.py:1 (f1) → … 5 more → m.py:7 (f7) → m.py:8 (f8) → m.py:9 (f9) → m.py:10 (f10)"
+    )
