@@ -477,7 +477,8 @@ def _np_name(dtype: str) -> str:
 
 def _diff(prev: _Signature, cur: _Signature, fn: str) -> list[Cause]:
     causes: list[Cause] = []
-    prev_cfg, cur_cfg = dict(prev.config), dict(cur.config)
+    prev_cfg, cur_cfg = (dict(prev.config), dict(cur.config)) if (
+        prev.config != cur.config) else ({}, {})
     for name, value in cur_cfg.items():
         old = prev_cfg.get(name)
         if old is not None and old != value:
