@@ -207,9 +207,11 @@ def trace_error(fn: Any, exc: BaseException, api_name: str) -> TraceError:
     return TraceError(message)
 
 
+_TRACING_FN = re.compile(r"while tracing the function (\S+) at")
+
+
 def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
     text = str(exc)
-    match = _DEPENDS_ON.search(text)
     control_flow = isinstance(
         exc,
         (
@@ -220,19 +222,35 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
     )
     if not control_flow:
         return ""
-    if match:
-        arg = match.group(1)
-        names = _param_names(_user_function(fn))
-        static = (
-            f"static_argnums=({names.index(arg)},)"
-            if arg in names
-            else f"static_argnames=('{arg}',)"
-        )
+    match = _DEPENDS_ON.search(text)
+    if not match:
         return (
-            f"Python control flow depends on the value of argument {arg}: mark it "
-            f"static ({static_example(api_name, static)}) or use lax.cond / jnp.where"
+            "Python control flow needs a concrete value: use lax.cond / jnp.where "
+            "or a static argument"
         )
-    return "Python control flow needs a concrete value: use lax.cond / jnp.where or a static argument"
+    arg = match.group(1)
+    root = re.split(r"[\[.]", arg, maxsplit=1)[0]
+    user = _user_function(fn)
+    own_names = {getattr(user, "__name__", None), getattr(user, "__qualname__", None)}
+    traced = _TRACING_FN.search(text)
+    if traced and traced.group(1) not in own_names:
+        # The value-dependent branch is inside another jitted function f calls.
+        inner = traced.group(1)
+        return (
+            f"Python control flow in {inner} depends on the value of its argument "
+            f"{arg}: mark it static where {inner} is jitted (jax.jit({inner}, "
+            f"static_argnames=('{root}',))) or use lax.cond / jnp.where"
+        )
+    names = _param_names(user)
+    static = (
+        f"static_argnums=({names.index(root)},)"
+        if root in names
+        else f"static_argnames=('{root}',)"
+    )
+    return (
+        f"Python control flow depends on the value of argument {arg}: mark it "
+        f"static ({static_example(api_name, static)}) or use lax.cond / jnp.where"
+    )
 
 
 def lower(traced: Any) -> Any:

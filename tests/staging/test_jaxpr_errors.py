@@ -118,3 +118,33 @@ def test_errors_are_jaxscope_errors_and_builtins():
         js.jaxpr(takes)(X, "s")
     with pytest.raises(RuntimeError):
         js.jaxpr(raises_inside)(X)
+
+
+def test_control_flow_inside_an_inner_jitted_function_points_at_it():
+    import jax
+
+    @jax.jit
+    def inner(y, k):
+        return y if k > 0 else -y
+
+    def outer(x, n):
+        return inner(x, n)
+
+    with pytest.raises(js.TraceError) as info:
+        js.jaxpr(outer)(X, 2)
+    message = one_line(info)
+    assert (
+        "Python control flow in inner depends on the value of its argument k" in message
+    )
+    assert "jax.jit(inner, static_argnames=('k',))" in message
+
+
+def test_control_flow_on_a_pytree_leaf_suggests_its_root_argument():
+    def tree(p, x):
+        return x if p["w"] > 0 else -x
+
+    with pytest.raises(js.TraceError) as info:
+        js.jaxpr(tree)({"w": 1.0}, X)
+    message = one_line(info)
+    assert "depends on the value of argument p['w']" in message
+    assert "js.jaxpr(f, static_argnums=(0,))(...)" in message
