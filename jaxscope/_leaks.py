@@ -522,7 +522,7 @@ class _Session:
         with self._guard() as free:
             if free:
                 gc.collect()
-                self._check(trace, safe=True)
+                self._check(trace, safe=True, hint="pmap" if _cl.pmap_on_stack() else None)
 
     def on_body_end(self, trace: Any) -> None:
         with self._guard() as free:
@@ -551,7 +551,7 @@ class _Session:
 
     # -- finding ------------------------------------------------------------------
 
-    def _check(self, trace: Any, *, safe: bool) -> None:
+    def _check(self, trace: Any, *, safe: bool, hint: str | None = None) -> None:
         """Report each tracer of ``trace`` that a user-visible place holds.
 
         ``safe``: JAX has dropped its own references (a JAX leak checkpoint), so a
@@ -566,7 +566,7 @@ class _Session:
             del refs
             for i in range(len(tracers)):
                 tracer = tracers[i]
-                leak = self._leak(tracer, (tracers,), safe=safe)
+                leak = self._leak(tracer, (tracers,), safe=safe, hint=hint)
                 if leak is None:
                     continue
                 for report in list(self.reports):
@@ -574,14 +574,22 @@ class _Session:
         except Exception as exc:  # the user's program must go on
             _warn(exc)
 
-    def _leak(self, tracer: Any, ignore: tuple[Any, ...] | None, *, safe: bool) -> Leak | None:
+    def _leak(
+        self,
+        tracer: Any,
+        ignore: tuple[Any, ...] | None,
+        *,
+        safe: bool,
+        hint: str | None = None,
+    ) -> Leak | None:
         """The ``Leak`` record of ``tracer``; None if nothing user-visible holds it.
 
         ``ignore`` None: the tracer is being used (escaped), report it regardless.
         """
         trace = _cl.trace_of(tracer)
         hint_entry = self.hints.get(id(trace))
-        hint = hint_entry[1] if hint_entry is not None and hint_entry[0]() is trace else None
+        if hint_entry is not None and hint_entry[0]() is trace:
+            hint = hint_entry[1]
         tb = _cl.creation_traceback(tracer)
         if tb is None:
             entry = self.born.get(id(tracer))
@@ -600,7 +608,7 @@ class _Session:
             found_in, named = holder
             if not named and not safe and ignore is not None:
                 return None
-        argument = created_at is None
+        argument = created_at is None or _cl.is_argument(tracer)
         if created_at is None:
             created_at = user_frame_of_stack(1)
         return Leak(

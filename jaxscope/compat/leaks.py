@@ -86,7 +86,9 @@ def transformation_of(tracer: Any, hint: str | None = None) -> str:
     dbg = _debug_info(tracer)
     traced_for = str(getattr(dbg, "traced_for", "") or "")
     src = str(getattr(dbg, "func_src_info", "") or "")
-    if traced_for == "shard_map" and "jax/_src/pmap.py" in src.replace("\\", "/"):
+    if traced_for == "shard_map" and (
+        hint == "pmap" or "jax/_src/pmap.py" in src.replace("\\", "/")
+    ):
         return "pmap"
     names = {
         "while_body": "while",
@@ -355,6 +357,9 @@ def api_transformation_on_stack() -> str | None:
     ``value_and_grad_f``, ``vjp``, ``jvp``, ``linearize``).
     """
     frame: Any = sys._getframe(1)
+    # the caller itself may be user code (a callback): skip it
+    while frame is not None and _siu.is_user_filename(frame.f_code.co_filename):
+        frame = frame.f_back
     found: str | None = None
     while frame is not None:
         filename = frame.f_code.co_filename.replace("\\", "/")
@@ -366,3 +371,40 @@ def api_transformation_on_stack() -> str | None:
             break
         frame = frame.f_back
     return found
+
+
+def pmap_on_stack() -> bool:
+    """Whether ``jax.pmap`` is running below the innermost user frame (pmap is
+    implemented with shard_map, whose traces do not name pmap in jax 0.9).
+
+    Relies on: ``jax.pmap`` living in ``jax/_src/pmap.py`` or ``jax/_src/api.py``
+    (function ``pmap_f`` / ``cache_miss``).
+    """
+    frame: Any = sys._getframe(1)
+    while frame is not None and _siu.is_user_filename(frame.f_code.co_filename):
+        frame = frame.f_back
+    while frame is not None:
+        filename = frame.f_code.co_filename.replace("\\", "/")
+        if filename.endswith("jax/_src/pmap.py") or (
+            filename.endswith("jax/_src/api.py") and frame.f_code.co_name.startswith("pmap")
+        ):
+            return True
+        if _siu.is_user_filename(filename):
+            return False
+        frame = frame.f_back
+    return False
+
+
+def is_argument(tracer: Any) -> bool:
+    """Whether ``tracer`` is an input of the jaxpr being traced (an argument of the
+    traced function) rather than an intermediate value.
+
+    Relies on: ``DynamicJaxprTracer.val`` (a ``Var``) and
+    ``DynamicJaxprTrace.frame.invars``; False for other tracers.
+    """
+    frame = getattr(trace_of(tracer), "frame", None)
+    invars = getattr(frame, "invars", None)
+    var = getattr(tracer, "val", None) if hasattr(type(tracer), "val") else None
+    if invars is None or var is None:
+        return False
+    return any(v is var for v in list(invars))

@@ -1,0 +1,191 @@
+"""The private hooks behind check_leaks, each on a real program (jax 0.9.0 and 0.10.2)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxscope.compat import leaks as cl
+
+kept: list = []
+
+
+@pytest.fixture(autouse=True)
+def _clear():
+    kept.clear()
+    yield
+    kept.clear()
+
+
+def _make():
+    """A fresh leaky function each time: a cached trace would not run Python again."""
+
+    def leaky(x):
+        y = jnp.sin(x) * 2  # L:compat
+        kept.append(y)
+        return y
+
+    return leaky
+
+
+def _line() -> int:
+    with open(__file__, encoding="utf-8") as fh:
+        return next(i for i, t in enumerate(fh, 1) if t.rstrip().endswith("# L:compat"))
+
+
+def test_tracer_type_aval_and_trace_of_a_jit_tracer():
+    jax.jit(_make())(jnp.ones(3))
+    (t,) = kept
+    assert isinstance(t, cl.tracer_type())
+    assert cl.aval_str(t) == "f32[3]"
+    assert type(cl.trace_of(t)).__name__ == "DynamicJaxprTrace"
+
+
+@pytest.mark.parametrize(
+    ("run", "expected"),
+    [
+        (lambda: jax.jit(_make())(1.0), "jit"),
+        (lambda: jax.vmap(_make())(jnp.ones(2)), "vmap"),
+        (lambda: jax.jvp(_make(), (1.0,), (1.0,)), "jvp"),
+        (lambda: jax.grad(_make())(1.0), "grad"),
+        (lambda: jax.lax.cond(True, _make(), _make(), 1.0), "cond"),
+    ],
+)
+def test_transformation_of_names_the_transformation(run, expected):
+    run()
+    assert cl.transformation_of(kept[0]) == expected
+
+
+def test_pmap_on_stack_inside_pmap_only():
+    seen = []
+
+    def f(x):
+        seen.append(cl.pmap_on_stack())
+        return x
+
+    jax.pmap(f)(jnp.ones(1))
+    jax.jit(f)(1.0)
+    assert seen == [True, False]
+
+
+def test_transformation_of_a_pmap_tracer_with_the_pmap_hint():
+    jax.pmap(_make())(jnp.ones(1))
+    assert cl.transformation_of(kept[0], "pmap") == "pmap"
+
+
+def test_transformation_of_prefers_the_hint_for_linearize_traces():
+    jax.vjp(_make(), 1.0)
+    assert cl.transformation_of(kept[0], "vjp") == "vjp"
+
+
+def test_traced_function_names_the_function_and_its_file():
+    jax.jit(_make())(1.0)
+    assert cl.traced_function(kept[0]).startswith("leaky at ")
+    assert __file__ in cl.traced_function(kept[0])
+
+
+def test_creation_traceback_of_jit_and_grad_tracers_points_at_the_line():
+    from jaxscope._source import loc_of_traceback
+
+    jax.jit(_make())(1.0)
+    jax.grad(_make())(1.0)
+    for t in kept:
+        loc = loc_of_traceback(cl.creation_traceback(t))
+        assert loc is not None and loc.line == _line()
+
+
+def test_creation_traceback_of_a_vmap_argument_is_the_vmap_call():
+    from jaxscope._source import loc_of_traceback
+
+    jax.vmap(lambda x: kept.append(x) or x)(jnp.ones(2))  # L:vmap-arg
+    loc = loc_of_traceback(cl.creation_traceback(kept[0]))
+    with open(__file__, encoding="utf-8") as fh:
+        line = next(i for i, t in enumerate(fh, 1) if t.rstrip().endswith("# L:vmap-arg"))
+    assert loc is not None and loc.line == line
+
+
+def test_current_traceback_is_a_jax_traceback_of_this_line():
+    from jaxscope._source import loc_of_traceback
+
+    loc = loc_of_traceback(cl.current_traceback())
+    assert loc is not None and loc.file == __file__
+
+
+def test_is_argument_tells_arguments_from_intermediates():
+    def f(x):
+        kept.append(x)
+        kept.append(jnp.sin(x))
+        return x
+
+    jax.jit(f)(1.0)
+    assert [cl.is_argument(t) for t in kept] == [True, False]
+
+
+def test_is_jax_internal():
+    jax.jit(_make())(1.0)
+    assert cl.is_jax_internal(kept[0])
+    assert not cl.is_jax_internal([1])
+    assert not cl.is_jax_internal(object())
+
+
+def test_trace_end_hook_sees_the_trace_and_keeps_jax_from_raising():
+    seen = []
+    undo = cl.install_trace_end_hook(lambda trace: seen.append(type(trace).__name__))
+    try:
+        with jax.checking_leaks():
+            jax.jit(_make())(1.0)  # JAX would raise its plain Exception here
+    finally:
+        undo()
+    assert "DynamicJaxprTrace" in seen
+    with pytest.raises(Exception, match="Leaked"), jax.checking_leaks():
+        jax.jit(lambda x: _make()(x) + 1)(1.0)
+
+
+def test_escape_hook_prefixes_the_unexpected_tracer_error():
+    jax.jit(_make())(1.0)
+    seen = []
+    undo = cl.install_escape_hook(lambda t: seen.append(cl.aval_str(t)) or "PREFIX")
+    try:
+        with pytest.raises(jax.errors.UnexpectedTracerError) as info:
+            kept[0] + 1
+    finally:
+        undo()
+    assert str(info.value).startswith("PREFIX\nEncountered an unexpected tracer")
+    assert seen == ["f32[]"]
+
+
+def test_body_end_hook_fires_once_after_a_jvp_and_a_grad_body():
+    ended = []
+    undo = cl.install_body_end_hook(
+        cl.unchecked_trace_types(),
+        lambda trace: ended.append((type(trace).__name__, cl.api_transformation_on_stack())),
+    )
+    try:
+        jax.jvp(_make(), (1.0,), (1.0,))
+        jax.grad(_make())(1.0)
+    finally:
+        undo()
+    assert ended == [("JVPTrace", "jvp"), ("LinearizeTrace", "grad")]
+
+
+def test_creation_hook_sees_jvp_tracers_and_is_undone():
+    made = []
+    types_ = cl.tracer_types_without_line_info()
+    assert any(t.__name__ == "JVPTracer" for t in types_)
+    undo = cl.install_creation_hook(types_, lambda t: made.append(type(t).__name__))
+    try:
+        jax.jvp(_make(), (1.0,), (1.0,))
+    finally:
+        undo()
+    assert "JVPTracer" in made
+    count = len(made)
+    jax.jvp(_make(), (1.0,), (1.0,))
+    assert len(made) == count
+
+
+def test_api_transformation_on_stack_is_none_outside_jax():
+    def probe():
+        return cl.api_transformation_on_stack()
+
+    assert probe() is None
