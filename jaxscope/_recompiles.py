@@ -10,7 +10,12 @@ function to say why: ``Cause(kind, path, before, after, hint)``.
 
 JAX's own eager op dispatch (``jnp.ones(4)`` outside jit compiles
 ``jit(broadcast_in_dim)``) and functions defined inside JAX are never user events; they
-are only counted in ``RecompileLog.internal_compiles``.
+are only counted in ``RecompileLog.internal_compiles``. ``jax.pmap`` (in jax 0.10 a jit
+of a JAX-made ``shard_map`` wrapper) is reported as ``pmap(<user function>)``. Explicit
+ahead-of-time ``f.trace(...)``/``f.lower(...).compile()`` are not call misses and are
+not recorded. Watchers are process-wide: a watcher sees the misses of every thread while
+it is active, and the compile history used to explain a miss is shared by all watchers
+(kept by weak reference to each function, so nothing user-owned is held alive).
 
 Internal API for other features (purity checks): ``add_trace_listener(callback)`` /
 ``remove_trace_listener(callback)``. ``callback(phase, function, info)`` is called on
