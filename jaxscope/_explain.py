@@ -927,6 +927,7 @@ class _NanOrigin:
     kind: str
     where: str
     inputs: tuple[str, ...]
+    equation: str = ""
 
 
 def _eval_call_args(
@@ -1077,7 +1078,15 @@ def _nan_origin(inner: _Entry, site: _Site, prim: str) -> _NanOrigin | None:
             f"{v.name}: {v.aval} (min {v.min}, max {v.max})"
             for v in getattr(found, "inputs", [])[:4]
         )
-        return _NanOrigin(source, str(found.primitive), str(found.kind), where, inputs)
+        try:
+            from ._jaxpr import eqn_line
+
+            equation = eqn_line(found.eqn)
+        except Exception:
+            equation = ""
+        return _NanOrigin(
+            source, str(found.primitive), str(found.kind), where, inputs, equation
+        )
     return None
 
 
@@ -1382,6 +1391,8 @@ def _explain(exc: BaseException) -> ErrorReport:
     if nan_origin is not None:
         where = f" in {nan_origin.where}" if nan_origin.where else ""
         context.append(f"found by stepping the call with concrete values{where}")
+        if nan_origin.equation:
+            context.append(f"equation: {nan_origin.equation}")
         context.extend(f"input {i}" for i in nan_origin.inputs)
 
     code = _traced_code(entries, traced_fn, traced_file, traced_line)

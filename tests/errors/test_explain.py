@@ -388,6 +388,7 @@ def test_debug_nans_inside_scan_steps_to_the_body_line(catch, line_of):
     assert "`log` produced nan" in report.message
     assert report.line_text.strip() == "y = jnp.log(v)  # <- error"
     assert any("iteration 2/2" in c for c in report.jax_context)
+    assert any(c.startswith("equation: ") and "= log " in c for c in report.jax_context)
 
 
 def test_debug_nans_in_backward_pass_points_at_the_forward_line(line_of):
