@@ -95,6 +95,9 @@ class LayoutCell:
     process_indices: tuple[int, ...]
     addressable: bool
     group: int
+    pieces: int = 1
+    """Distinct blocks among the holders: 1 when they are replicas, more when the
+    devices hold different parts of the collapsed dimensions."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -440,6 +443,7 @@ def build_layout(
                 process_indices=tuple(sorted({by_id[i].process_index for i in ids})),
                 addressable=all(by_id[i].addressable for i in ids),
                 group=group,
+                pieces=len({tuple((x.start, x.stop) for x in h.index) for h in held}),
             )
         )
     collapsed = tuple(d for d in range(rank) if d not in (row_dim, col_dim))
@@ -471,6 +475,7 @@ class ShardingView(Renderable):
     __slots__ = (
         "axis_types",
         "committed",
+        "memory_kind",
         "dtype",
         "layout",
         "leaves",
@@ -498,7 +503,9 @@ class ShardingView(Renderable):
         axis_types: dict[str, str] | None = None,
         mesh_device_ids: tuple[int, ...] | None = None,
         name: str = "",
+        memory_kind: str | None = None,
     ) -> None:
+        self.memory_kind = memory_kind
         self.shape = shape
         self.dtype = dtype
         self.spec = spec
@@ -563,6 +570,7 @@ class ShardingView(Renderable):
             axis_types=self.axis_types,
             mesh_device_ids=self.mesh_device_ids,
             name=self.name,
+            memory_kind=self.memory_kind,
         )
 
     def __repr__(self) -> str:
@@ -682,6 +690,7 @@ def _array_view(x: Any, where: str, dims: Sequence[int] | None) -> ShardingView:
         axis_types=axis_types,
         mesh_device_ids=mesh_ids,
         name=where,
+        memory_kind=getattr(sharding, "memory_kind", None),
     )
 
 

@@ -61,6 +61,12 @@ def cell_title(layout: ShardingLayout, cell: LayoutCell) -> str:
     if layout.col_dim is not None:
         parts.append(f"dim {layout.col_dim}: {cell.cols[0]}:{cell.cols[1]}")
     parts.append(f"process: {', '.join(str(p) for p in cell.process_indices)}")
+    if cell.pieces > 1:
+        parts.append(
+            f"{cell.pieces} different blocks along the collapsed dimensions"
+        )
+    elif len(cell.device_ids) > 1:
+        parts.append(f"{len(cell.device_ids)} replicas of one block")
     if not cell.addressable:
         parts.append("not addressable from this process")
     return "\n".join(parts)
@@ -81,6 +87,8 @@ def header(view: ShardingView) -> str:
         text += f", each shard on {view.replication} devices"
     if view.committed is False:
         text += " (uncommitted)"
+    if view.memory_kind not in (None, "device"):
+        text += f", memory: {view.memory_kind}"
     return text
 
 
@@ -184,7 +192,19 @@ def device_groups(layout: ShardingLayout | None) -> dict[int, int]:
     return groups
 
 
-def _mesh_rich(grid: MeshGrid, groups: dict[int, int]) -> Any:
+def device_processes(view: ShardingView) -> dict[int, int]:
+    """Device id -> process index, when the array spans several processes."""
+    procs = {s.device_id: s.process_index for s in view.shards}
+    return procs if len(set(procs.values())) > 1 else {}
+
+
+def _device_text(device: int, procs: dict[int, int]) -> str:
+    return f"{device} p{procs[device]}" if device in procs else str(device)
+
+
+def _mesh_rich(
+    grid: MeshGrid, groups: dict[int, int], procs: dict[int, int] | None = None
+) -> Any:
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -200,12 +220,14 @@ def _mesh_rich(grid: MeshGrid, groups: dict[int, int]) -> Any:
         for device in row:
             group = groups.get(device)
             style = f"black on {colour(group)}" if group is not None else ""
-            cells.append(Text(f" {device} ", style=style))
+            cells.append(Text(f" {_device_text(device, procs or {})} ", style=style))
         table.add_row(label, *cells)
     return Group(Text(f"mesh ({' x '.join(grid.axes)}): device ids", style="dim"), table)
 
 
-def mesh_html(grid: MeshGrid, groups: dict[int, int]) -> str:
+def mesh_html(
+    grid: MeshGrid, groups: dict[int, int], procs: dict[int, int] | None = None
+) -> str:
     """The mesh as a small table of device ids, coloured like the array's tiles."""
     head = "<th></th>" + "".join(f"<th>{_e(c)}</th>" for c in grid.col_labels)
     body = []
@@ -214,7 +236,7 @@ def mesh_html(grid: MeshGrid, groups: dict[int, int]) -> str:
         for device in row:
             group = groups.get(device)
             style = f' style="background:{colour(group)};color:#111"' if group is not None else ""
-            tds.append(f"<td{style}>{_e(device)}</td>")
+            tds.append(f"<td{style}>{_e(_device_text(device, procs or {}))}</td>")
         body.append(f"<tr><th>{_e(label)}</th>{''.join(tds)}</tr>")
     return (
         f'<div class="jxs-dim">mesh ({_e(" x ".join(grid.axes))}): device ids</div>'
@@ -244,7 +266,9 @@ def _(view: ShardingView) -> Any:
     parts.append(_grid_rich(view.layout))
     grid = view.mesh_grid
     if grid is not None:
-        parts.append(_mesh_rich(grid, device_groups(view.layout)))
+        parts.append(
+            _mesh_rich(grid, device_groups(view.layout), device_processes(view))
+        )
     parts.append(_shards_table(view))
     return Group(*parts)
 
@@ -441,7 +465,7 @@ def _(view: ShardingView) -> str:
         + (f'<div class="jxs-dim">{_e(note)}</div>' if note else "")
         + grid_html(view.layout)
         + (
-            mesh_html(view.mesh_grid, device_groups(view.layout))
+            mesh_html(view.mesh_grid, device_groups(view.layout), device_processes(view))
             if view.mesh_grid is not None
             else ""
         )

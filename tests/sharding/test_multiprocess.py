@@ -64,6 +64,8 @@ def test_two_processes_mark_non_addressable_shards():
         other = 1 - me
         assert f"(proc {other})" in r["text"]
         assert "(remote)" in r["text"]
+        # the mesh diagram tags each device with its process
+        assert " 0 p0 " in r["text"] and " p1 " in r["text"]
         # P(None, 'local'): each column block lives once on each host; replica ids
         # count in global device order, so process 0's copies are replica 0
         assert r["replicated_remote"] == ([1, 1, 1, 1] if me == 0 else [0, 0, 0, 0])

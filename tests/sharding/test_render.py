@@ -172,3 +172,25 @@ def test_program_view_shows_its_mesh(mesh):
     assert view.mesh_grid.rows == ((0, 1), (2, 3), (4, 5), (6, 7))
     assert "mesh (data x model): device ids" in str(view)
     assert "jxs-mesh" in to_html(view)
+
+
+def test_collapsed_cells_tell_replicas_from_different_blocks(mesh3d):
+    x = jax.device_put(jnp.ones((4, 4, 4)), NamedSharding(mesh3d, P("a", "b", "c")))
+    v = js.sharding(x, dims=(0, 1))
+    cell = v.layout.cell(0, 0)
+    assert cell.device_ids == (0, 1) and cell.pieces == 2
+    assert "2 different blocks along the collapsed dimensions" in to_html(v)
+    r = js.sharding(jax.device_put(jnp.ones((4, 4)), NamedSharding(mesh3d, P("a"))))
+    assert r.layout.cell(0, 0).pieces == 1
+    assert "4 replicas of one block" in to_html(r)
+
+
+def test_pinned_host_memory_kind_is_named(mesh):
+    try:
+        s = NamedSharding(mesh, P("data"), memory_kind="pinned_host")
+        x = jax.device_put(jnp.ones((8, 2)), s)
+    except Exception as exc:  # pragma: no cover - backends without host memory
+        pytest.skip(f"no pinned_host memory here: {exc}")
+    view = js.sharding(x)
+    assert view.memory_kind == "pinned_host"
+    assert "memory: pinned_host" in str(view)
