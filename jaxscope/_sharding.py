@@ -1226,6 +1226,7 @@ def parse_collectives(
         return parsed.shape if parsed is not None else ""
 
     runs = _computation_runs(lines)
+    n_devices = module_devices(text)
     out = []
     for instr in instrs:
         kind = _OPCODE_KIND.get(instr.opcode)
@@ -1244,6 +1245,8 @@ def parse_collectives(
         else:
             groups_text = _attr(instr.attrs, "replica_groups") or ""
             groups = _groups_cached(groups_text) if groups_text else None
+            if groups == () and n_devices > 1:
+                groups = (tuple(range(n_devices)),)  # {}: every device in one group
         mesh_key = tuple(mesh.items()) if mesh else None
         if kind != "collective-permute":
             axes = _axes_cached(groups, mesh_key)
@@ -1266,6 +1269,14 @@ def parse_collectives(
             )
         )
     return out
+
+
+def module_devices(text: str) -> int:
+    """Devices an HLO module runs on: ``num_partitions`` x ``replica_count``."""
+    header = text[: text.find("\n")] if "\n" in text else text
+    parts = re.search(r"num_partitions=(\d+)", header)
+    replicas = re.search(r"replica_count=(\d+)", header)
+    return (int(parts.group(1)) if parts else 1) * (int(replicas.group(1)) if replicas else 1)
 
 
 _CALLEE = re.compile(
@@ -1668,12 +1679,7 @@ def program_shardings(
     frames = parse_stack_frames(text)
     ops = parse_op_shardings(pre_text, mesh)
     collectives = parse_collectives(text, frames, mesh)
-    n_partitions = re.search(r"num_partitions=(\d+)", text)
-    n_replicas = re.search(r"replica_count=(\d+)", text)
-    num_devices = max(
-        int(n_partitions.group(1)) if n_partitions else 1,
-        int(n_replicas.group(1)) if n_replicas else 1,
-    )
+    num_devices = module_devices(text)
     return ProgramShardingView(
         function_name=function_name(fn),
         inputs=inputs,

@@ -155,3 +155,10 @@ def test_collectives_in_nested_loops_count_their_runs():
     assert runs == {"ar": 12, "ag": 3, "cp": None, "rs": 1}
     rs = next(c for c in parse_collectives(LOOPS) if c.name == "rs")
     assert rs.bytes == 16  # the larger of its input (16 B) and output (8 B)
+
+
+def test_empty_replica_groups_mean_every_device():
+    text = OLD_FORMAT.replace("replica_groups={{0,1}}", "replica_groups={}")
+    (c,) = parse_collectives(text, mesh={"x": 2})
+    assert c.replica_groups == ((0, 1),)
+    assert c.axes == ("x",)
