@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ._jaxpr import JaxprModel, Region, render_by_line, render_text
+from ._jaxpr import JaxprModel, Region, display_lines, render_by_line, render_text
 from ._model import EqnInfo
 from ._render import Renderable
 
@@ -21,6 +21,7 @@ class JaxprView(Renderable):
     """
 
     __slots__ = (
+        "_auto_depth",
         "_text",
         "by_source",
         "closed_jaxpr",
@@ -32,6 +33,8 @@ class JaxprView(Renderable):
 
     #: Displays keep the first and last equations of longer regions (``.text`` has all).
     display_max_eqns = 200
+    #: Displays fold nested jaxprs (when no depth is set) to stay under this many lines.
+    display_max_lines = 1000
 
     def __init__(
         self,
@@ -49,6 +52,7 @@ class JaxprView(Renderable):
         self.show_source = show_source
         self.by_source = False
         self._text: str | None = None
+        self._auto_depth: int | None = -1  # -1: not computed yet
 
     @property
     def text(self) -> str:
@@ -94,13 +98,47 @@ class JaxprView(Renderable):
         """The equations grouped under each source line (with its code), in order."""
         return render_by_line(self.model, max_eqns_per_line=max_eqns)
 
+    def display_depth(self) -> int | None:
+        """The depth displays fold at: ``depth``, or when it is None the deepest
+        level that keeps the display under ``display_max_lines`` lines."""
+        if self.depth is not None:
+            return self.depth
+        if self._auto_depth == -1:
+            deepest = max((e.depth for e in self.eqns), default=0)
+            chosen: int | None = None
+            for candidate in [None, *range(deepest - 1, -1, -1)]:
+                chosen = candidate
+                lines = display_lines(
+                    self.model,
+                    max_depth=candidate,
+                    max_eqns_per_region=self.display_max_eqns,
+                )
+                if len(lines) <= self.display_max_lines:
+                    break
+            self._auto_depth = chosen
+        return self._auto_depth
+
+    def fold_note(self) -> str:
+        """A line saying nested jaxprs were folded automatically, or ``""``."""
+        depth = self.display_depth()
+        if self.depth is not None or depth is None:
+            return ""
+        return (
+            f"# nested jaxprs deeper than {depth} are folded to keep this short; "
+            "see .text, or %jaxpr --depth N"
+        )
+
     def display_text(self) -> str:
         """What a display shows: folded at ``depth``, long regions elided."""
         if self.by_source:
             return self.text_by_line(max_eqns=self.display_max_eqns)
-        return self.text_at(
-            depth=self.depth, max_eqns=self.display_max_eqns, source=self.show_source
+        text = self.text_at(
+            depth=self.display_depth(),
+            max_eqns=self.display_max_eqns,
+            source=self.show_source,
         )
+        note = self.fold_note()
+        return f"{text}\n{note}" if note else text
 
     def __str__(self) -> str:
         # Unwrapped, so each "# file:line" stays on its equation's line.

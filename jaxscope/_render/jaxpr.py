@@ -63,7 +63,9 @@ def _(view: JaxprView) -> Any:
         out.rstrip()
         return out
     lines = display_lines(
-        view.model, max_depth=view.depth, max_eqns_per_region=view.display_max_eqns
+        view.model,
+        max_depth=view.display_depth(),
+        max_eqns_per_region=view.display_max_eqns,
     )
     for line in lines:
         out.append(" " * line.indent)
@@ -74,6 +76,9 @@ def _(view: JaxprView) -> Any:
         else:
             out.append(line.text, style=_STYLES["frame"])
         out.append("\n")
+    note = view.fold_note()
+    if note:
+        out.append(note, style=_STYLES["note"])
     out.rstrip()
     return out
 

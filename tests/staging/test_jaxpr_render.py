@@ -261,3 +261,25 @@ def test_captured_arrays_are_constvars_in_the_text():
     mul = next(e for e in v.eqns if e.primitive == "mul")
     assert mul.inputs == [("b", "f32[3]"), ("a", "f32[3]")]
     assert "{ lambda a:f32[3]; b:f32[3]. let" in html_of(v)
+
+
+def many_nested(x):
+    for i in range(30):
+        x = jax.jit(chain(60 + i))(x)  # distinct bodies, so no shared trace
+    return x
+
+
+def test_many_nested_regions_fold_automatically_to_stay_short():
+    v = js.jaxpr(many_nested)(X4)
+    assert len(v.eqns) > 1_900
+    assert len(v.text.splitlines()) > 1_900  # .text keeps everything
+    assert v.display_depth() == 0
+    shown = str(v).splitlines()
+    assert len(shown) <= 100
+    assert shown[-1].startswith("# nested jaxprs deeper than 0 are folded")
+    assert "jaxpr={ ... 60 equations }" in shown[2]
+    console = new_console(200)
+    console.print(v)
+    assert "nested jaxprs deeper than 0 are folded" in console.file.getvalue()
+    v.depth = 1  # an explicit depth wins, with no note
+    assert not str(v).splitlines()[-1].startswith("# nested")
