@@ -8,3 +8,7 @@ os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
 ).strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+# pytester runs real pytest sessions for the plugin tests; pytest accepts
+# ``pytest_plugins`` only in the root conftest.
+pytest_plugins = ["pytester"]

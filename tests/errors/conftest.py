@@ -6,8 +6,6 @@ import inspect
 
 import pytest
 
-pytest_plugins = ["pytester"]
-
 
 def raised(fn, *args, **kwargs) -> BaseException:
     """Call ``fn`` and return the exception it raised (fail if it raised none)."""

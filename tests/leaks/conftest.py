@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["pytester"]
-
 
 @pytest.fixture(autouse=True)
 def no_leak_hooks_left():

@@ -5,8 +5,6 @@ from __future__ import annotations
 import jax
 import pytest
 
-pytest_plugins = ["pytester"]
-
 
 @pytest.fixture
 def x64():
