@@ -29,6 +29,7 @@ alive. While any listener is registered the miss hooks stay installed.
 from __future__ import annotations
 
 import inspect
+import re
 import threading
 import time
 import warnings
@@ -43,7 +44,7 @@ import jax
 from ._exceptions import JaxscopeError
 from ._model import SourceLoc
 from ._render import Renderable
-from ._source import loc_of_function, user_frame_of_stack
+from ._source import display_filename, loc_of_function, user_frame_of_stack
 from .compat import recompiles as _crec
 
 CAUSE_KINDS = (
@@ -586,7 +587,7 @@ class _Frame:
     __slots__ = (
         "call_site", "compiles", "fun_id", "fun_name", "fun_ref", "generation",
         "internal", "lowers", "monitored", "nested", "sig", "start", "traces",
-        "trace_started", "user_ref",
+        "eager_key", "trace_started", "user_ref",
     )
 
     def __init__(self) -> None:
@@ -595,6 +596,7 @@ class _Frame:
         self.compiles = 0
         self.monitored = 0.0
         self.trace_started = False
+        self.eager_key: tuple[str, str, int] | None = None
 
 
 class _State:
@@ -610,7 +612,10 @@ class _State:
         )
         # (file, line, qualname) of functions compiled -> how many function objects
         self.code_seen: Counter[tuple[str, int, str]] = Counter()
-        self.hooks = _crec.MissHooks(_on_start, _on_end, _on_test_event, _on_duration)
+        # (name, file, line) of computations compiled outside jit -> signatures
+        self.eager_history: dict[tuple[str, str, int], list[_Signature]] = {}
+        self.hooks = _crec.MissHooks(_on_start, _on_end, _on_test_event, _on_duration,
+                                     _on_eager_start)
 
     def stack(self) -> list[_Frame]:
         stack = getattr(self.local, "stack", None)
@@ -678,6 +683,46 @@ def _start(fun: Any, jit_info: Any, args: tuple[Any, ...],
                               RuntimeWarning, stacklevel=2)
             frame.call_site = user_frame_of_stack(3)
     stack.append(frame)
+
+
+_SOURCE = re.compile(r"^(?P<fn>.*?) at (?P<file>.*):(?P<line>\d+)$")
+
+
+def _on_eager_start(name: str, source: str, args: tuple[Any, ...]) -> Any:
+    """A transformed jitted computation run outside jit (``jax.grad(jitted_f)``'s
+    backward pass) missed the cache: a frame of its own unless inside another miss."""
+    try:
+        stack = _STATE.stack()
+        gen = _STATE.generation
+        while stack and stack[-1].generation != gen:
+            stack.pop()
+        if stack:
+            return None  # part of the miss being recorded
+        match = _SOURCE.match(source)
+        file, line = (match.group("file"), int(match.group("line"))) if match else ("", 0)
+        token = object()
+        frame = _Frame()
+        frame.generation = gen
+        frame.fun_id = id(token)
+        frame.start = time.perf_counter()
+        frame.nested = False
+        frame.internal = bool(file) and _crec.is_jax_file(file)
+        frame.sig = None
+        frame.fun_ref = frame.user_ref = None
+        frame.fun_name = f"{name} (transformed, run outside jit)"
+        frame.call_site = None
+        if not frame.internal:
+            frame.eager_key = (name, file, line)
+            frame.call_site = user_frame_of_stack(3)
+            frame.sig = _Signature(
+                (), (), _crec.trace_config(),
+                tuple(_dynamic_arg(f"args[{i}]", False, a) for i, a in enumerate(args)),
+            )
+        stack.append(frame)
+        return token
+    except Exception as exc:  # never break the user's call
+        _internal_error("eager start", exc)
+        return None
 
 
 def _on_test_event(what: str) -> None:
@@ -792,7 +837,14 @@ def _record(frame: _Frame) -> None:
             return
         user = frame.user_ref() if frame.user_ref is not None else None
         defined_at = loc_of_function(user) if user is not None else None
-        causes = _classify(fun, user, frame, defined_at)
+        if frame.eager_key is not None:
+            _, file, line = frame.eager_key
+            if file:
+                defined_at = SourceLoc(file=display_filename(file), line=line,
+                                       function=frame.eager_key[0])
+            causes = _classify_eager(frame, defined_at)
+        else:
+            causes = _classify(fun, user, frame, defined_at)
         seconds = frame.monitored or (time.perf_counter() - frame.start)
         event = RecompileEvent(
             function=frame.fun_name,
@@ -807,6 +859,34 @@ def _record(frame: _Frame) -> None:
         )
         for log in logs:
             log._add(event, fun)
+
+
+def _classify_eager(frame: _Frame, defined_at: SourceLoc | None) -> list[Cause]:
+    key = frame.eager_key
+    assert key is not None and frame.sig is not None
+    name = frame.fun_name
+    history = _STATE.eager_history.get(key)
+    fix = (f"jit the transformed function once (e.g. jax.jit(jax.grad({key[0]}))) "
+           "so the whole computation compiles together and is cached")
+    if not history:
+        _STATE.eager_history[key] = [frame.sig]
+        return [Cause(
+            kind="first_call", path=name, before="", after="",
+            hint=f"a transformation of the jitted {key[0]} (e.g. the backward pass of "
+            f"jax.grad) ran outside jit and compiled on its own: {fix}",
+        )]
+    best: list[Cause] | None = None
+    for prev in reversed(history):
+        diff = _diff(prev, frame.sig, name)
+        if best is None or len(diff) < len(best):
+            best = diff
+        if not diff:
+            break
+    history.append(frame.sig)
+    if len(history) > _HISTORY_LIMIT:
+        del history[0]
+    return best or [Cause(kind="other", path=name, before="", after="",
+                          hint=f"recompiled with identical arguments: {fix}")]
 
 
 def _classify(fun: Any, user: Any, frame: _Frame,

@@ -79,9 +79,14 @@ class MissHooks:
     been traced, lowered, compiled and run (or failed); ``on_test_event(what)`` for each
     trace/lower/compile; ``on_duration(seconds)`` for each timed phase.
 
+    ``on_eager_start(name, source, args)`` runs when a jitted computation made by a
+    transformation outside jit (the backward pass of ``jax.grad(jitted_f)``) misses
+    JAX's cache; what it returns is later passed to ``on_end`` in place of ``fun``.
+
     Relies on: ``pjit._infer_params`` (0.10) or ``pjit._trace_for_jit`` (0.9) called as
     ``(fun, jit_info, args, kwargs)`` from a closure named ``cache_miss``;
-    ``pjit._run_python_pjit``; ``util.test_event_listener``.
+    ``pjit._run_python_pjit``; ``pjit._pjit_call_impl_python`` called from a closure
+    named ``call_impl_cache_miss``; ``util.test_event_listener``.
     """
 
     def __init__(
@@ -90,7 +95,9 @@ class MissHooks:
         on_end: Callable[[Any, BaseException | None], None],
         on_test_event: Callable[[str], None],
         on_duration: Callable[[float], None],
+        on_eager_start: Callable[[str, str, tuple[Any, ...]], Any] | None = None,
     ) -> None:
+        self.on_eager_start = on_eager_start
         self.on_start = on_start
         self.on_end = on_end
         self.on_test_event = on_test_event
@@ -99,8 +106,9 @@ class MissHooks:
         self._entry_name = ""
         self._orig_entry: Any = None
         self._orig_run: Any = None
+        self._orig_impl: Any = None
         self._prev_listener: Any = None
-        self._wrappers: tuple[Any, Any, Any, Any] | None = None
+        self._wrappers: tuple[Any, Any, Any, Any, Any] | None = None
 
     def install(self) -> None:
         """Patch the miss path (idempotent)."""
@@ -135,6 +143,25 @@ class MissHooks:
             on_end(fun, None)
             return result
 
+        orig_impl = getattr(_pjit, "_pjit_call_impl_python", None)
+        on_eager_start = self.on_eager_start
+
+        def impl(*args: Any, **params: Any) -> Any:
+            if (on_eager_start is None
+                    or getframe(1).f_code.co_name != "call_impl_cache_miss"):
+                return orig_impl(*args, **params)
+            token = on_eager_start(str(params.get("name", "")),
+                                   jaxpr_source(params.get("jaxpr")), args)
+            if token is None:
+                return orig_impl(*args, **params)
+            try:
+                result = orig_impl(*args, **params)
+            except BaseException as exc:
+                on_end(token, exc)
+                raise
+            on_end(token, None)
+            return result
+
         prev = _util.test_event_listener
 
         def listener(name: str, *args: Any) -> None:
@@ -149,9 +176,12 @@ class MissHooks:
                 on_duration(seconds)
 
         self._orig_entry, self._orig_run, self._prev_listener = orig_entry, orig_run, prev
-        self._wrappers = (entry, run, listener, duration)
+        self._orig_impl = orig_impl
+        self._wrappers = (entry, run, listener, duration, impl)
         setattr(_pjit, self._entry_name, entry)
         _pjit._run_python_pjit = run
+        if orig_impl is not None and on_eager_start is not None:
+            _pjit._pjit_call_impl_python = impl
         _util.test_event_listener = listener
         jax.monitoring.register_event_duration_secs_listener(duration)
         self.installed = True
@@ -160,7 +190,9 @@ class MissHooks:
         """Restore what ``install`` replaced (where nobody patched over it since)."""
         if not self.installed or self._wrappers is None:
             return
-        entry, run, listener, duration = self._wrappers
+        entry, run, listener, duration, impl = self._wrappers
+        if getattr(_pjit, "_pjit_call_impl_python", None) is impl:
+            _pjit._pjit_call_impl_python = self._orig_impl
         if getattr(_pjit, self._entry_name, None) is entry:
             setattr(_pjit, self._entry_name, self._orig_entry)
         if getattr(_pjit, "_run_python_pjit", None) is run:
@@ -175,6 +207,21 @@ class MissHooks:
                 pass
         self._wrappers = None
         self.installed = False
+
+
+def jaxpr_source(closed_jaxpr: Any) -> str:
+    """``"loss at /path/file.py:3"``: where the function a jaxpr was traced from lives.
+
+    Relies on: ``ClosedJaxpr.jaxpr.debug_info.func_src_info``.
+    """
+    jaxpr = getattr(closed_jaxpr, "jaxpr", None)
+    info = getattr(getattr(jaxpr, "debug_info", None), "func_src_info", None)
+    return str(info) if info else ""
+
+
+def is_jax_file(filename: str) -> bool:
+    """Whether ``filename`` is inside the installed ``jax``/``jaxlib`` packages."""
+    return filename.startswith(_JAX_DIRS)
 
 
 def is_jax_internal(fun: Any) -> bool:

@@ -51,13 +51,15 @@ def test_uninstall_restores_jax():
     from jax._src import pjit, util
 
     before = (getattr(pjit, "_infer_params", None), getattr(pjit, "_trace_for_jit", None),
-              pjit._run_python_pjit, util.test_event_listener)
+              pjit._run_python_pjit, util.test_event_listener,
+              pjit._pjit_call_impl_python)
     hooks = crec.MissHooks(lambda *a: None, lambda *a: None, lambda *a: None,
-                           lambda *a: None)
+                           lambda *a: None, lambda *a: None)
     hooks.install()
     hooks.uninstall()
     after = (getattr(pjit, "_infer_params", None), getattr(pjit, "_trace_for_jit", None),
-             pjit._run_python_pjit, util.test_event_listener)
+             pjit._run_python_pjit, util.test_event_listener,
+             pjit._pjit_call_impl_python)
     assert before == after
 
 
@@ -140,3 +142,26 @@ def test_pmap_user_function_found_where_pmap_is_jit_of_shard_map():
     finally:
         hooks.uninstall()
     assert per_device in found
+
+
+def test_eager_hook_sees_the_backward_pass_of_grad_of_a_jitted_function():
+    seen = []
+    hooks = crec.MissHooks(
+        on_start=lambda *a: None, on_end=lambda *a: None,
+        on_test_event=lambda *a: None, on_duration=lambda *a: None,
+        on_eager_start=lambda name, source, args: seen.append((name, source)) or None,
+    )
+
+    def bwd_loss(x):
+        return jnp.sum(x ** 2)
+
+    f = jax.jit(bwd_loss)
+    x = jnp.ones(3)
+    hooks.install()
+    try:
+        jax.grad(f)(x)
+    finally:
+        hooks.uninstall()
+    assert seen and all(name == "bwd_loss" for name, _ in seen)
+    assert seen[-1][1].startswith("bwd_loss at ") and seen[-1][1].endswith(
+        f":{bwd_loss.__code__.co_firstlineno}")

@@ -320,3 +320,21 @@ def test_config_cause_active_mesh():
     assert (cause.kind, cause.path, cause.before, cause.after) == (
         "config", "mesh (jax.set_mesh)", "None", "x=8")
     assert "mesh" in cause.hint
+
+
+def test_backward_pass_of_eager_grad_is_its_own_event():
+    def sq_loss(x):
+        return jnp.sum(jnp.sin(x) ** 2)
+
+    f = jax.jit(sq_loss)
+    a, b = jnp.ones(3), jnp.ones(4)
+    with js.watch_recompiles() as log:
+        jax.grad(f)(a)
+        jax.grad(f)(b)
+    names = [e.function.rsplit(".", 1)[-1] for e in log.events]
+    assert names == ["sq_loss", "sq_loss (transformed, run outside jit)"] * 2
+    backward = log.events[1]
+    assert backward.compiled and not backward.traced
+    assert backward.defined_at.line == sq_loss.__code__.co_firstlineno
+    assert "jax.jit(jax.grad(" in backward.causes[0].hint
+    assert "shape" in [c.kind for c in log.events[3].causes]
