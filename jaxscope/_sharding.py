@@ -1443,6 +1443,11 @@ class ProgramShardingView(Renderable):
         return out
 
     @property
+    def collective_bytes(self) -> int:
+        """Bytes per device all collectives handle per call (loop runs counted)."""
+        return sum(c.total_bytes for c in self.collectives)
+
+    @property
     def ops_by_line(self) -> dict[tuple[str, int], list[OpSharding]]:
         """``{(file, line): [OpSharding, ...]}``: the ops each source line produced."""
         out: dict[tuple[str, int], list[OpSharding]] = {}

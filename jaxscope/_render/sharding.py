@@ -295,7 +295,12 @@ def _(view: ProgramShardingView) -> Any:
     parts: list[Any] = [
         Text(
             f"shardings of {view.function_name}: {view.num_devices} devices, mesh: "
-            f"{mesh}, {len(view.collectives)} collectives",
+            f"{mesh}, {len(view.collectives)} collectives"
+            + (
+                f" moving {format_bytes(view.collective_bytes)} per device"
+                if view.collectives
+                else ""
+            ),
             style="bold",
         )
     ]
@@ -484,7 +489,13 @@ def _(view: ProgramShardingView) -> str:
         '<div class="jxs-shard">',
         f'<div class="jxs-head">shardings of {_e(view.function_name)}: '
         f"{_e(view.num_devices)} devices, mesh: {_e(mesh)}, "
-        f"{_e(len(view.collectives))} collectives</div>",
+        f"{_e(len(view.collectives))} collectives"
+        + (
+            f" moving {_e(format_bytes(view.collective_bytes))} per device"
+            if view.collectives
+            else ""
+        )
+        + "</div>",
         _table(
             ["", "path", "sharding"],
             [["in", p, s] for p, s in view.inputs]

@@ -17,6 +17,7 @@ from jaxscope._sharding import (
     ShardInfo,
     ShardingView,
     build_layout,
+    format_bytes,
 )
 
 
@@ -194,3 +195,21 @@ def test_pinned_host_memory_kind_is_named(mesh):
     view = js.sharding(x)
     assert view.memory_kind == "pinned_host"
     assert "memory: pinned_host" in str(view)
+
+
+def test_pytree_over_two_meshes_says_mixed(mesh, mesh3d):
+    tree = {
+        "a": jax.device_put(jnp.ones(8), NamedSharding(mesh, P("data"))),
+        "b": jax.device_put(jnp.ones(8), NamedSharding(mesh3d, P("a"))),
+    }
+    view = js.sharding(tree)
+    assert view.mesh is None
+    assert "2 arrays, mesh: mixed" in str(view)
+    assert "mesh: mixed" in to_html(view)
+
+
+def test_program_header_totals_collective_bytes(mesh):
+    x = jax.device_put(jnp.ones((64, 32)), NamedSharding(mesh, P("data", "model")))
+    view = js.shardings(lambda a: jnp.sum(a, axis=1))(x)
+    assert view.collective_bytes == sum(c.bytes * c.runs for c in view.collectives) > 0
+    assert f"moving {format_bytes(view.collective_bytes)} per device" in str(view)
