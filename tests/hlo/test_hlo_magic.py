@@ -93,10 +93,10 @@ def test_hlo_magic_does_not_run_the_call(ip):
     ("line", "message"),
     [
         ("--stage bad cell_fn(x)", r"unknown stage 'bad'"),
-        ("", r"."),
-        ("cell_fn", r"."),
+        ("", r"needs a call expression"),
+        ("cell_fn", r"needs a call expression"),
         ("undefined_fn(x)", r"undefined_fn"),
-        ("cell_fn('text')", r"str"),
+        ("cell_fn('text')", r"x is a str .*cannot trace"),
     ],
 )
 def test_hlo_magic_bad_input_is_a_one_line_usage_error(ip, line, message):
