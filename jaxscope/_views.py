@@ -15,9 +15,24 @@ class JaxprView(Renderable):
 
     Attributes:
         text: the jaxpr; each equation line ends with ``# file:line`` where known.
+            Always complete; displays (``str``, rich, HTML) fold and elide instead.
         eqns: every equation at every nesting level, depth-first (``EqnInfo``).
         by_line: ``{(file, line): [EqnInfo, ...]}``.
-        closed_jaxpr: the JAX ``ClosedJaxpr`` itself.
+        source_text: ``{(file, line): code}`` where the source is known.
+        closed_jaxpr: the JAX ``ClosedJaxpr`` itself (it holds the program's
+            constants, as ``jax.make_jaxpr``'s result does).
+        depth: displays fold nested jaxprs deeper than this (None: automatic).
+        show_source: displays end equation lines with ``# file:line``.
+        by_source: displays group equations under their source lines.
+
+    Example:
+        >>> import jax.numpy as jnp, jaxscope as js
+        >>> v = js.jaxpr(lambda x: jnp.sin(x) * 2)(jnp.ones(3))
+        >>> print(v.text_at(source=False))
+        { lambda ; a:f32[3]. let
+            b:f32[3] = sin a
+            c:f32[3] = mul b 2.0:f32[]
+          in (c,) }
     """
 
     __slots__ = (

@@ -1,0 +1,16 @@
+"""The Examples in the staging docstrings run as written."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+from jaxscope import _api, _views
+
+
+@pytest.mark.parametrize("module", [_api, _views], ids=lambda m: m.__name__)
+def test_docstring_examples_run(module):
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0
+    assert result.failed == 0
