@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
 import jax
 import pytest
 
@@ -23,3 +29,39 @@ def no_hooks_left():
 
     yield
     assert not hooks_installed(), "a recompile watcher was left running"
+
+
+class PytestRun:
+    """A scratch directory where a real pytest runs in a subprocess.
+
+    pytester's ``runpytest_subprocess`` without the ``pytester`` plugin, which only a
+    rootdir conftest may enable (``pytest_plugins`` in a sub-directory conftest is an
+    error when the whole suite runs).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        (path / "pytest.ini").write_text("[pytest]\n")
+
+    def makepyfile(self, **files: str) -> None:
+        for name, text in files.items():
+            (self.path / f"{name}.py").write_text(textwrap.dedent(text).lstrip("\n"))
+
+    def makeini(self, text: str) -> None:
+        (self.path / "pytest.ini").write_text(textwrap.dedent(text))
+
+    def runpytest_subprocess(self, *args: str) -> pytest.RunResult:
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+             f"--basetemp={self.path / '.basetemp'}", *args],
+            cwd=self.path, capture_output=True, text=True, timeout=300,
+        )
+        return pytest.RunResult(proc.returncode, proc.stdout.splitlines(),
+                                proc.stderr.splitlines(), time.perf_counter() - start)
+
+
+@pytest.fixture
+def pytester(tmp_path):
+    """A ``PytestRun`` in a fresh directory (the subset of pytester these tests use)."""
+    return PytestRun(tmp_path)
