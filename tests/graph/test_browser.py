@@ -289,3 +289,23 @@ def test_wheel_zooms_drag_pans_and_buttons_zoom(gpage, tmp_path, nested):
     assert _transform(page)[2] < k2
     page.locator(".jsg-fit").click()
     assert _transform(page)[2] == pytest.approx(k0)
+
+
+def test_a_flat_program_is_split_into_artificial_layers_at_top_level(gpage, tmp_path):
+    page = gpage
+
+    def f(x):
+        for _ in range(300):
+            x = jnp.sin(x)
+        return x
+
+    view = js.graph(f)(jnp.ones(2))
+    assert len(view.groups) == 0 and len(view.nodes) == 302
+    _open_static(page, tmp_path, view)
+    # 302 top-level items: 4 artificial layers of at most 100, all closed
+    assert _visible(page) == 4
+    assert page.locator(".jsg-group.jsg-k-chunk").count() == 4
+    last = page.locator(".jsg-group.jsg-k-chunk").nth(3)
+    assert "2 nodes" in last.text_content()
+    last.click()
+    assert page.locator(".jsg-node").count() == 2
