@@ -84,6 +84,7 @@ def new_console(width: int = 100, *, color: bool = False, file: Any = None) -> A
         file=file if file is not None else io.StringIO(),
         color_system="standard" if color else None,
         force_terminal=color,
+        force_jupyter=False,  # inside Jupyter rich would display instead of writing to `file`
         legacy_windows=False,
         highlight=False,
         soft_wrap=False,
