@@ -60,6 +60,15 @@ class _Frame:
     function: str | None
 
 
+# Front-end machinery JAX counts as user code: a call site traced through ``%hlo`` or a
+# pytest run must show the cell / test line, not IPython's or pytest's own frames.
+_MACHINERY = re.compile(
+    r"[/\\](?:site|dist)-packages[/\\](?:IPython|ipykernel|ipykernel_launcher\.py|"
+    r"traitlets|tornado|zmq|_pytest|pytest|pluggy|nbclient|jupyter_client|debugpy)"
+    r"(?:[/\\]|$)"
+)
+
+
 class _LocResolver:
     """Raw frames → ``SourceLoc`` (innermost user frame), remembering raw file names."""
 
@@ -71,7 +80,11 @@ class _LocResolver:
     def _is_user(self, file: str) -> bool:
         known = self._user.get(file)
         if known is None:
-            known = self._user[file] = is_user_file(file)
+            known = self._user[file] = (
+                is_user_file(file)
+                and not file.startswith("<frozen ")
+                and _MACHINERY.search(file) is None
+            )
         return known
 
     def loc(self, frames: list[_Frame]) -> SourceLoc | None:

@@ -109,3 +109,22 @@ def test_hlo_magic_bad_input_is_a_one_line_usage_error(ip, line, message):
 def test_hlo_magic_help_lists_the_stages(ip):
     doc = ip.find_line_magic("hlo").__doc__
     assert "--stage" in doc and "--cost" in doc
+
+
+def test_call_site_ops_of_a_magic_point_at_the_magic_line_not_ipython(ip):
+    ip.run_cell(
+        "import jax.numpy as jnp\n"
+        "from jax import lax\n"
+        "def summed(x):\n"
+        "    c, _ = lax.scan(lambda c, a: (c + a, None), jnp.zeros(3), x)\n"
+        "    return c\n"
+        "xs = jnp.ones((4, 3))\n",
+        store_history=True,
+    )
+    with capture_output() as captured:
+        result = ip.run_cell("%hlo --stage stablehlo summed(xs)", store_history=True)
+    assert result.success
+    plain = captured.outputs[0].data["text/plain"]
+    # the jit-level constant is attributed to the call site: the %hlo line itself
+    assert f"# In [{result.execution_count}]:1" in plain
+    assert "-packages" not in plain
