@@ -39,6 +39,15 @@ def test_graph_bundle_is_built_from_the_current_sources():
     assert entry["bundle_sha256"] == _sha(STATIC / entry["bundle"]), STALE
 
 
+def test_every_bundle_in_build_json_is_current():
+    """Other widgets built by extension/build.mjs (listed in its ENTRIES) too."""
+    for name, entry in _record()["entries"].items():
+        assert entry["sources"] == _inputs(name), f"{name}: {STALE}"
+        assert entry["bundle_sha256"] == _sha(STATIC / entry["bundle"]), (
+            f"{name}: {STALE}"
+        )
+
+
 def test_build_records_the_esbuild_version_of_the_lockfile():
     lock = json.loads((EXTENSION / "package-lock.json").read_text("utf-8"))
     locked = lock["packages"]["node_modules/esbuild"]["version"]
