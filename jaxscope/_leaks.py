@@ -147,6 +147,12 @@ class LeakReport(Renderable):
         self._seen[key] = (ref, len(self.leaks))
         self.leaks.append(leak)
 
+    def _record(self, tracer: Any) -> Leak | None:
+        entry = self._seen.get(id(tracer))
+        if entry is not None and entry[0]() is tracer:
+            return self.leaks[entry[1]]
+        return None
+
     def __repr__(self) -> str:
         return f"<LeakReport: {len(self.leaks)} leak(s)>"
 
@@ -238,7 +244,8 @@ class _Walker:
         if type(parent) is dict:
             return self._through_dict(parent, child, depth, on_path)
         if isinstance(parent, types.CellType):
-            return self._cell_root(parent), []
+            root = self._cell_root(parent)
+            return (root, []) if root is not None else None
         if isinstance(parent, (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)):
             return self._generator_root(parent, child), []
         if isinstance(parent, tuple):
@@ -301,7 +308,7 @@ class _Walker:
         step = _Step(f"[{key!r}]", "dict")
         return self._above(parent, step, depth, on_path)
 
-    def _cell_root(self, cell: types.CellType) -> _Root:
+    def _cell_root(self, cell: types.CellType) -> _Root | None:
         for closure in self.referrers(cell):
             if not isinstance(closure, tuple):
                 continue
@@ -309,7 +316,7 @@ class _Walker:
                 if isinstance(fn, types.FunctionType) and fn.__closure__ is closure:
                     index = closure.index(cell)
                     return _Root("closure", fn.__code__.co_freevars[index], _qualname(fn))
-        return _Root("closure", "?", "")
+        return None  # a cell of a running frame only: not a place that outlives it
 
     def _generator_root(self, gen: Any, child: Any) -> _Root:
         frame = getattr(gen, "gi_frame", None) or getattr(gen, "cr_frame", None) or getattr(gen, "ag_frame", None)
@@ -479,6 +486,7 @@ class _Session:
         try:
             self.undo.append(_cl.install_trace_end_hook(self.on_trace_end))
             self.undo.append(_cl.install_escape_hook(self.on_escape))
+            self.undo.append(_cl.install_misuse_hook(self.on_misuse))
             self.undo.append(
                 _cl.install_body_end_hook(_cl.unchecked_trace_types(), self.on_body_end)
             )
@@ -522,7 +530,7 @@ class _Session:
         with self._guard() as free:
             if free:
                 gc.collect()
-                self._check(trace, safe=True, hint="pmap" if _cl.pmap_on_stack() else None)
+                self._check(trace, hint="pmap" if _cl.pmap_on_stack() else None)
 
     def on_body_end(self, trace: Any) -> None:
         with self._guard() as free:
@@ -531,32 +539,41 @@ class _Session:
             hint = _cl.api_transformation_on_stack()
             if hint is not None:
                 self.hints[id(trace)] = (weakref.ref(trace), hint)
-            self._check(trace, safe=False)
+            self._check(trace)
 
     def on_escape(self, tracer: Any) -> str | None:
         with self._guard() as free:
             if not free:
                 return None
             try:
-                leak = self._leak(tracer, None, safe=True)
+                leak = self._leak(tracer, None)
                 if leak is None:  # pragma: no cover - found_in "" is still a leak
                     return None
                 leak = dataclasses.replace(leak, used_at=user_frame_of_stack(1))
                 for report in list(self.reports):
                     report._add(tracer, leak)
+                    leak = report._record(tracer) or leak
                 return f"jaxscope: leaked {leak.describe()}"
             except Exception as exc:  # never replace JAX's error with ours
                 _warn(exc)
                 return None
 
+    def on_misuse(self, tracer: Any) -> str | None:
+        """``float(t)`` / ``np.asarray(t)`` / ``bool(t)`` of a tracer: if ``t`` leaked
+        (its trace has ended), the same account as ``on_escape``."""
+        trace = _cl.trace_of(tracer)
+        leaked = not _cl.trace_is_valid(trace) or any(
+            id(tracer) in r._seen and r._seen[id(tracer)][0]() is tracer
+            for r in self.reports
+        )
+        if not leaked:
+            return None
+        return self.on_escape(tracer)
+
     # -- finding ------------------------------------------------------------------
 
-    def _check(self, trace: Any, *, safe: bool, hint: str | None = None) -> None:
-        """Report each tracer of ``trace`` that a user-visible place holds.
-
-        ``safe``: JAX has dropped its own references (a JAX leak checkpoint), so a
-        user container that nothing names is a leak too.
-        """
+    def _check(self, trace: Any, *, hint: str | None = None) -> None:
+        """Report each tracer of ``trace`` that a named, user-visible place holds."""
         if not self.reports:
             return
         try:
@@ -566,7 +583,7 @@ class _Session:
             del refs
             for i in range(len(tracers)):
                 tracer = tracers[i]
-                leak = self._leak(tracer, (tracers,), safe=safe, hint=hint)
+                leak = self._leak(tracer, (tracers,), hint=hint)
                 if leak is None:
                     continue
                 for report in list(self.reports):
@@ -579,7 +596,6 @@ class _Session:
         tracer: Any,
         ignore: tuple[Any, ...] | None,
         *,
-        safe: bool,
         hint: str | None = None,
     ) -> Leak | None:
         """The ``Leak`` record of ``tracer``; None if nothing user-visible holds it.
@@ -600,14 +616,14 @@ class _Session:
         if not home_file:
             home_file = _file_of_src_info(_cl.traced_function(tracer))
         holder = holder_of(tracer, ignore or (), home_file)
-        if holder is None:
+        if holder is None or not holder[1]:
+            # Only JAX's objects, or a container nothing names, hold it: JAX keeps such
+            # containers alive around a finished trace, so they are not reported.
             if ignore is not None:
                 return None
             found_in = ""
         else:
-            found_in, named = holder
-            if not named and not safe and ignore is not None:
-                return None
+            found_in = holder[0]
         argument = created_at is None or _cl.is_argument(tracer)
         if created_at is None:
             created_at = user_frame_of_stack(1)

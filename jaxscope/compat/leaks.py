@@ -408,3 +408,54 @@ def is_argument(tracer: Any) -> bool:
     if invars is None or var is None:
         return False
     return any(v is var for v in list(invars))
+
+
+def trace_is_valid(trace: Any) -> bool:
+    """Whether ``trace`` is still running (JAX invalidates a jaxpr trace when it ends).
+
+    Relies on: ``Trace.is_valid()``; True where absent.
+    """
+    is_valid = getattr(trace, "is_valid", None)
+    return bool(is_valid()) if callable(is_valid) else True
+
+
+def install_misuse_hook(on_misuse: Callable[[Any], str | None]) -> Undo:
+    """Call ``on_misuse(tracer)`` when JAX builds a concretization error for a tracer
+    (``float(t)``, ``np.asarray(t)``, ``bool(t)``, ``int(t)``); a returned string is put
+    before the message. JAX's message alone says "while tracing the function f", even
+    when ``t`` leaked and the trace ended long ago.
+
+    Relies on: ``__init__(self, tracer, ...)`` of ``jax.errors.ConcretizationTypeError``,
+    ``TracerArrayConversionError``, ``TracerBoolConversionError``,
+    ``TracerIntegerConversionError``, each setting ``args[0]`` to the message.
+    """
+    import jax.errors as _errors
+
+    saved: list[tuple[type, Any]] = []
+    for name in (
+        "ConcretizationTypeError",
+        "TracerArrayConversionError",
+        "TracerBoolConversionError",
+        "TracerIntegerConversionError",
+    ):
+        cls = getattr(_errors, name, None)
+        init = getattr(cls, "__dict__", {}).get("__init__")
+        if cls is None or init is None:
+            continue
+
+        def wrapped(self: Any, tracer: Any, *args: Any, _init: Any = init, **kw: Any) -> None:
+            _init(self, tracer, *args, **kw)
+            if not self.args or str(self.args[0]).startswith("jaxscope:"):
+                return
+            prefix = on_misuse(tracer)
+            if prefix:
+                self.args = (f"{prefix}\n{self.args[0]}", *self.args[1:])
+
+        saved.append((cls, init))
+        cls.__init__ = wrapped  # type: ignore[misc]
+
+    def undo() -> None:
+        for cls, init in saved:
+            cls.__init__ = init  # type: ignore[misc]
+
+    return undo

@@ -189,3 +189,31 @@ def test_api_transformation_on_stack_is_none_outside_jax():
         return cl.api_transformation_on_stack()
 
     assert probe() is None
+
+
+def test_trace_is_valid_while_the_trace_runs():
+    seen = []
+
+    def f(x):
+        seen.append(cl.trace_is_valid(cl.trace_of(x)))
+        return x
+
+    jax.jit(f)(1.0)
+    assert seen == [True]
+    assert cl.trace_is_valid(object()) is True
+
+
+def test_misuse_hook_prefixes_conversion_errors_and_is_undone():
+    jax.jit(_make())(1.0)
+    seen = []
+    undo = cl.install_misuse_hook(lambda t: seen.append(cl.aval_str(t)) or "PREFIX")
+    try:
+        with pytest.raises(jax.errors.ConcretizationTypeError) as info:
+            float(kept[0])
+    finally:
+        undo()
+    assert str(info.value).startswith("PREFIX\n")
+    assert seen == ["f32[]"]
+    with pytest.raises(jax.errors.ConcretizationTypeError) as info:
+        float(kept[0])
+    assert not str(info.value).startswith("PREFIX")

@@ -500,3 +500,42 @@ def test_doctest_example_of_check_leaks_runs():
     for t in tests:
         runner.run(t)
     assert runner.failures == 0
+
+
+@pytest.mark.parametrize("convert", [float, np.asarray, bool], ids=["float", "asarray", "bool"])
+def test_converting_a_leaked_tracer_names_the_leak_not_a_running_trace(convert):
+    with js.check_leaks(raise_on_leak=False) as report:
+        jax.jit(leaky)(1.0)
+        with pytest.raises(TypeError) as info:
+            convert(store[0])  # L:convert
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("jaxscope: leaked f32[] tracer from jit, created at ")
+    assert "stored in global list `store`[0]" in first
+    assert only_leak(report).used_at.line == line_of("L:convert")
+
+
+def test_a_concretization_error_inside_a_running_trace_is_left_alone():
+    def f(x):
+        return x if x > 0 else -x
+
+    with js.check_leaks(raise_on_leak=False) as report:
+        with pytest.raises(jax.errors.TracerBoolConversionError) as info:
+            jax.jit(f)(1.0)
+    assert "jaxscope" not in str(info.value)
+    assert report.leaks == []
+
+
+def test_retrace_false_blocks_share_one_cache():
+    def f(x):
+        store.append(x * 2)
+        return x
+
+    jitted = jax.jit(f)
+    first = check(lambda: jitted(1.0))
+    assert len(first.leaks) == 1
+    store.clear()
+    with js.check_leaks(raise_on_leak=False, retrace=False) as shared1:
+        jitted(1.0)
+    with js.check_leaks(raise_on_leak=False, retrace=False) as shared2:
+        jitted(1.0)
+    assert len(shared1.leaks) == 1 and shared2.leaks == []  # cached in shared1's trace
