@@ -26,7 +26,7 @@ import linecache
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ._exceptions import InvalidCallError, JaxscopeError
 from ._model import OpInfo, SourceLoc
@@ -106,11 +106,13 @@ class _LocResolver:
 
 # --------------------------------------------------------------------------- HLO text
 
-_HLO_SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+HLO_SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _TABLE_ROW = re.compile(r"^(\d+)\s+(.*)$")
 _ATTR = re.compile(r"(\w+)=(-?\d+)")
 _QUOTED = re.compile(r'^"((?:[^"\\]|\\.)*)"$')
-_COMPUTATION = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s*(?:\(.*\)\s*->\s*.*)?\{\s*$")
+COMPUTATION_HEADER = re.compile(
+    r"^(ENTRY\s+)?%?([\w.\-]+)\s*(?:\(.*\)\s*->\s*.*)?\{\s*$"
+)
 _INSTRUCTION = re.compile(r"^\s+(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$")
 _OPCODE = re.compile(r"([\w\-]+)\(")
 _CALLS = re.compile(r"\bcalls=%?([\w.\-]+)")
@@ -244,10 +246,10 @@ def parse_hlo(text: str) -> ParsedOps:
             continue
         if line[0] != " ":
             stripped = line.strip()
-            if stripped in _HLO_SECTIONS:
+            if stripped in HLO_SECTIONS:
                 section = stripped
                 continue
-            match = _COMPUTATION.match(line)
+            match = COMPUTATION_HEADER.match(line)
             if match is not None:
                 section = None
                 computation = match.group(2)
@@ -323,7 +325,7 @@ def parse_hlo(text: str) -> ParsedOps:
 # --------------------------------------------------------------------------- StableHLO
 
 _LOC_ALIAS = re.compile(r"^#(loc\d*)\s*=\s*loc\((.*)\)\s*$")
-_FUNC = re.compile(r"^\s*func\.func\s+(?:\w+\s+)?@([\w.$\-]+)")
+FUNC_HEADER = re.compile(r"^\s*func\.func\s+(?:\w+\s+)?@([\w.$\-]+)")
 _MLIR_OP = re.compile(
     r'^\s*(?:(%[\w#:$.\-]+(?:\s*,\s*%[\w#:$.\-]+)*)\s*=\s*)?"?([a-z_][\w.]*)"?'
 )
@@ -499,7 +501,7 @@ def parse_stablehlo(debug_text: str) -> ParsedOps:
             code = line[:at]
         else:
             loc_expr, code = None, line
-        func = _FUNC.match(code)
+        func = FUNC_HEADER.match(code)
         if func is not None:
             computation = func.group(1)
         elif stripped.startswith("}"):
@@ -527,15 +529,16 @@ def parse_stablehlo(debug_text: str) -> ParsedOps:
     ops: list[OpInfo] = []
     resolved: dict[str, tuple[SourceLoc | None, str]] = {}
     for _, name, opcode, shape, comp, loc_expr in rows:
-        known = resolved.get(loc_expr) if loc_expr else (None, "")
-        if known is None:
-            try:
-                frames, op_name = locs.resolve(loc_expr)
-            except (
-                RecursionError
-            ):  # a pathological chain: no source rather than a crash
-                frames, op_name = [], ""
-            known = resolved[loc_expr] = (resolver.loc(frames), op_name)
+        known: tuple[SourceLoc | None, str] | None = (None, "")
+        if loc_expr:
+            known = resolved.get(loc_expr)
+            if known is None:
+                # a pathological location chain gives no source rather than a crash
+                try:
+                    frames, op_name = locs.resolve(loc_expr)
+                except RecursionError:
+                    frames, op_name = [], ""
+                known = resolved[loc_expr] = (resolver.loc(frames), op_name)
         source, op_name = known
         ops.append(
             OpInfo(
@@ -573,15 +576,16 @@ def normalize_cost(raw: Any) -> dict[str, float] | None:
         return None
     if isinstance(raw, (list, tuple)):
         merged: dict[str, float] = {}
-        for part in raw:
+        for part in cast("list[Any]", raw):
             if isinstance(part, Mapping):
-                for key, value in part.items():
+                for key, value in cast("Mapping[Any, Any]", part).items():
                     if isinstance(value, (int, float)):
                         merged[str(key)] = merged.get(str(key), 0.0) + float(value)
         raw = merged
     if not isinstance(raw, Mapping) or not raw:
         return None
-    numbers = {str(k): float(v) for k, v in raw.items() if isinstance(v, (int, float))}
+    items = cast("Mapping[Any, Any]", raw).items()
+    numbers = {str(k): float(v) for k, v in items if isinstance(v, (int, float))}
     if not numbers:
         return None
     out: dict[str, float] = {}
@@ -731,7 +735,7 @@ def _align_hlo_lines(parsed: ParsedOps, text: str) -> ParsedOps:
         if not line:
             continue
         if line[0] != " ":
-            match = _COMPUTATION.match(line)
+            match = COMPUTATION_HEADER.match(line)
             if match is not None:
                 computation = match.group(2)
             continue

@@ -20,7 +20,7 @@ import os
 import re
 from typing import Any
 
-from .._hlo import _COMPUTATION, _FUNC, _HLO_SECTIONS
+from .._hlo import COMPUTATION_HEADER, FUNC_HEADER, HLO_SECTIONS
 from .._hlo_view import HloView
 from .._model import OpInfo, SourceLoc
 from . import html, rich_renderable
@@ -122,7 +122,7 @@ def _spans(line: str, stage: str) -> list[tuple[str, str]]:
         return [(line, "dim" if line.startswith("#loc") else "")]
     match = _HLO_OP.match(line)
     if match is None:
-        return [(line, "bold" if _COMPUTATION.match(line) else "")]
+        return [(line, "bold" if COMPUTATION_HEADER.match(line) else "")]
     indent, root, name, eq, shape, space, opcode, rest = match.groups()
     spans = [
         (indent, ""),
@@ -331,10 +331,10 @@ def _html_line(line: str, stage: str) -> str:
 def _is_block_start(line: str, stage: str) -> str | None:
     """The computation name if ``line`` opens a computation / function block."""
     if stage == "stablehlo":
-        match = _FUNC.match(line)
+        match = FUNC_HEADER.match(line)
         return match.group(1) if match is not None else None
     if line[:1] not in (" ", "") and line.rstrip().endswith("{"):
-        match = _COMPUTATION.match(line)
+        match = COMPUTATION_HEADER.match(line)
         return match.group(2) if match is not None else None
     return None
 
@@ -394,11 +394,11 @@ def _(view: HloView) -> str:
     in_tables = False
     for index, line in enumerate(lines):
         name = _is_block_start(line, view.stage) if block_indent is None else None
-        if block_indent is None and not in_tables and line in _HLO_SECTIONS:
+        if block_indent is None and not in_tables and line in HLO_SECTIONS:
             in_tables = True
             out.append(
                 '<details class="jxh-comp"><summary>source tables ('
-                + ", ".join(_HLO_SECTIONS)
+                + ", ".join(HLO_SECTIONS)
                 + ")</summary>"
             )
         if in_tables and name is not None:
