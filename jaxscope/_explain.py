@@ -1163,6 +1163,43 @@ def _largest_buffers(inner: _Entry, site: _Site, limit: int = 3) -> list[str]:
     return out
 
 
+# --------------------------------------------------------------------------- leaks
+
+
+def _leak_holder(exc: BaseException, home_file: str) -> str:
+    """Where the leaked tracer of an ``UnexpectedTracerError`` is stored ("" if unknown).
+
+    The tracer is still a local of the JAX frames that raised (kept under IPython's
+    ``tracebackhide`` filtering and with filtering off); the leak checker's referrer
+    walk names what holds it.
+    """
+    try:
+        from . import _leaks
+    except ImportError:
+        return ""
+    holder_of = getattr(_leaks, "holder_of", None)
+    if holder_of is None:
+        return ""
+    tracebacks = [exc.__traceback__]
+    unfiltered = _cerrors.unfiltered_cause(exc)
+    if unfiltered is not None:
+        tracebacks.append(unfiltered.__traceback__)
+    for tb in tracebacks:
+        for frame, _line in _traceback.walk_tb(tb):
+            if not _cerrors.is_jax_file(frame.f_code.co_filename):
+                continue
+            for value in list(frame.f_locals.values()):
+                if not type(value).__name__.endswith("Tracer"):
+                    continue
+                try:
+                    found = holder_of(value, home_file=home_file)
+                except Exception:
+                    return ""
+                if found:
+                    return str(found[0])
+    return ""
+
+
 # --------------------------------------------------------------------------- explain
 
 
@@ -1388,6 +1425,10 @@ def _explain(exc: BaseException) -> ErrorReport:
 
     if category == "out_of_memory" and inner is not None:
         context.extend(_largest_buffers(inner, site))
+    if category == "leak" and is_jax and not text.startswith("Leaked trace"):
+        holder = _leak_holder(exc, inner.filename if inner is not None else "")
+        if holder:
+            context.append(f"leaked into: {holder}")
     if nan_origin is not None:
         where = f" in {nan_origin.where}" if nan_origin.where else ""
         context.append(f"found by stepping the call with concrete values{where}")
@@ -1619,6 +1660,11 @@ def _message_and_hint(
         if leak is None and traced_fn:
             leaked_from = f" from {traced_fn} (traced for {transform})"
         message = f"A tracer escaped{leaked_from} and is used after its trace ended"
+        known = [
+            c[len("leaked into: ") :] for c in context if c.startswith("leaked into: ")
+        ]
+        if known and not holders:
+            message = f"A tracer escaped{leaked_from}: it is still stored in {known[0]}"
         if holders:
             unique = list(dict.fromkeys(holders))
             message = f"A tracer escaped{leaked_from}: it is still referenced by {', '.join(unique)}"

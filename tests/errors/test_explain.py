@@ -141,11 +141,6 @@ def huge(x):
 _STORE = []
 
 
-def leaky(x):
-    _STORE.append(x * 2.0)
-    return x
-
-
 _HELD = []
 
 
@@ -155,8 +150,13 @@ def holds(x):
 
 
 def use_leaked():
+    def leaky(x):  # a new function each call, so every call traces (and leaks) again
+        _STORE.append(x * 2.0)
+        return x
+
+    _STORE.clear()
     jax.jit(leaky)(1.0)
-    return _STORE.pop() + 1.0  # <- error
+    return _STORE[0] + 1.0  # <- error
 
 
 def raises_itself(x):
@@ -349,6 +349,19 @@ def test_unexpected_tracer_error_names_the_leaking_function(catch, line_of):
     assert report.traced_function == "leaky"
     assert "leaky" in report.message
     assert "js.check_leaks()" in report.hint
+
+
+def test_unexpected_tracer_error_names_where_the_tracer_is_stored(catch):
+    before = jax.config.jax_traceback_filtering
+    jax.config.update("jax_traceback_filtering", "tracebackhide")  # what IPython uses
+    try:
+        report = js.explain(catch(use_leaked))
+    finally:
+        jax.config.update("jax_traceback_filtering", before)
+        _STORE.clear()
+    assert report.category == "leak"
+    assert "leaked into: global list `_STORE`[0]" in report.jax_context
+    assert "stored in global list `_STORE`[0]" in report.message
 
 
 def test_leak_found_by_jax_checking_leaks_names_the_holder(catch):
