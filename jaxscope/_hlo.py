@@ -687,14 +687,24 @@ class HloCapture:
     def parsed(self) -> ParsedOps:
         """The op table, parsed on first use."""
         if self._parsed is None:
+            try:
+                source_text = self.debug_text()
+            except Exception:
+                # No debug-info printer for this program: ops without sources.
+                source_text = self.text
             if self.stage == "stablehlo":
-                self._parsed = parse_stablehlo(self.debug_text())
+                self._parsed = parse_stablehlo(source_text)
             else:
-                parsed = parse_hlo(self.debug_text())
+                parsed = parse_hlo(source_text)
                 if self.stage == "hlo":
                     parsed = _align_hlo_lines(parsed, self.text)
                 self._parsed = parsed
         return self._parsed
+
+    @property
+    def lowered(self) -> Any:
+        """The ``jax.stages.Lowered`` the text came from."""
+        return self._lowered
 
     @property
     def ops(self) -> list[OpInfo]:

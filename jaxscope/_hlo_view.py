@@ -26,6 +26,7 @@ class HloView(Renderable):
         memory: ``argument_bytes``, ``output_bytes``, ``temp_bytes``,
             ``alias_bytes``, ``generated_code_bytes`` (None where unknown), or None.
         show_cost: displays include the cost/memory table (``%hlo --cost``).
+        lowered, compiled: JAX's own stage objects, for anything not shown here.
 
     The op table, cost and memory are computed on first access.
     """
@@ -74,6 +75,17 @@ class HloView(Renderable):
     @property
     def memory(self) -> dict[str, int | None] | None:
         return self._capture.memory
+
+    @property
+    def lowered(self) -> Any:
+        """The ``jax.stages.Lowered`` of the call (``.compiler_ir()``, ``.as_text(...)``)."""
+        return self._capture.lowered
+
+    @property
+    def compiled(self) -> Any:
+        """The ``jax.stages.Compiled`` of the call (compiled on first use for
+        ``stablehlo`` / ``hlo``); never executed by jaxscope."""
+        return self._capture.compiled()
 
     def source_line(self, file: str, line: int) -> str:
         """The user's source text at ``(file, line)`` (notebook cells included), or ``""``."""

@@ -415,3 +415,11 @@ def test_custom_jvp_rule_ops_map_to_the_rule(line_in):
     rule_ops = _ops_at(view, line_in(_soft_jvp, "MARK soft rule"))
     assert rule_ops
     assert all(op.source.function == "_soft_jvp" for op in rule_ops)
+
+
+def test_stage_objects_are_available_for_power_users():
+    view = js.hlo(dense, stage="hlo")(X, W)
+    assert isinstance(view.lowered, jax.stages.Lowered)
+    assert view.lowered.as_text(dialect="hlo") == view.text
+    assert isinstance(view.compiled, jax.stages.Compiled)
+    assert view.compiled is view.compiled  # compiled once
