@@ -19,6 +19,7 @@ Run: python benchmarks/bench_leaks.py
 from __future__ import annotations
 
 import contextlib
+import itertools
 import statistics
 import time
 from collections.abc import Callable
@@ -45,7 +46,7 @@ def make_workload() -> Callable[[], Any]:
     @jax.jit
     def step(params, x, y):
         grads = jax.grad(loss)(params, x, y)
-        return [(w - 0.1 * gw, b - 0.1 * gb) for (w, b), (gw, gb) in zip(params, grads)]
+        return [(w - 0.1 * gw, b - 0.1 * gb) for (w, b), (gw, gb) in zip(params, grads, strict=False)]
 
     batched = jax.jit(jax.vmap(lambda p, x: mlp(p, x[None])[0], in_axes=(None, 0)))
 
@@ -58,7 +59,7 @@ def make_workload() -> Callable[[], Any]:
     key = jax.random.PRNGKey(0)
     sizes = [16, 32, 32, 8]
     params = []
-    for i, (m, n) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for i, (m, n) in enumerate(itertools.pairwise(sizes)):
         params.append((jax.random.normal(jax.random.fold_in(key, i), (m, n)) * 0.1, jnp.zeros(n)))
     x = jnp.ones((64, 16))
     y = jnp.zeros((64, 8))

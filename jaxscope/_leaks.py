@@ -239,7 +239,7 @@ class _Walker:
         tracer = _cl.tracer_type()
         if isinstance(parent, tracer) or _cl.is_jax_internal(parent):
             return None
-        if isinstance(parent, type(self)) or isinstance(parent, (LeakReport, _Session)):
+        if isinstance(parent, (type(self), LeakReport, _Session)):
             return None
         if type(parent) is dict:
             return self._through_dict(parent, child, depth, on_path)
@@ -519,10 +519,8 @@ class _Session:
     def on_created(self, tracer: Any) -> None:
         if getattr(self.local, "busy", False):
             return
-        try:
+        with contextlib.suppress(TypeError):
             self.born[id(tracer)] = (weakref.ref(tracer), _cl.current_traceback())
-        except TypeError:
-            pass
         if len(self.born) > 50_000:
             self.born = {k: v for k, v in self.born.items() if v[0]() is not None}
 
@@ -676,7 +674,7 @@ def _cache_salt() -> Any:
     return _SALT[0]
 
 
-class check_leaks:  # noqa: N801 - a context manager named like a function, as in JAX
+class check_leaks:
     """Check a block for leaked tracers; ``__enter__`` returns the ``LeakReport``.
 
     Every trace that ends inside the block is checked (jit, grad, vjp, jvp, vmap,

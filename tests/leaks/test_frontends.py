@@ -22,13 +22,13 @@ def _report(*leaks: Leak) -> LeakReport:
 
 
 def _leak(**kw) -> Leak:
-    base = dict(
-        aval="f32[3]",
-        transformation="jit",
-        created_at=SourceLoc(file="In [4]", line=2, function="f"),
-        found_in="global list `cache`[0]",
-        function="f at In [4]:1",
-    )
+    base = {
+        "aval": "f32[3]",
+        "transformation": "jit",
+        "created_at": SourceLoc(file="In [4]", line=2, function="f"),
+        "found_in": "global list `cache`[0]",
+        "function": "f at In [4]:1",
+    }
     base.update(kw)
     return Leak(**base)
 
