@@ -20,7 +20,6 @@ from __future__ import annotations
 import bisect
 import functools
 import glob
-import inspect
 import itertools
 import json
 import math
@@ -38,6 +37,7 @@ from ._exceptions import InvalidCallError, JaxscopeError
 from ._model import SourceLoc
 from ._render import Renderable
 from ._source import display_filename
+from ._staging import _param_names as _staging_param_names
 from ._staging import check_callable, function_name, trace
 from .compat import sharding as _csharding
 
@@ -1513,15 +1513,7 @@ def _param_names(fn: Any) -> list[str]:
         if nxt is None:
             break
         inner = nxt
-    try:
-        sig = inspect.signature(inner)
-    except (TypeError, ValueError):
-        return []
-    return [
-        p.name
-        for p in sig.parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
+    return _staging_param_names(inner)
 
 
 def _specs_with_paths(tree: Any, prefix: str) -> list[tuple[str, str]]:
