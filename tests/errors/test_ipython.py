@@ -155,3 +155,16 @@ def test_previous_custom_handler_is_chained_and_restored(ip):
     finally:
         ip.CustomTB, ip.custom_exceptions = original
         ip.run_line_magic("load_ext", "jaxscope")
+
+
+def test_automatic_pdb_still_opens_after_the_report(jax_ns, monkeypatch):
+    ip = jax_ns
+    run(ip, RELU)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("q\n"))
+    ip.run_line_magic("pdb", "on")
+    try:
+        _, _, out = run(ip, "jax.jit(relu)(1.0)")
+    finally:
+        ip.run_line_magic("pdb", "off")
+    assert "hint:" in out
+    assert out.index("hint:") < out.index("ipdb>")
