@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from .._explain import ErrorReport
-from . import html, rich_renderable
+from . import html, new_console, rich_renderable
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -42,26 +42,8 @@ def text_of(
     color: bool = False,
     soft_wrap: bool = False,
 ) -> str:
-    """The rich rendering of ``report`` as text.
-
-    Its own console sets ``force_jupyter=False``: a default rich ``Console`` inside a
-    Jupyter kernel displays what it prints as an extra cell output instead of writing it
-    to its file.
-    """
-    import io
-
-    from rich.console import Console
-
-    console = Console(
-        width=width,
-        file=io.StringIO(),
-        color_system="standard" if color else None,
-        force_terminal=color,
-        force_jupyter=False,
-        legacy_windows=False,
-        highlight=False,
-        soft_wrap=False,
-    )
+    """The rich rendering of ``report`` as text (optionally coloured, soft-wrapped)."""
+    console = new_console(width, color=color)
     console.print(rich_renderable(report), soft_wrap=soft_wrap)
     return console.file.getvalue().rstrip("\n")
 
