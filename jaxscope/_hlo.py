@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import linecache
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -114,9 +114,9 @@ COMPUTATION_HEADER = re.compile(
     r"^(ENTRY\s+)?%?([\w.\-]+)\s*(?:\(.*\)\s*->\s*.*)?\{\s*$"
 )
 _INSTRUCTION = re.compile(r"^\s+(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$")
-_OPCODE = re.compile(r"([\w\-]+)\(")
+OPCODE = re.compile(r"([\w\-]+)\(")
 _CALLS = re.compile(r"\bcalls=%?([\w.\-]+)")
-_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
+OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 _STACK_FRAME_ID = re.compile(r"\bstack_frame_id=(\d+)")
 _SOURCE_FILE = re.compile(r'\bsource_file="((?:[^"\\]|\\.)*)"')
 _SOURCE_LINE = re.compile(r"\bsource_line=(\d+)")
@@ -183,6 +183,24 @@ class _StackFrameTable:
                 attrs.get("parent_frame_id", 0),
             )
 
+    def frame(self, frame_id: int) -> _Frame | None:
+        """Frame ``frame_id``'s own location (its parents not followed), if known."""
+        entry = self.stack_frames.get(frame_id)
+        if entry is None:
+            return None
+        location = self.file_locations.get(entry[0])
+        if location is None:
+            return None
+        file = self.file_names.get(location.get("file_name_id", 0))
+        if file is None:
+            return None
+        return _Frame(
+            file,
+            location.get("line", 0),
+            location.get("column", -1),
+            self.function_names.get(location.get("function_name_id", 0)),
+        )
+
     def frames(self, frame_id: int) -> list[_Frame]:
         """The stack of frame ``frame_id``, innermost first."""
         cached = self._chains.get(frame_id)
@@ -193,25 +211,64 @@ class _StackFrameTable:
         current = frame_id
         while current in self.stack_frames and current not in seen:
             seen.add(current)
-            location_id, parent = self.stack_frames[current]
-            location = self.file_locations.get(location_id)
-            if location is not None:
-                file = self.file_names.get(location.get("file_name_id", 0))
-                if file is not None:
-                    function = self.function_names.get(
-                        location.get("function_name_id", 0)
-                    )
-                    chain.append(
-                        _Frame(
-                            file,
-                            location.get("line", 0),
-                            location.get("column", -1),
-                            function,
-                        )
-                    )
-            current = parent - 1  # printed parent ids are offset by one; 0 = none
+            frame = self.frame(current)
+            if frame is not None:
+                chain.append(frame)
+            # printed parent ids are offset by one; 0 = none
+            current = self.stack_frames[current][1] - 1
         self._chains[frame_id] = chain
         return chain
+
+
+def iter_lines(text: str) -> Iterator[str]:
+    """The lines of ``text``, split lazily (for readers that stop early)."""
+    start = 0
+    while True:
+        end = text.find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1
+
+
+def read_frame_tables(lines: Iterable[str]) -> _StackFrameTable:
+    """The ``FileNames`` / ``FunctionNames`` / ``FileLocations`` / ``StackFrames`` tables.
+
+    They precede the computations of a module, so reading stops at the first
+    computation header: with ``iter_lines`` only the head of a large module is read.
+    """
+    table = _StackFrameTable()
+    section: str | None = None
+    for line in lines:
+        if not line or line[0] == " ":
+            continue
+        stripped = line.strip()
+        if stripped in HLO_SECTIONS:
+            section = stripped
+        elif COMPUTATION_HEADER.match(line) is not None:
+            break
+        elif section is not None and stripped[:1].isdigit():
+            table.add(section, stripped)
+    return table
+
+
+def stack_frame_id(metadata: str) -> int | None:
+    """The ``stack_frame_id=N`` of an op's metadata (jax >= 0.9), if any."""
+    found = _STACK_FRAME_ID.search(metadata)
+    return int(found.group(1)) if found is not None else None
+
+
+def inline_frame(metadata: str) -> _Frame | None:
+    """The frame of older inline ``source_file=`` / ``source_line=`` metadata, if any."""
+    file = _SOURCE_FILE.search(metadata)
+    line_no = _SOURCE_LINE.search(metadata)
+    if file is None or line_no is None:
+        return None
+    column = _SOURCE_COLUMN.search(metadata)
+    return _Frame(
+        file.group(1), int(line_no.group(1)), int(column.group(1)) if column else -1, None
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,8 +288,8 @@ def parse_hlo(text: str) -> ParsedOps:
     Sources come from the ``StackFrames`` tables or the older inline metadata.
     """
     resolver = _LocResolver()
-    table = _StackFrameTable()
-    section: str | None = None
+    lines = text.splitlines()
+    table = read_frame_tables(lines)
     computation = ""
     rows: list[
         tuple[int, str, str, str, str, str]
@@ -241,31 +298,22 @@ def parse_hlo(text: str) -> ParsedOps:
     sources: list[SourceLoc | None] = []
     op_names: list[str] = []
     frame_locs: dict[int, SourceLoc | None] = {}
-    for index, line in enumerate(text.splitlines()):
+    for index, line in enumerate(lines):
         if not line:
             continue
         if line[0] != " ":
-            stripped = line.strip()
-            if stripped in HLO_SECTIONS:
-                section = stripped
-                continue
             match = COMPUTATION_HEADER.match(line)
             if match is not None:
-                section = None
                 computation = match.group(2)
-                continue
-            if stripped == "}":
+            elif line.strip() == "}":
                 computation = ""
-                continue
-            if section is not None and stripped[:1].isdigit():
-                table.add(section, stripped)
             continue
         match = _INSTRUCTION.match(line)
         if match is None:
             continue
         name, rest = match.group(2), match.group(3)
         shape, tail = _split_shape(rest)
-        opcode_match = _OPCODE.match(tail)
+        opcode_match = OPCODE.match(tail)
         opcode = opcode_match.group(1) if opcode_match else tail.split(" ", 1)[0]
         if opcode == "fusion":
             calls = _CALLS.search(tail)
@@ -278,31 +326,19 @@ def parse_hlo(text: str) -> ParsedOps:
         meta_at = tail.find("metadata={")
         if meta_at >= 0:
             meta = tail[meta_at:]
-            found = _OP_NAME.search(meta)
+            found = OP_NAME.search(meta)
             if found is not None:
                 op_name = found.group(1).replace('\\"', '"')
-            frame = _STACK_FRAME_ID.search(meta)
-            if frame is not None:
-                frame_id = int(frame.group(1))
+            frame_id = stack_frame_id(meta)
+            if frame_id is not None:
                 if frame_id in frame_locs:
                     source = frame_locs[frame_id]
                 else:
                     source = frame_locs[frame_id] = resolver.loc(table.frames(frame_id))
             else:
-                file = _SOURCE_FILE.search(meta)
-                line_no = _SOURCE_LINE.search(meta)
-                if file is not None and line_no is not None:
-                    column = _SOURCE_COLUMN.search(meta)
-                    source = resolver.loc(
-                        [
-                            _Frame(
-                                file.group(1),
-                                int(line_no.group(1)),
-                                int(column.group(1)) if column else -1,
-                                None,
-                            )
-                        ]
-                    )
+                frame = inline_frame(meta)
+                if frame is not None:
+                    source = resolver.loc([frame])
         op_names.append(op_name)
         sources.append(source)
     ops = [

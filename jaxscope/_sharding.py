@@ -21,7 +21,6 @@ import bisect
 import functools
 import glob
 import itertools
-import json
 import math
 import os
 import re
@@ -34,6 +33,14 @@ import jax
 import numpy as np
 
 from ._exceptions import InvalidCallError, JaxscopeError
+from ._hlo import (
+    OP_NAME,
+    OPCODE,
+    inline_frame,
+    iter_lines,
+    read_frame_tables,
+    stack_frame_id,
+)
 from ._model import SourceLoc
 from ._render import Renderable
 from ._source import display_filename
@@ -801,13 +808,7 @@ _DTYPE_BYTES = {
 }
 _ARRAY_SHAPE = re.compile(r"\b([a-z]\w*)\[([\d,\s]*)\]")
 _NAME_HEAD = re.compile(r"\s*(?:ROOT\s+)?%?([^\s=]+)\s=\s")
-_OPCODE = re.compile(r"([\w\-]+)\(")
 _COMP_HEAD = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
-_STACK_ID = re.compile(r"stack_frame_id=(\d+)")
-_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
-_OLD_SRC = re.compile(r'source_file="((?:[^"\\]|\\.)*)"\s+source_line=(\d+)')
-_TABLE_ROW = re.compile(r"^(\d+)\s+(.*)$")
-_KV = re.compile(r"(\w+)=(-?\d+)")
 
 COLLECTIVE_KINDS = (
     "all-reduce",
@@ -882,7 +883,7 @@ def parse_instruction(line: str, computation: str = "") -> HloInstr | None:
         shape, rest = rest[:end], rest[end:].lstrip()
     else:
         shape, _, rest = rest.partition(" ")
-    op = _OPCODE.match(rest)
+    op = OPCODE.match(rest)
     if op is None:
         return None
     start = op.end() - 1
@@ -946,67 +947,36 @@ def parse_stack_frames(text: str) -> dict[int, SourceLoc]:
     """``stack_frame_id`` -> the innermost ``SourceLoc`` of that frame (jax >= 0.9).
 
     The tables (``FileNames``, ``FunctionNames``, ``FileLocations``, ``StackFrames``)
-    precede the computations; a frame's own location is its innermost one.
+    precede the computations and are read by ``_hlo.read_frame_tables``, which stops
+    at the first computation; a frame's own location is its innermost one.
     """
-    tables: dict[str, dict[int, str]] = {}
-    current: dict[int, str] | None = None
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
-            current = tables.setdefault(stripped, {})
-            continue
-        if current is None:
-            continue
-        if not stripped:
-            continue
-        row = _TABLE_ROW.match(stripped)
-        if row is None:
-            if stripped.startswith("%") or stripped.startswith("ENTRY"):
-                break
-            current = None
-            continue
-        current[int(row.group(1))] = row.group(2)
-    if "StackFrames" not in tables:
-        return {}
-
-    def unquote(raw: str) -> str:
-        try:
-            return str(json.loads(raw))
-        except ValueError:
-            return raw.strip('"')
-
-    files = {k: unquote(v) for k, v in tables.get("FileNames", {}).items()}
-    functions = {k: unquote(v) for k, v in tables.get("FunctionNames", {}).items()}
-    locations: dict[int, SourceLoc] = {}
-    for key, raw in tables.get("FileLocations", {}).items():
-        kv = dict((k, int(v)) for k, v in _KV.findall(raw))
-        file = files.get(kv.get("file_name_id", -1))
-        if file is None or "line" not in kv:
-            continue
-        column = kv.get("column")
-        locations[key] = SourceLoc(
-            file=display_filename(file),
-            line=kv["line"],
-            column=column if column is not None and column >= 0 else None,
-            function=functions.get(kv.get("function_name_id", -1)),
-        )
+    table = read_frame_tables(iter_lines(text))
+    shown: dict[str, str] = {}
     frames: dict[int, SourceLoc] = {}
-    for key, raw in tables["StackFrames"].items():
-        kv = dict((k, int(v)) for k, v in _KV.findall(raw))
-        loc = locations.get(kv.get("file_location_id", -1))
-        if loc is not None:
-            frames[key] = loc
+    for key in table.stack_frames:
+        frame = table.frame(key)
+        if frame is None or frame.line <= 0:
+            continue
+        file = shown.get(frame.file)
+        if file is None:
+            file = shown[frame.file] = display_filename(frame.file)
+        frames[key] = SourceLoc(
+            file=file,
+            line=frame.line,
+            column=frame.column if frame.column >= 0 else None,
+            function=frame.function,
+        )
     return frames
 
 
 def source_of(attrs: str, frames: dict[int, SourceLoc]) -> SourceLoc | None:
     """The ``SourceLoc`` of an instruction's metadata (compact or old inline form)."""
-    match = _STACK_ID.search(attrs)
-    if match is not None:
-        return frames.get(int(match.group(1)))
-    old = _OLD_SRC.search(attrs)
-    if old is not None:
-        return SourceLoc(file=display_filename(old.group(1)), line=int(old.group(2)))
+    frame_id = stack_frame_id(attrs)
+    if frame_id is not None:
+        return frames.get(frame_id)
+    frame = inline_frame(attrs)
+    if frame is not None:
+        return SourceLoc(file=display_filename(frame.file), line=frame.line)
     return None
 
 
@@ -1252,7 +1222,7 @@ def parse_collectives(
             axes = _axes_cached(groups, mesh_key)
         else:
             axes = _permute_axes(groups, mesh)
-        op_name = _OP_NAME.search(instr.attrs)
+        op_name = OP_NAME.search(instr.attrs)
         out.append(
             Collective(
                 name=instr.name,
@@ -1360,7 +1330,7 @@ def parse_op_shardings(
         raw = _attr(instr.attrs, "sharding")
         if raw is None:
             continue
-        op_name = _OP_NAME.search(instr.attrs)
+        op_name = OP_NAME.search(instr.attrs)
         out.append(
             OpSharding(
                 name=instr.name,
