@@ -251,16 +251,6 @@ def test_bad_dims_are_errors(mesh3d):
         js.sharding(x, spec=P("a"))
 
 
-@pytest.mark.skipif(
-    not hasattr(jax.sharding, "PositionalSharding"),
-    reason="PositionalSharding was removed from this JAX",
-)
-def test_positional_sharding_where_it_exists(devices):  # pragma: no cover - old JAX
-    s = jax.sharding.PositionalSharding(devices).reshape(4, 2)
-    x = jax.device_put(jnp.ones((8, 4)), s)
-    assert_matches_addressable_shards(js.sharding(x), x)
-
-
 def test_view_holds_no_array(mesh):
     import gc
     import weakref

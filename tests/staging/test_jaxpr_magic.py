@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import pytest
@@ -93,8 +92,6 @@ def test_depth_folds_and_source_groups(shell):
 
 
 def test_graph_option_shows_the_graph_view(shell):
-    if importlib.util.find_spec("jaxscope._graph_view") is None:
-        pytest.skip("the graph view is not built")
     run(shell, "def f2(x):\n    return jnp.sin(x) + 1.0\n")
     data = magic(shell, "--graph f2(x)")
     assert data["text/plain"].startswith("graph of f2")
