@@ -8,8 +8,9 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics
+from IPython.core.magic_arguments import parse_argstring
 
-from .._exceptions import JaxscopeError
+from .._exceptions import InvalidCallError, JaxscopeError
 
 
 class JaxscopeMagics(Magics):
@@ -66,6 +67,26 @@ def split_options(magic_fn: Any, line: str) -> tuple[str, str]:
             rest = rest.lstrip()
             options.append(value)
     return " ".join(options), rest
+
+
+def parse_magic_args(magic_fn: Any, line: str, verbatim: str | None = None) -> Any:
+    """Parse a magic's ``line`` with its ``magic_arguments``; errors in one line.
+
+    ``-h`` / ``--help`` among the leading options prints the magic's help and raises
+    ``HelpShown`` (see ``split_options``); an argparse error becomes a one-line
+    ``InvalidCallError``. With ``verbatim="call"`` only the leading options go
+    through argparse and ``opts.call`` is ``[rest of the line]`` (or ``[]``),
+    untouched: argparse would strip the quotes of string arguments and take ``-1``
+    for an option.
+    """
+    options, rest = split_options(magic_fn, line)
+    try:
+        opts = parse_argstring(magic_fn, options if verbatim is not None else line)
+    except Exception as exc:  # argparse errors are UsageErrors already; keep one line
+        raise InvalidCallError(str(exc).splitlines()[0]) from None
+    if verbatim is not None:
+        setattr(opts, verbatim, [rest] if rest else [])
+    return opts
 
 
 def show(obj: Any) -> None:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from IPython.core.magic import line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
-from .._exceptions import InvalidCallError
 from .callparse import parse_call
-from .common import JaxscopeMagics, show, usage_errors
+from .common import JaxscopeMagics, parse_magic_args, show, usage_errors
 
 
 @magics_class
@@ -31,10 +30,7 @@ class GraphMagics(JaxscopeMagics):
         In Jupyter it is an interactive widget (pan, zoom, expand groups, click a node
         for its shapes, params and source line, search); elsewhere a text summary.
         """
-        try:
-            opts = parse_argstring(self.jaxgraph, line)
-        except Exception as exc:  # argparse errors: keep one line
-            raise InvalidCallError(str(exc).splitlines()[0]) from None
+        opts = parse_magic_args(self.jaxgraph, line)
         from .. import _api
 
         parsed = parse_call(" ".join(opts.call), self.shell.user_ns, "jaxgraph")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from IPython.core.magic import line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from .._exceptions import InvalidCallError
 from .._purity import PurityFinding, PurityLog
-from .common import JaxscopeMagics, show, usage_errors
+from .common import JaxscopeMagics, parse_magic_args, show, usage_errors
 
 _KEY = "purity"
 
@@ -81,10 +81,7 @@ class PurityMagics(JaxscopeMagics):
     @usage_errors
     def purity(self, line: str) -> Any:
         """Stale captured values and trace-time side effects, checked after each cell."""
-        try:
-            opts = parse_argstring(self.purity, line)
-        except Exception as exc:
-            raise InvalidCallError(str(exc).splitlines()[0]) from None
+        opts = parse_magic_args(self.purity, line)
         session = _session(self.state)
         if opts.action == "on":
             session.log.start()

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from IPython.core.magic import line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from .._exceptions import InvalidCallError
 from .._recompiles import RecompileEvents, RecompileLog
-from .common import JaxscopeMagics, show, usage_errors
+from .common import JaxscopeMagics, parse_magic_args, show, usage_errors
 
 _ACTIONS = ("on", "off", "report", "reset", "status", "log")
 _KEY = "recompiles"
@@ -52,10 +52,7 @@ class RecompileMagics(JaxscopeMagics):
     @usage_errors
     def recompiles(self, line: str) -> Any:
         """Watch every jit recompile of the session and show its cause as it happens."""
-        try:
-            opts = parse_argstring(self.recompiles, line)
-        except Exception as exc:
-            raise InvalidCallError(str(exc).splitlines()[0]) from None
+        opts = parse_magic_args(self.recompiles, line)
         action = opts.action
         if action not in _ACTIONS:
             raise InvalidCallError(

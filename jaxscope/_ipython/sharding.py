@@ -13,18 +13,11 @@ import ast
 from typing import Any
 
 from IPython.core.magic import line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from .._exceptions import InvalidCallError
 from .callparse import parse_call
-from .common import JaxscopeMagics, show, usage_errors
-
-
-def _parse(magic_fn: Any, line: str) -> Any:
-    try:
-        return parse_argstring(magic_fn, line)
-    except Exception as exc:  # argparse errors: keep one line
-        raise InvalidCallError(str(exc).splitlines()[0]) from None
+from .common import JaxscopeMagics, parse_magic_args, show, usage_errors
 
 
 def _dims(text: str | None) -> tuple[int, ...] | None:
@@ -93,7 +86,7 @@ class ShardingMagics(JaxscopeMagics):
         output shardings, each op's sharding, and every collective with its source
         line. ``--array`` shows the array a call returns instead.
         """
-        opts = _parse(self.sharding, line)
+        opts = parse_magic_args(self.sharding, line)
         text = " ".join(opts.expr).strip()
         if not text:
             raise InvalidCallError(

@@ -5,28 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from IPython.core.magic import line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from .._exceptions import InvalidCallError
 from .callparse import parse_call
-from .common import JaxscopeMagics, show, split_options, usage_errors
+from .common import JaxscopeMagics, parse_magic_args, show, usage_errors
 
 _STAGES = ("stablehlo", "hlo", "optimized")
-
-
-def _parse(magic_fn: Any, line: str) -> Any:
-    """Options before the call via ``magic_arguments``; the call itself verbatim.
-
-    ``opts.call`` is ``[call text]`` (or ``[]``): argparse would strip the quotes of
-    string arguments and take ``-1`` for an option.
-    """
-    options, call = split_options(magic_fn, line)
-    try:
-        opts = parse_argstring(magic_fn, options)
-    except Exception as exc:  # argparse errors are UsageErrors already; keep one line
-        raise InvalidCallError(str(exc).splitlines()[0]) from None
-    opts.call = [call] if call else []
-    return opts
 
 
 @magics_class
@@ -62,7 +47,7 @@ class StagingMagics(JaxscopeMagics):
         CALL is traced, never run: a plain function is traced afresh each time, a
         jax.jit-wrapped one through its own (cached) trace.
         """
-        opts = _parse(self.jaxpr, line)
+        opts = parse_magic_args(self.jaxpr, line, verbatim="call")
         if opts.depth is not None and opts.depth < 0:
             raise InvalidCallError(
                 f"--depth must be >= 0, got {opts.depth}; use e.g. --depth 1"
@@ -92,7 +77,7 @@ class StagingMagics(JaxscopeMagics):
     @usage_errors
     def hlo(self, line: str) -> Any:
         """Show the StableHLO / HLO / optimized HLO of CALL with source lines."""
-        opts = _parse(self.hlo, line)
+        opts = parse_magic_args(self.hlo, line, verbatim="call")
         if opts.stage not in _STAGES:
             raise InvalidCallError(
                 f"unknown stage {opts.stage!r}; use --stage stablehlo, hlo or optimized"

@@ -11,13 +11,13 @@ import sys
 from typing import IO, Any
 
 from IPython.core.magic import line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
-from .._exceptions import InvalidCallError, JaxscopeError
+from .._exceptions import JaxscopeError
 from .._render.stepper import listing_text, location_text, values_text, where_text
 from .._stepper import Stepper, step
 from .callparse import parse_call
-from .common import JaxscopeMagics, show, usage_errors
+from .common import JaxscopeMagics, parse_magic_args, show, usage_errors
 
 _HELP = """commands (pdb style):
   s(tep)            run the equation, or enter its nested jaxpr
@@ -199,13 +199,6 @@ def _in_kernel(shell: Any) -> bool:
     return getattr(shell, "kernel", None) is not None
 
 
-def _parse(magic_fn: Any, line: str) -> Any:
-    try:
-        return parse_argstring(magic_fn, line)
-    except Exception as exc:
-        raise InvalidCallError(str(exc).splitlines()[0]) from None
-
-
 @magics_class
 class StepperMagics(JaxscopeMagics):
     @magic_arguments()
@@ -220,10 +213,7 @@ class StepperMagics(JaxscopeMagics):
     def jaxstep(self, line: str) -> Any:
         """Step through CALL equation by equation (jit disabled): a widget in notebooks,
         a pdb-like prompt in a terminal. The stepper is kept in ``_jaxstep``."""
-        if line.strip() in ("-h", "--help"):
-            print(self.jaxstep.__doc__)
-            return None
-        opts = _parse(self.jaxstep, line)
+        opts = parse_magic_args(self.jaxstep, line)
         parsed = parse_call(" ".join(opts.call), self.shell.user_ns, "jaxstep")
         stepper = step(parsed.function)(*parsed.args, **parsed.kwargs)
         for spec in opts.breaks:

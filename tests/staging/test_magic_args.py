@@ -1,0 +1,33 @@
+"""``parse_magic_args``, shared by every jaxscope magic: --help and one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+
+MAGICS = ["jaxpr", "hlo", "jaxgraph", "sharding", "recompiles", "purity", "jaxstep"]
+
+
+@pytest.mark.parametrize("name", MAGICS)
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_prints_usage_and_does_nothing(ip, name, flag):
+    with capture_output() as cap:
+        result = ip.run_line_magic(name, flag)
+    assert result is None
+    assert f"%{name} [" in cap.stdout
+    assert "_jaxstep" not in ip.user_ns
+
+
+@pytest.mark.parametrize("name", MAGICS)
+def test_unknown_option_is_a_one_line_usage_error(ip, name):
+    with pytest.raises(UsageError) as info:
+        ip.run_line_magic(name, "--bogus")
+    assert str(info.value) == "unrecognized arguments: --bogus"
+
+
+def test_call_after_options_is_kept_verbatim(ip):
+    ip.run_cell("def f(s, n): return n")
+    # argparse would have split the string and taken -b / -1 for options
+    with pytest.raises(UsageError, match=r"s is a str \('a  -b'\)"):
+        ip.run_line_magic("jaxpr", "--no-source f('a  -b', -1)")
