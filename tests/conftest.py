@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
 
@@ -75,3 +76,22 @@ def require_chromium() -> str:
             pytest.fail("Chromium is missing on CI: .ci/run must apt-get install chromium")
         pytest.skip("Chromium not installed (apt-get install chromium)")
     return path
+
+
+def source_line_of(fn, marker: str) -> int:
+    """The file line number of the first source line of ``fn`` containing ``marker``."""
+    fn = inspect.unwrap(fn)
+    lines, start = inspect.getsourcelines(fn)
+    for offset, text in enumerate(lines):
+        if marker in text:
+            return start + offset
+    raise AssertionError(f"{marker!r} not in the source of {fn.__name__}")
+
+
+@pytest.fixture
+def line_of():
+    """``line_of(fn, marker)``: the line of ``fn``'s source holding ``marker``.
+
+    (tests/errors overrides it with a variant whose marker defaults to "# <- error".)
+    """
+    return source_line_of

@@ -93,10 +93,10 @@ def test_optimized_text_is_the_compiled_text():
 
 
 @pytest.mark.parametrize("stage", ["stablehlo", "hlo", "optimized"])
-def test_ops_carry_the_user_line_in_every_stage(stage, line_in):
+def test_ops_carry_the_user_line_in_every_stage(stage, line_of):
     view = js.hlo(dense, stage=stage)(X, W)
-    dot_line = line_in(dense, "MARK dot")
-    tanh_line = line_in(dense, "MARK tanh")
+    dot_line = line_of(dense, "MARK dot")
+    tanh_line = line_of(dense, "MARK tanh")
     dots = _ops_at(view, dot_line)
     assert dots, f"no op mapped to line {dot_line}: {sorted(view.by_line)}"
     assert all(op.source.file == HERE for op in dots)
@@ -108,27 +108,27 @@ def test_ops_carry_the_user_line_in_every_stage(stage, line_in):
 
 
 @pytest.mark.parametrize("stage", ["stablehlo", "hlo", "optimized"])
-def test_jit_inside_jit_maps_inner_ops_to_the_inner_function(stage, line_in):
+def test_jit_inside_jit_maps_inner_ops_to_the_inner_function(stage, line_of):
     view = js.hlo(outer, stage=stage)(X)
-    sin_ops = _ops_at(view, line_in(inner, "MARK inner sin"))
+    sin_ops = _ops_at(view, line_of(inner, "MARK inner sin"))
     assert any(op.opcode in ("sine", "stablehlo.sine") for op in sin_ops)
     assert all(op.source.function == "inner" for op in sin_ops)
-    cos_ops = _ops_at(view, line_in(outer, "MARK outer cos"))
+    cos_ops = _ops_at(view, line_of(outer, "MARK outer cos"))
     assert any(op.opcode in ("cosine", "stablehlo.cosine") for op in cos_ops)
 
 
 @pytest.mark.parametrize("stage", ["stablehlo", "hlo", "optimized"])
-def test_scan_body_ops_map_to_the_body_line(stage, line_in):
+def test_scan_body_ops_map_to_the_body_line(stage, line_of):
     view = js.hlo(scanned, stage=stage)(jnp.ones((5, 3)))
-    exp_ops = _ops_at(view, line_in(scanned, "MARK scan exp"))
+    exp_ops = _ops_at(view, line_of(scanned, "MARK scan exp"))
     assert any(op.opcode in ("exponential", "stablehlo.exponential") for op in exp_ops)
     assert all(op.source.function.endswith("body") for op in exp_ops)
 
 
-def test_source_columns_are_recorded(line_in):
+def test_source_columns_are_recorded(line_of):
     view = js.hlo(dense, stage="hlo")(X, W)
     (dot,) = [
-        op for op in _ops_at(view, line_in(dense, "MARK dot")) if op.opcode == "dot"
+        op for op in _ops_at(view, line_of(dense, "MARK dot")) if op.opcode == "dot"
     ]
     with open(HERE) as source:
         source_line = source.read().splitlines()[dot.source.line - 1]
@@ -155,7 +155,7 @@ def test_hlo_parameters_are_listed_without_a_source():
     assert [op.shape for op in params] == ["f32[8,4]", "f32[4,4]"]
 
 
-def test_stablehlo_ops_have_types_and_functions(line_in):
+def test_stablehlo_ops_have_types_and_functions(line_of):
     view = js.hlo(outer, stage="stablehlo")(X)
     computations = {op.computation for op in view.ops}
     assert "main" in computations and "inner" in computations
@@ -165,11 +165,11 @@ def test_stablehlo_ops_have_types_and_functions(line_in):
     assert not any(op.opcode.endswith("return") for op in view.ops)
 
 
-def test_stablehlo_while_takes_the_location_after_its_region(line_in):
+def test_stablehlo_while_takes_the_location_after_its_region(line_of):
     view = js.hlo(scanned, stage="stablehlo")(jnp.ones((5, 3)))
     (loop,) = [op for op in view.ops if op.opcode == "stablehlo.while"]
     assert loop.source is not None
-    assert loop.source.line == line_in(scanned, "lax.scan(")
+    assert loop.source.line == line_of(scanned, "lax.scan(")
 
 
 def test_op_lines_point_at_the_op_in_the_text():
@@ -185,7 +185,7 @@ def test_op_lines_point_at_the_op_in_the_text():
 # ------------------------------------------------------------------ fusions
 
 
-def test_optimized_ops_inside_fusions_name_their_fusion(line_in):
+def test_optimized_ops_inside_fusions_name_their_fusion(line_of):
     view = js.hlo(fusable, stage="optimized")(X)
     fusions = {op.name for op in view.ops if op.opcode == "fusion"}
     assert fusions
@@ -194,7 +194,7 @@ def test_optimized_ops_inside_fusions_name_their_fusion(line_in):
     assert {op.fusion for op in members} <= fusions
     sin = [
         op
-        for op in _ops_at(view, line_in(fusable, "MARK fuse sin"))
+        for op in _ops_at(view, line_of(fusable, "MARK fuse sin"))
         if op.opcode == "sine"
     ]
     assert sin and sin[0].fusion in fusions
@@ -346,7 +346,7 @@ def test_views_from_trace_and_capture_agree():
     assert captured.text == js.hlo(dense)(X, W).text
 
 
-def test_shard_map_collectives_map_to_the_user_line(line_in):
+def test_shard_map_collectives_map_to_the_user_line(line_of):
     from jax.sharding import PartitionSpec as P
 
     mesh = jax.make_mesh((8,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
@@ -355,7 +355,7 @@ def test_shard_map_collectives_map_to_the_user_line(line_in):
         return lax.psum(jnp.sin(a), "x")  # MARK psum
 
     fn = jax.jit(jax.shard_map(per_shard, mesh=mesh, in_specs=P("x"), out_specs=P()))
-    line = line_in(per_shard, "MARK psum")
+    line = line_of(per_shard, "MARK psum")
     for stage, opcode in [
         ("stablehlo", "stablehlo.all_reduce"),
         ("hlo", "all-reduce"),
@@ -391,28 +391,28 @@ def branching(x, flag):
 
 
 @pytest.mark.parametrize("stage", ["stablehlo", "hlo", "optimized"])
-def test_cond_branches_and_checkpoint_map_to_their_lines(stage, line_in):
+def test_cond_branches_and_checkpoint_map_to_their_lines(stage, line_of):
     view = js.hlo(branching, stage=stage)(X, True)
     want = {
         "MARK cond yes": ("sine", "stablehlo.sine"),
         "MARK cond no": ("cosine", "stablehlo.cosine"),
         "MARK remat": ("tanh", "stablehlo.tanh"),
     }
-    cond_line = line_in(branching, "lax.cond(")
+    cond_line = line_of(branching, "lax.cond(")
     for marker, opcodes in want.items():
-        line = line_in(branching, marker)
+        line = line_of(branching, marker)
         ops = [op for op in view.ops if op.opcode in opcodes]
         assert ops, (stage, marker)
         # jax 0.10 records a branch's own line; 0.9 records the lax.cond call line
         assert {op.source.line for op in ops} <= {line, cond_line}, (stage, marker)
         assert all(op.source.file == HERE for op in ops)
-    remat = _ops_at(view, line_in(branching, "MARK remat"))
+    remat = _ops_at(view, line_of(branching, "MARK remat"))
     assert any(op.opcode in want["MARK remat"] for op in remat)
 
 
-def test_custom_jvp_rule_ops_map_to_the_rule(line_in):
+def test_custom_jvp_rule_ops_map_to_the_rule(line_of):
     view = js.hlo(jax.grad(lambda x: soft(x).sum()), stage="hlo")(X)
-    rule_ops = _ops_at(view, line_in(_soft_jvp, "MARK soft rule"))
+    rule_ops = _ops_at(view, line_of(_soft_jvp, "MARK soft rule"))
     assert rule_ops
     assert all(op.source.function == "_soft_jvp" for op in rule_ops)
 

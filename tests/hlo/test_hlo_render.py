@@ -28,7 +28,7 @@ def scoped(x):
 
 
 @pytest.mark.parametrize("stage", ["stablehlo", "hlo", "optimized"])
-def test_text_shows_every_line_with_source_comments(stage, line_in):
+def test_text_shows_every_line_with_source_comments(stage, line_of):
     view = js.hlo(model, stage=stage)(X)
     text = to_text(view, width=400)
     first, *rest = text.splitlines()
@@ -36,7 +36,7 @@ def test_text_shows_every_line_with_source_comments(stage, line_in):
         {"stablehlo": "StableHLO", "hlo": "HLO", "optimized": "optimized HLO"}[stage]
     )
     assert "of model" in first
-    sin_line = line_in(model, "MARK sin")
+    sin_line = line_of(model, "MARK sin")
     assert f"# {HERE}:{sin_line}" in text
     # every line of the text is shown, in order (the annotations are appended)
     shown = [line.split("  # ")[0].rstrip() for line in rest]
@@ -77,12 +77,12 @@ def test_cost_rows_say_when_the_backend_gives_nothing():
 
 
 @pytest.mark.parametrize("stage", ["stablehlo", "hlo", "optimized"])
-def test_html_links_ops_and_source_lines(stage, line_in):
+def test_html_links_ops_and_source_lines(stage, line_of):
     view = js.hlo(model, stage=stage)(X)
     bundle = view._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html"}
     html = bundle["text/html"]
-    sin_line = line_in(model, "MARK sin")
+    sin_line = line_of(model, "MARK sin")
     # the source pane shows the user's code of that line
     assert "y = jnp.sin(x) * 2.0" in html
     match = re.search(r'<div class="jxh-s" data-k="(\d+)"[^>]*title="([^"]*)"', html)
