@@ -88,14 +88,14 @@ def _watchers(opts: argparse.Namespace) -> list[tuple[str, Watcher]]:
 
 
 def _print_report(name: str, report: Any, out: TextIO) -> None:
-    from ._render.recompiles import text_of
+    from ._render import to_text
 
     if name == "leaks":
         message = getattr(report, "message", None)
         out.write(f"\njaxscope: {message() if message else report}\n")
         out.flush()
         return
-    out.write(f"\n{text_of(report.summary(), width=120)}\n")
+    out.write(f"\n{to_text(report.summary(), width=120)}\n")
     if name == "recompiles":
         events = [e for e in getattr(report, "events", []) if e.causes and
                   e.causes[0].kind != "first_call"]

@@ -144,23 +144,7 @@ class SummaryRow:
     top_causes: list[tuple[str, int]]
 
 
-class _Displayable(Renderable):
-    """``Renderable`` whose text never goes to Jupyter directly (see ``_render.recompiles``)."""
-
-    __slots__ = ()
-
-    def __str__(self) -> str:
-        from ._render.recompiles import text_of
-
-        return text_of(self)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from ._render.recompiles import mimebundle_of
-
-        return mimebundle_of(self)
-
-
-class RecompileSummary(_Displayable):
+class RecompileSummary(Renderable):
     """``log.summary()``: one row per function, worst (most compiles, then seconds) first.
 
     ``calls`` counts the calls that missed JAX's C++ cache (cache hits never reach
@@ -968,7 +952,7 @@ _STATE = _State()
 # Public: the watcher
 
 
-class RecompileLog(_Displayable):
+class RecompileLog(Renderable):
     """Every jit cache miss that traced or compiled a user function while watching.
 
     A context manager (``with js.watch_recompiles() as log:``) and also
@@ -1120,7 +1104,7 @@ def hooks_installed() -> bool:
     return _STATE.hooks.installed
 
 
-class RecompileEvents(_Displayable):
+class RecompileEvents(Renderable):
     """A list of events to display (one compact line each; details expand in HTML)."""
 
     __slots__ = ("events", "title")

@@ -16,7 +16,7 @@ from .._recompiles import (
     RecompileSummary,
     describe_cause,
 )
-from . import _terminal_width, get_rich, html, rich_renderable, to_html
+from . import html, rich_renderable
 
 # A display shows at most this many events (the log keeps them all).
 MAX_EVENTS_SHOWN = 50
@@ -31,30 +31,6 @@ _CSS = (
     ".jaxscope-recompiles .hint{color:#555}"
     ".jaxscope-recompiles details{margin:1px 0}</style>"
 )
-
-
-def text_of(obj: Any, width: int | None = None) -> str:
-    """Plain text through a colourless console that never displays into Jupyter.
-
-    A default rich ``Console`` inside a kernel sends ``print`` to the notebook itself
-    instead of its file; ``force_jupyter=False`` keeps the text in the buffer.
-    """
-    import io
-
-    from rich.console import Console
-
-    console = Console(
-        width=width or _terminal_width(), file=io.StringIO(), color_system=None,
-        force_terminal=False, force_jupyter=False, legacy_windows=False,
-        highlight=False, soft_wrap=False,
-    )
-    console.print(get_rich(obj))
-    return console.file.getvalue().rstrip("\n")
-
-
-def mimebundle_of(obj: Any) -> dict[str, str]:
-    """``text/plain`` and ``text/html`` of a recompile view."""
-    return {"text/plain": text_of(obj), "text/html": to_html(obj)}
 
 
 def _ms(seconds: float) -> str:
