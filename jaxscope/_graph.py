@@ -26,7 +26,7 @@ from __future__ import annotations
 import linecache
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +102,8 @@ class GraphModel:
     nodes: list[GraphNode]
     edges: list[GraphEdge]
     groups: list[GraphGroup]
+    # shown file ("In [3]") -> the file name Python compiled it under (JaxprModel's)
+    raw_files: dict[str, str] = field(default_factory=dict)
 
 
 def scope_names(scope: str) -> list[str]:
@@ -360,7 +362,11 @@ def build_graph(model: JaxprModel, title: str = "") -> GraphModel:
         builder.consume(nid, [(name, aval)])
     builder.finish()
     return GraphModel(
-        title=title, nodes=builder.nodes, edges=builder.edges, groups=builder.groups
+        title=title,
+        nodes=builder.nodes,
+        edges=builder.edges,
+        groups=builder.groups,
+        raw_files=dict(model.raw_files),
     )
 
 
@@ -395,7 +401,16 @@ def cell_lines(cell: int) -> list[str]:
 _CELL = re.compile(r"^In \[(\d+)\]$")
 
 
-def _file_lines(file: str) -> list[str]:
+def _file_lines(file: str, raw_file: str | None = None) -> list[str]:
+    """The lines of shown file ``file``, read by its compiled name ``raw_file`` if known.
+
+    An ``In [N]`` name alone is ambiguous (cells run without history share one ``N``),
+    so the compiled name (which IPython puts in ``linecache``) comes first.
+    """
+    if raw_file is not None:
+        lines = linecache.getlines(raw_file)
+        if lines:
+            return lines
     match = _CELL.match(file)
     if match:
         return cell_lines(int(match.group(1)))
@@ -403,9 +418,14 @@ def _file_lines(file: str) -> list[str]:
 
 
 def source_snippets(
-    locs: Iterable[SourceLoc], context: int = CONTEXT_LINES
+    locs: Iterable[SourceLoc],
+    context: int = CONTEXT_LINES,
+    raw_files: Mapping[str, str] | None = None,
 ) -> dict[str, dict[int, str]]:
-    """``{file: {line: text}}`` for every line in ``locs`` and ``context`` lines around it."""
+    """``{file: {line: text}}`` for every line in ``locs`` and ``context`` lines around it.
+
+    ``raw_files`` maps a shown file to its compiled file name (see ``_file_lines``).
+    """
     keys: list[tuple[str, int]] = []
     seen: set[tuple[str, int]] = set()
     for loc in locs:
@@ -419,7 +439,8 @@ def source_snippets(
     for file, line in keys:
         lines = cache.get(file)
         if lines is None:
-            lines = cache[file] = _file_lines(file)
+            raw = raw_files.get(file) if raw_files else None
+            lines = cache[file] = _file_lines(file, raw)
         if not lines:
             continue
         table = out.setdefault(file, {})
@@ -517,7 +538,7 @@ def to_payload(graph: GraphModel) -> dict[str, Any]:
         edges.extend((node_pos[e.src], dst, s(e.var), s(e.type)))
     locs = [n.source for n in graph.nodes if n.source is not None]
     locs += [g.source for g in graph.groups if g.source is not None]
-    snippets = source_snippets(locs)
+    snippets = source_snippets(locs, raw_files=graph.raw_files)
     return {
         "format": 1,
         "title": graph.title,

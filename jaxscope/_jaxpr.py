@@ -53,6 +53,9 @@ class JaxprModel:
 
     ``source_text`` maps ``(file, line)`` keys of ``by_line`` to the text of that
     source line where Python's ``linecache`` knows it (IPython cells included).
+    ``raw_files`` maps each shown file (``"In [3]"``) to the file name Python compiled
+    it under, for reading more of its source: cells run without history share one
+    ``In [N]`` name, but each has its own compiled file name.
     """
 
     top: Region
@@ -61,6 +64,7 @@ class JaxprModel:
     result_paths: tuple[str, ...] | None
     by_line: dict[tuple[str, int], list[EqnInfo]]
     source_text: dict[tuple[str, int], str] = field(default_factory=dict)
+    raw_files: dict[str, str] = field(default_factory=dict)
 
 
 class _Namer:
@@ -101,6 +105,7 @@ class _Builder:
         "locs",
         "namer",
         "prim_names",
+        "raw_files",
         "source_text",
     )
 
@@ -109,6 +114,7 @@ class _Builder:
         self.flat: list[EqnInfo] = []
         self.by_line: dict[tuple[str, int], list[EqnInfo]] = {}
         self.source_text: dict[tuple[str, int], str] = {}
+        self.raw_files: dict[str, str] = {}
         self.avals: dict[Any, str] = {}
         self.locs: dict[Any, SourceLoc] = {}
         self.kinds: dict[type, str] = {}
@@ -175,6 +181,7 @@ class _Builder:
         if loc is None:
             loc = loc_from_raw(raw)
             self.locs[raw] = loc
+            self.raw_files.setdefault(loc.file, raw.file)
             if loc.key not in self.source_text:
                 text = linecache.getline(raw.file, raw.line).strip()
                 if text:
@@ -245,6 +252,7 @@ def build_model(closed_jaxpr: Any) -> JaxprModel:
         result_paths=_cj.jaxpr_result_paths(jaxpr),
         by_line=builder.by_line,
         source_text=builder.source_text,
+        raw_files=builder.raw_files,
     )
 
 
