@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, "..", "jaxscope", "_static");
-const ENTRIES = ["graph"];
+const ENTRIES = ["graph", "stepper"];
 
 function entryFile(name) {
   for (const ext of ["ts", "js"]) {

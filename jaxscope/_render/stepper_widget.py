@@ -1,7 +1,7 @@
 """``StepperWidget``: the anywidget that drives a ``Stepper`` from a notebook.
 
-The front-end is ``jaxscope/_static/stepper.js`` (a hand-written ES module; its source
-is ``extension/src/stepper/index.js``, identical). State flows one way in the ``state``
+The front-end is ``jaxscope/_static/stepper.js``, built by ``extension/build.mjs`` from
+``extension/src/stepper/index.js`` (a dependency-free ES module). State flows one way in the ``state``
 trait; the buttons and source-line clicks come back as custom messages
 ``{"cmd": "step" | "next" | "finish" | "continue" | "toggle_break", "line": N}`` and
 ``{"cmd": "expand", "name": VAR}`` (show a value in full, or fold it again).

@@ -1,22 +1,4 @@
-// jaxscope stepper widget: buttons, the source with the current line highlighted
-// (click a line with equations to toggle a breakpoint), and a values table.
-// Plain ES module, no dependencies; jaxscope/_static/stepper.js is this file.
-
-function h(tag, attrs, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (k === "class") el.className = v;
-    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else el.setAttribute(k, v);
-  }
-  for (const c of children) {
-    if (c === null || c === undefined) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
-}
-
-const CSS = `
+function e(s,c,...t){let a=document.createElement(s);for(let[i,r]of Object.entries(c||{}))i==="class"?a.className=r:i.startsWith("on")?a.addEventListener(i.slice(2),r):a.setAttribute(i,r);for(let i of t)i!=null&&a.append(i instanceof Node?i:document.createTextNode(String(i)));return a}var m=`
 .jxs-step{font-family:var(--jp-code-font-family,monospace);font-size:12px;color:var(--jp-content-font-color1,#222)}
 .jxs-step .bar button{margin-right:4px;padding:2px 10px;cursor:pointer}
 .jxs-step .status{margin:4px 0;white-space:pre-wrap}
@@ -33,62 +15,4 @@ const CSS = `
 .jxs-step tr.nan td{color:#b00020}
 .jxs-step tr.var{cursor:pointer}
 .jxs-step tr.full pre{margin:0;max-height:240px;overflow:auto}
-`;
-
-function draw(root, model) {
-  const s = model.get("state") || {};
-  root.replaceChildren();
-  const send = (cmd, extra) => model.send(Object.assign({ cmd }, extra || {}));
-  const done = !!s.done;
-  const button = (label, cmd, title) =>
-    h("button", { class: `cmd-${cmd}`, title, onclick: () => send(cmd), ...(done ? { disabled: "" } : {}) }, label);
-  root.append(
-    h("div", { class: "bar" },
-      button("step", "step", "run the equation, or enter its nested jaxpr"),
-      button("next", "next", "run the equation, nested jaxprs included"),
-      button("finish", "finish", "run to the end of the current nested jaxpr"),
-      button("continue", "continue", "run to the next breakpoint or the end")),
-  );
-  root.append(h("div", { class: "status" }, s.location || ""));
-  if (s.stack) root.append(h("div", { class: "stack" }, "frames: " + s.stack));
-  if (s.error) root.append(h("div", { class: "error" }, s.error));
-  const src = h("div", { class: "src" });
-  const source = s.source || { lines: [], eqn_lines: [] };
-  const eqnLines = new Set(source.eqn_lines || []);
-  const bps = new Set(s.breakpoints || []);
-  const cur = s.current ? s.current.line : null;
-  src.append(h("div", { class: "file" }, source.file || ""));
-  for (const [no, text] of source.lines || []) {
-    const cls = ["line"];
-    if (eqnLines.has(no)) cls.push("eqn");
-    if (no === cur) cls.push("cur");
-    const attrs = { class: cls.join(" "), "data-line": String(no) };
-    if (eqnLines.has(no)) attrs.onclick = () => send("toggle_break", { line: no });
-    src.append(h("div", attrs, h("span", { class: "bp" }, bps.has(no) ? "\u25cf" : ""), h("span", { class: "no" }, no), text));
-  }
-  const table = h("table", { class: "vars" },
-    h("tr", {}, ...["name", "aval", "min", "max", "mean", "nan", "inf", "value"].map((c) => h("th", {}, c))));
-  for (const v of s.values || []) {
-    const cls = (v.nan || v.inf ? "nan " : "") + "var";
-    table.append(h("tr", { class: cls, "data-name": v.name, title: "click to show the whole value",
-      onclick: () => send("expand", { name: v.name }) },
-      h("td", {}, v.label || v.name), h("td", {}, v.aval), h("td", {}, v.min), h("td", {}, v.max),
-      h("td", {}, v.mean), h("td", {}, v.nan), h("td", {}, v.inf), h("td", {}, v.preview)));
-    if (v.full !== undefined) {
-      table.append(h("tr", { class: "full" }, h("td", { colspan: "8" }, h("pre", {}, v.full))));
-    }
-  }
-  root.append(h("div", { class: "panes" }, src, h("div", { class: "values" }, table)));
-  if (done && s.result) root.append(h("div", { class: "result" }, "result: " + s.result));
-}
-
-function render({ model, el }) {
-  const root = h("div", { class: "jxs-step" });
-  el.append(h("style", {}, CSS), root);
-  const redraw = () => draw(root, model);
-  model.on("change:state", redraw);
-  redraw();
-  return () => model.off("change:state", redraw);
-}
-
-export default { render };
+`;function v(s,c){let t=c.get("state")||{};s.replaceChildren();let a=(n,l)=>c.send(Object.assign({cmd:n},l||{})),i=!!t.done,r=(n,l,o)=>e("button",{class:`cmd-${l}`,title:o,onclick:()=>a(l),...i?{disabled:""}:{}},n);s.append(e("div",{class:"bar"},r("step","step","run the equation, or enter its nested jaxpr"),r("next","next","run the equation, nested jaxprs included"),r("finish","finish","run to the end of the current nested jaxpr"),r("continue","continue","run to the next breakpoint or the end"))),s.append(e("div",{class:"status"},t.location||"")),t.stack&&s.append(e("div",{class:"stack"},"frames: "+t.stack)),t.error&&s.append(e("div",{class:"error"},t.error));let p=e("div",{class:"src"}),d=t.source||{lines:[],eqn_lines:[]},f=new Set(d.eqn_lines||[]),h=new Set(t.breakpoints||[]),b=t.current?t.current.line:null;p.append(e("div",{class:"file"},d.file||""));for(let[n,l]of d.lines||[]){let o=["line"];f.has(n)&&o.push("eqn"),n===b&&o.push("cur");let x={class:o.join(" "),"data-line":String(n)};f.has(n)&&(x.onclick=()=>a("toggle_break",{line:n})),p.append(e("div",x,e("span",{class:"bp"},h.has(n)?"\u25CF":""),e("span",{class:"no"},n),l))}let u=e("table",{class:"vars"},e("tr",{},...["name","aval","min","max","mean","nan","inf","value"].map(n=>e("th",{},n))));for(let n of t.values||[]){let l=(n.nan||n.inf?"nan ":"")+"var";u.append(e("tr",{class:l,"data-name":n.name,title:"click to show the whole value",onclick:()=>a("expand",{name:n.name})},e("td",{},n.label||n.name),e("td",{},n.aval),e("td",{},n.min),e("td",{},n.max),e("td",{},n.mean),e("td",{},n.nan),e("td",{},n.inf),e("td",{},n.preview))),n.full!==void 0&&u.append(e("tr",{class:"full"},e("td",{colspan:"8"},e("pre",{},n.full))))}s.append(e("div",{class:"panes"},p,e("div",{class:"values"},u))),i&&t.result&&s.append(e("div",{class:"result"},"result: "+t.result))}function j({model:s,el:c}){let t=e("div",{class:"jxs-step"});c.append(e("style",{},m),t);let a=()=>v(t,s);return s.on("change:state",a),a(),()=>s.off("change:state",a)}var g={render:j};export{g as default};

@@ -108,14 +108,24 @@ def test_widget_commands_step_break_continue_and_errors(evil):
     assert "cannot step()" in w.state["error"]
 
 
-def test_widget_front_end_module_is_the_extension_source():
+def test_widget_front_end_module_is_built_from_the_extension_source():
+    """_static/stepper.js is build.mjs's bundle of the current src/stepper/index.js."""
+    import hashlib
+    import json
     from pathlib import Path
 
     import jaxscope
 
-    root = Path(jaxscope.__file__).parent
-    shipped = (root / "_static" / "stepper.js").read_text()
-    source = root.parent / "extension" / "src" / "stepper" / "index.js"
-    if source.exists():
-        assert shipped == source.read_text() or "render" in shipped
+    def sha(path):
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    static = Path(jaxscope.__file__).parent / "_static"
+    stale = "stepper.js is stale: run `npm --prefix extension run build`"
+    entry = json.loads((static / "BUILD.json").read_text("utf-8"))["entries"]["stepper"]
+    assert entry["bundle"] == "stepper.js"
+    assert entry["bundle_sha256"] == sha(static / "stepper.js"), stale
+    source = static.parent.parent / "extension" / "src" / "stepper" / "index.js"
+    if source.exists():  # a source checkout, not an installed wheel
+        assert entry["sources"]["src/stepper/index.js"] == sha(source), stale
+    shipped = (static / "stepper.js").read_text("utf-8")
     assert "export default" in shipped or "export{" in shipped.replace(" ", "")

@@ -1,6 +1,6 @@
 // jaxscope stepper widget: buttons, the source with the current line highlighted
 // (click a line with equations to toggle a breakpoint), and a values table.
-// Plain ES module, no dependencies; jaxscope/_static/stepper.js is this file.
+// Plain ES module, no dependencies; build.mjs bundles it into jaxscope/_static/stepper.js.
 
 function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
