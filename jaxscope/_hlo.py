@@ -271,6 +271,26 @@ def inline_frame(metadata: str) -> _Frame | None:
     )
 
 
+def _instruction_lines(
+    lines: Iterable[str],
+) -> Iterator[tuple[int, str, re.Match[str]]]:
+    """``(line index, computation, _INSTRUCTION match)`` of each instruction line."""
+    computation = ""
+    for index, line in enumerate(lines):
+        if not line:
+            continue
+        if line[0] != " ":
+            header = COMPUTATION_HEADER.match(line)
+            if header is not None:
+                computation = header.group(2)
+            elif line.strip() == "}":
+                computation = ""
+            continue
+        match = _INSTRUCTION.match(line)
+        if match is not None:
+            yield index, computation, match
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedOps:
     """The op table of one module, plus where each op sits in the text."""
@@ -290,7 +310,6 @@ def parse_hlo(text: str) -> ParsedOps:
     resolver = _LocResolver()
     lines = text.splitlines()
     table = read_frame_tables(lines)
-    computation = ""
     rows: list[
         tuple[int, str, str, str, str, str]
     ] = []  # line, name, opcode, shape, comp, rest
@@ -298,19 +317,7 @@ def parse_hlo(text: str) -> ParsedOps:
     sources: list[SourceLoc | None] = []
     op_names: list[str] = []
     frame_locs: dict[int, SourceLoc | None] = {}
-    for index, line in enumerate(lines):
-        if not line:
-            continue
-        if line[0] != " ":
-            match = COMPUTATION_HEADER.match(line)
-            if match is not None:
-                computation = match.group(2)
-            elif line.strip() == "}":
-                computation = ""
-            continue
-        match = _INSTRUCTION.match(line)
-        if match is None:
-            continue
+    for index, computation, match in _instruction_lines(lines):
         name, rest = match.group(2), match.group(3)
         shape, tail = _split_shape(rest)
         opcode_match = OPCODE.match(tail)
@@ -776,18 +783,8 @@ class HloCapture:
 def _align_hlo_lines(parsed: ParsedOps, text: str) -> ParsedOps:
     """Re-point op line numbers from the debug text to ``text`` (no metadata tables)."""
     positions: dict[tuple[str, str], int] = {}
-    computation = ""
-    for index, line in enumerate(text.splitlines()):
-        if not line:
-            continue
-        if line[0] != " ":
-            match = COMPUTATION_HEADER.match(line)
-            if match is not None:
-                computation = match.group(2)
-            continue
-        match = _INSTRUCTION.match(line)
-        if match is not None:
-            positions.setdefault((computation, match.group(2)), index)
+    for index, computation, match in _instruction_lines(text.splitlines()):
+        positions.setdefault((computation, match.group(2)), index)
     lines = [positions.get((op.computation, op.name), -1) for op in parsed.ops]
     return ParsedOps(parsed.ops, lines, parsed.raw_files)
 
