@@ -8,7 +8,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics
-from IPython.core.magic_arguments import parse_argstring
+from IPython.core.magic_arguments import argument, parse_argstring
 
 from .._exceptions import InvalidCallError, JaxscopeError
 
@@ -67,6 +67,11 @@ def split_options(magic_fn: Any, line: str) -> tuple[str, str]:
             rest = rest.lstrip()
             options.append(value)
     return " ".join(options), rest
+
+
+def call_argument(example: str = "f(x, y) or jax.grad(loss)(p, b)") -> Any:
+    """The ``call`` positional (``nargs="*"``) of a magic that takes a call expression."""
+    return argument("call", nargs="*", help=f"a call expression such as {example}")
 
 
 def parse_magic_args(magic_fn: Any, line: str, verbatim: str | None = None) -> Any:

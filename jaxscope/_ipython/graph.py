@@ -8,7 +8,13 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from .callparse import parse_call
-from .common import JaxscopeMagics, parse_magic_args, show, usage_errors
+from .common import (
+    JaxscopeMagics,
+    call_argument,
+    parse_magic_args,
+    show,
+    usage_errors,
+)
 
 
 @magics_class
@@ -17,11 +23,7 @@ class GraphMagics(JaxscopeMagics):
     @argument(
         "--dot", action="store_true", help="print the Graphviz DOT source instead"
     )
-    @argument(
-        "call",
-        nargs="*",
-        help="a call expression such as f(x, y) or jax.grad(loss)(p, b)",
-    )
+    @call_argument()
     @line_magic
     @usage_errors
     def jaxgraph(self, line: str) -> Any:

@@ -9,7 +9,13 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from .._exceptions import InvalidCallError
 from .callparse import parse_call
-from .common import JaxscopeMagics, parse_magic_args, show, usage_errors
+from .common import (
+    JaxscopeMagics,
+    call_argument,
+    parse_magic_args,
+    show,
+    usage_errors,
+)
 
 _STAGES = ("stablehlo", "hlo", "optimized")
 
@@ -34,11 +40,7 @@ class StagingMagics(JaxscopeMagics):
     @argument(
         "--graph", action="store_true", help="show the dataflow graph instead of text"
     )
-    @argument(
-        "call",
-        nargs="*",
-        help="a call expression such as f(x, y) or jax.grad(loss)(p, b)",
-    )
+    @call_argument()
     @line_magic
     @usage_errors
     def jaxpr(self, line: str) -> Any:
@@ -72,7 +74,7 @@ class StagingMagics(JaxscopeMagics):
         "--stage", default="hlo", help="stablehlo, hlo or optimized (post-fusion)"
     )
     @argument("--cost", action="store_true", help="also show cost and memory analysis")
-    @argument("call", nargs="*", help="a call expression such as f(x, y)")
+    @call_argument("f(x, y)")
     @line_magic
     @usage_errors
     def hlo(self, line: str) -> Any:

@@ -17,7 +17,13 @@ from .._exceptions import JaxscopeError
 from .._render.stepper import listing_text, location_text, values_text, where_text
 from .._stepper import Stepper, step
 from .callparse import parse_call
-from .common import JaxscopeMagics, parse_magic_args, show, usage_errors
+from .common import (
+    JaxscopeMagics,
+    call_argument,
+    parse_magic_args,
+    show,
+    usage_errors,
+)
 
 _HELP = """commands (pdb style):
   s(tep)            run the equation, or enter its nested jaxpr
@@ -207,7 +213,7 @@ class StepperMagics(JaxscopeMagics):
     @argument("--inf", action="store_true", help="break right after the equation that produces an Inf")
     @argument("--prompt", action="store_true", help="use the text prompt even in a notebook")
     @argument("--widget", action="store_true", help="use the widget even without a kernel")
-    @argument("call", nargs="*", help="a call expression such as f(x, y)")
+    @call_argument("f(x, y)")
     @line_magic
     @usage_errors
     def jaxstep(self, line: str) -> Any:
