@@ -267,7 +267,10 @@ def inline_frame(metadata: str) -> _Frame | None:
         return None
     column = _SOURCE_COLUMN.search(metadata)
     return _Frame(
-        file.group(1), int(line_no.group(1)), int(column.group(1)) if column else -1, None
+        file.group(1),
+        int(line_no.group(1)),
+        int(column.group(1)) if column else -1,
+        None,
     )
 
 
