@@ -2,7 +2,7 @@
 
 ``step(f)(*args)`` traces ``f`` (as ``jax.jit`` would) and returns a ``Stepper`` paused
 before the first equation. The stepper interprets the jaxpr itself: leaf equations run
-with ``primitive.bind`` exactly as ``jax.core.eval_jaxpr`` does, and the equations that
+with ``primitive.bind`` exactly as JAX's own ``eval_jaxpr`` does, and the equations that
 hold nested jaxprs (jit bodies, closed_call, scan and while bodies per iteration, the
 taken cond/switch branch, custom_jvp/custom_vjp primal bodies, checkpoint) are
 entered, so every equation at every level can be paused at. Equation paths and
