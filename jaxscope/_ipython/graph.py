@@ -32,7 +32,7 @@ class GraphMagics(JaxscopeMagics):
         In Jupyter it is an interactive widget (pan, zoom, expand groups, click a node
         for its shapes, params and source line, search); elsewhere a text summary.
         """
-        opts = parse_magic_args(self.jaxgraph, line)
+        opts = parse_magic_args(self.jaxgraph, line, verbatim="call")
         from .. import _api
 
         parsed = parse_call(" ".join(opts.call), self.shell.user_ns, "jaxgraph")

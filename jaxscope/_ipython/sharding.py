@@ -86,7 +86,7 @@ class ShardingMagics(JaxscopeMagics):
         output shardings, each op's sharding, and every collective with its source
         line. ``--array`` shows the array a call returns instead.
         """
-        opts = parse_magic_args(self.sharding, line)
+        opts = parse_magic_args(self.sharding, line, verbatim="expr")
         text = " ".join(opts.expr).strip()
         if not text:
             raise InvalidCallError(

@@ -219,7 +219,7 @@ class StepperMagics(JaxscopeMagics):
     def jaxstep(self, line: str) -> Any:
         """Step through CALL equation by equation (jit disabled): a widget in notebooks,
         a pdb-like prompt in a terminal. The stepper is kept in ``_jaxstep``."""
-        opts = parse_magic_args(self.jaxstep, line)
+        opts = parse_magic_args(self.jaxstep, line, verbatim="call")
         parsed = parse_call(" ".join(opts.call), self.shell.user_ns, "jaxstep")
         stepper = step(parsed.function)(*parsed.args, **parsed.kwargs)
         for spec in opts.breaks:

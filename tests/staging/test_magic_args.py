@@ -31,3 +31,20 @@ def test_call_after_options_is_kept_verbatim(ip):
     # argparse would have split the string and taken -b / -1 for options
     with pytest.raises(UsageError, match=r"s is a str \('a  -b'\)"):
         ip.run_line_magic("jaxpr", "--no-source f('a  -b', -1)")
+
+
+@pytest.mark.parametrize("magic", ["jaxgraph", "jaxstep --prompt", "sharding"])
+def test_quoted_strings_in_the_call_reach_the_function_intact(ip, magic, monkeypatch):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("c\n"))
+    ip.run_cell(
+        "import jax.numpy as jnp\n"
+        "def tagged(x, tag):\n"
+        "    assert tag == 'a  b', tag\n"
+        "    return x * 2\n"
+        "xq = jnp.ones(4)"
+    )
+    ip.run_cell("from functools import partial")
+    call = "partial(tagged, tag='a  b')(xq)"
+    ip.run_line_magic(magic.split()[0], " ".join([*magic.split()[1:], call]))
