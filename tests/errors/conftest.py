@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 
 
@@ -16,20 +14,12 @@ def raised(fn, *args, **kwargs) -> BaseException:
     pytest.fail(f"{fn!r} raised nothing")
 
 
-def marker_line(fn, marker: str = "# <- error") -> int:
-    """The line number of the line of ``fn``'s source that holds ``marker``."""
-    lines, start = inspect.getsourcelines(fn)
-    for offset, text in enumerate(lines):
-        if marker in text:
-            return start + offset
-    raise AssertionError(f"{marker!r} not in the source of {fn.__name__}")
-
-
 @pytest.fixture
 def catch():
     return raised
 
 
 @pytest.fixture
-def line_of():
-    return marker_line
+def line_of(line_of):
+    """The root ``line_of``, with this directory's marker as the default."""
+    return lambda fn, marker="# <- error": line_of(fn, marker)
