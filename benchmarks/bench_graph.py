@@ -30,9 +30,9 @@ import jax
 import jax.numpy as jnp
 
 import jaxscope as js
-from jaxscope._graph import build_graph, to_payload
-from jaxscope._jaxpr import build_model
-from jaxscope._render.graph import standalone_html
+from jaxscope._graph.model import build_graph, to_payload
+from jaxscope._graph.render import standalone_html
+from jaxscope._jaxpr.model import build_model
 
 ARGS = [
     "--no-sandbox",

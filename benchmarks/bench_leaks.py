@@ -48,7 +48,10 @@ def make_workload() -> Callable[[], Any]:
     @jax.jit
     def step(params, x, y):
         grads = jax.grad(loss)(params, x, y)
-        return [(w - 0.1 * gw, b - 0.1 * gb) for (w, b), (gw, gb) in zip(params, grads, strict=False)]
+        return [
+            (w - 0.1 * gw, b - 0.1 * gb)
+            for (w, b), (gw, gb) in zip(params, grads, strict=False)
+        ]
 
     batched = jax.jit(jax.vmap(lambda p, x: mlp(p, x[None])[0], in_axes=(None, 0)))
 
@@ -56,13 +59,19 @@ def make_workload() -> Callable[[], Any]:
         return c * 0.9 + jnp.sum(x), c
 
     scanned = jax.jit(lambda xs: lax.scan(body, 0.0, xs))
-    looped = jax.jit(lambda n: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 1.01), (0, 1.0)))
+    looped = jax.jit(
+        lambda n: lax.while_loop(
+            lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 1.01), (0, 1.0)
+        )
+    )
 
     key = jax.random.PRNGKey(0)
     sizes = [16, 32, 32, 8]
     params = []
     for i, (m, n) in enumerate(itertools.pairwise(sizes)):
-        params.append((jax.random.normal(jax.random.fold_in(key, i), (m, n)) * 0.1, jnp.zeros(n)))
+        params.append(
+            (jax.random.normal(jax.random.fold_in(key, i), (m, n)) * 0.1, jnp.zeros(n))
+        )
     x = jnp.ones((64, 16))
     y = jnp.zeros((64, 8))
 
@@ -104,7 +113,9 @@ def bench(mode: str, repeats: int) -> dict[str, float]:
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     names = list(VARIANTS)
     for i in range(repeats):
-        order = names[i % len(names):] + names[: i % len(names)]  # rotate who goes first
+        order = (
+            names[i % len(names) :] + names[: i % len(names)]
+        )  # rotate who goes first
         for name in order:
             run = make_workload()
             if mode == "warm":
@@ -128,9 +139,13 @@ def main() -> None:
     report("cold (fresh functions: everything traces and compiles)", cold)
     ratio = cold["js.check_leaks"] / cold["jax.checking_leaks"]
     verdict = "OK" if ratio <= 1.20 else "OVER BUDGET"
-    print(f"  budget js.check_leaks / jax.checking_leaks <= 1.20: {ratio:.2f} {verdict}")
-    eager = {name: statistics.median(timed(ctx, eager_ops) for _ in range(5))
-             for name, ctx in VARIANTS.items()}
+    print(
+        f"  budget js.check_leaks / jax.checking_leaks <= 1.20: {ratio:.2f} {verdict}"
+    )
+    eager = {
+        name: statistics.median(timed(ctx, eager_ops) for _ in range(5))
+        for name, ctx in VARIANTS.items()
+    }
     report("eager (jnp ops outside any jit, compiled before the block)", eager)
     warm = bench("warm", repeats=5)
     report("warm (functions compiled before the block)", warm)

@@ -63,13 +63,17 @@ def main() -> None:
         on.append(hit_time(fn, x))
         log.stop()
     hit_off, hit_on = min(off), min(on)
-    print(f"cache hit  off {hit_off * 1e6:7.2f} us   on {hit_on * 1e6:7.2f} us   "
-          f"ratio {hit_on / hit_off:.3f}  (budget <= 1.02)")
+    print(
+        f"cache hit  off {hit_off * 1e6:7.2f} us   on {hit_on * 1e6:7.2f} us   "
+        f"ratio {hit_on / hit_off:.3f}  (budget <= 1.02)"
+    )
     trace_time(False, 3)  # warm-up
     t_off = trace_time(False)
     t_on = trace_time(True)
-    print(f"trace      off {t_off * 1e3:7.2f} ms   on {t_on * 1e3:7.2f} ms   "
-          f"ratio {t_on / t_off:.3f}  (budget <= 1.3)")
+    print(
+        f"trace      off {t_off * 1e3:7.2f} ms   on {t_on * 1e3:7.2f} ms   "
+        f"ratio {t_on / t_off:.3f}  (budget <= 1.3)"
+    )
 
 
 if __name__ == "__main__":

@@ -49,16 +49,20 @@ def bench_hits(repeats: int = 201, calls: int = 3000) -> None:
             off.append(hit_time(f, x, calls))
     m_off, m_on = statistics.median(off), statistics.median(on)
     ratios = sorted(b / a for a, b in zip(off, on))
-    print(f"cache hit, watcher inactive: {m_off * 1e6:.3f} us/call "
-          f"(median of {repeats} interleaved runs x {calls} calls)")
+    print(
+        f"cache hit, watcher inactive: {m_off * 1e6:.3f} us/call "
+        f"(median of {repeats} interleaved runs x {calls} calls)"
+    )
     print(f"cache hit, watcher active:   {m_on * 1e6:.3f} us/call")
-    print(f"hit ratio active/inactive:   {m_on / m_off:.4f} (median of paired ratios "
-          f"{ratios[len(ratios) // 2]:.4f}; budget <= 1.02)")
+    print(
+        f"hit ratio active/inactive:   {m_on / m_off:.4f} (median of paired ratios "
+        f"{ratios[len(ratios) // 2]:.4f}; budget <= 1.02)"
+    )
     assert not log.events, "a cache hit was recorded as an event"
 
 
 def bench_misses(n: int = 16) -> None:
-    from jaxscope import _recompiles
+    from jaxscope._recompiles import watcher as _recompiles
 
     body = lambda x: jnp.tanh(x @ x.T).sum() * 2 + 1  # noqa: E731
     arrays = [jnp.ones((s, 4)) for s in range(8, 8 + 2 * n)]  # no eager compiles below
@@ -76,6 +80,7 @@ def bench_misses(n: int = 16) -> None:
                 return fn(*args)
             finally:
                 spent[0] += time.perf_counter() - t0
+
         return wrapper
 
     hooks.on_start, hooks.on_end = timed(orig_start), timed(orig_end)
@@ -100,12 +105,18 @@ def bench_misses(n: int = 16) -> None:
     m_plain, m_watched = statistics.median(plain), statistics.median(watched)
     compile_s = statistics.median(e.seconds for e in log.events)
     per_miss = spent[0] / len(log.events)
-    print(f"miss (trace+lower+compile+run), plain:  {m_plain * 1e3:.2f} ms (median of {n})")
+    print(
+        f"miss (trace+lower+compile+run), plain:  {m_plain * 1e3:.2f} ms (median of {n})"
+    )
     print(f"miss, watched:                          {m_watched * 1e3:.2f} ms")
     print(f"miss ratio watched/plain:               {m_watched / m_plain:.3f}")
-    print(f"compile JAX spent per miss (median event.seconds): {compile_s * 1e3:.2f} ms")
-    print(f"recording one miss (time in the watcher's hooks): {per_miss * 1e3:.3f} ms "
-          f"= {per_miss / compile_s:.4f} of the compile it explains")
+    print(
+        f"compile JAX spent per miss (median event.seconds): {compile_s * 1e3:.2f} ms"
+    )
+    print(
+        f"recording one miss (time in the watcher's hooks): {per_miss * 1e3:.3f} ms "
+        f"= {per_miss / compile_s:.4f} of the compile it explains"
+    )
 
 
 if __name__ == "__main__":

@@ -16,15 +16,16 @@ os.environ["XLA_FLAGS"] = (
 ).strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import re  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
+import re
+import statistics
+import time
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
+import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
-import jaxscope as js  # noqa: E402
+import jaxscope as js
 
 LAYERS = 200
 REPS = 7
@@ -49,7 +50,11 @@ def main() -> None:
         jax.device_put(jnp.ones((32, 32)) * i, NamedSharding(mesh, P("model", None)))
         for i in range(4)
     ]
-    with jax.sharding.use_mesh(mesh) if hasattr(jax.sharding, "use_mesh") else jax.set_mesh(mesh):
+    with (
+        jax.sharding.use_mesh(mesh)
+        if hasattr(jax.sharding, "use_mesh")
+        else jax.set_mesh(mesh)
+    ):
         text = jax.jit(make_f()).lower(x, ws).as_text(dialect="hlo")
         n_ops = len(re.findall(r"^\s+(?:ROOT )?%?\S+ = ", text, re.M))
         plain, scoped = [], []
@@ -64,11 +69,15 @@ def main() -> None:
     assert view is not None
     p, s = statistics.median(plain), statistics.median(scoped)
     pmin, smin = min(plain), min(scoped)
-    print(f"program: {n_ops} HLO ops before optimization, {len(view.ops)} sharded ops, "
-          f"{len(view.collectives)} collectives")
+    print(
+        f"program: {n_ops} HLO ops before optimization, {len(view.ops)} sharded ops, "
+        f"{len(view.collectives)} collectives"
+    )
     print(f"jit(f).lower().compile(): {p * 1000:8.1f} ms (median of {REPS})")
     print(f"js.shardings(f)(...):      {s * 1000:8.1f} ms (median of {REPS})")
-    print(f"ratio of medians: {s / p:.2f}, of minima: {smin / pmin:.2f}  (budget <= 1.3)")
+    print(
+        f"ratio of medians: {s / p:.2f}, of minima: {smin / pmin:.2f}  (budget <= 1.3)"
+    )
 
 
 if __name__ == "__main__":

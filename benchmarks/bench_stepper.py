@@ -73,14 +73,24 @@ def main() -> None:
         steps += 1
     t_steps = time.perf_counter() - t0
 
-    print(f"program: {n_eqns} equations, jax {jax.__version__}, {jax.devices()[0].platform}")
+    print(
+        f"program: {n_eqns} equations, jax {jax.__version__}, {jax.devices()[0].platform}"
+    )
     print(f"disable_jit call                 {t_eager * 1e3:8.1f} ms")
     print(f"js.step(...) construct (trace)   {t_make_best * 1e3:8.1f} ms")
-    print(f"stepper.run() to the end        {t_run_best * 1e3:8.1f} ms   ratio {t_run_best / t_eager:.2f} (budget <= 2.0)")
-    print(f"construct + run                  {t_total * 1e3:8.1f} ms   ratio {t_total / t_eager:.2f}")
-    print(f"{steps} x step()                  {t_steps * 1e3:8.1f} ms   ratio {t_steps / t_eager:.2f}")
-    print(f"per equation: disable_jit {t_eager / n_eqns * 1e6:.1f} us, stepper run {t_run_best / n_eqns * 1e6:.1f} us, "
-          f"overhead {(t_run_best - t_eager) / n_eqns * 1e6:+.1f} us")
+    print(
+        f"stepper.run() to the end        {t_run_best * 1e3:8.1f} ms   ratio {t_run_best / t_eager:.2f} (budget <= 2.0)"
+    )
+    print(
+        f"construct + run                  {t_total * 1e3:8.1f} ms   ratio {t_total / t_eager:.2f}"
+    )
+    print(
+        f"{steps} x step()                  {t_steps * 1e3:8.1f} ms   ratio {t_steps / t_eager:.2f}"
+    )
+    print(
+        f"per equation: disable_jit {t_eager / n_eqns * 1e6:.1f} us, stepper run {t_run_best / n_eqns * 1e6:.1f} us, "
+        f"overhead {(t_run_best - t_eager) / n_eqns * 1e6:+.1f} us"
+    )
 
 
 if __name__ == "__main__":

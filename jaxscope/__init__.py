@@ -13,7 +13,7 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from .compat import source as _csource
+from jaxscope.compat import source as _csource
 
 __version__ = "0.1.0.dev0"
 
@@ -23,51 +23,51 @@ _csource.register_own_frames(os.path.dirname(os.path.abspath(__file__)))
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
     # records and errors
-    "SourceLoc": "._model",
-    "EqnInfo": "._model",
-    "OpInfo": "._model",
+    "SourceLoc": "._records",
+    "EqnInfo": "._records",
+    "OpInfo": "._records",
     "JaxscopeError": "._exceptions",
     "InvalidCallError": "._exceptions",
     "TraceError": "._exceptions",
     "TracerLeakError": "._exceptions",
     "JaxscopeCompatError": "._exceptions",
     # staging views
-    "jaxpr": "._api",
-    "hlo": "._api",
-    "graph": "._api",
-    "JaxprView": "._views",
-    "HloView": "._hlo_view",
-    "GraphView": "._graph_view",
+    "jaxpr": "._jaxpr.api",
+    "hlo": "._hlo.api",
+    "graph": "._graph.api",
+    "JaxprView": "._jaxpr.view",
+    "HloView": "._hlo.view",
+    "GraphView": "._graph.view",
     # recompilation
-    "watch_recompiles": "._recompiles",
-    "RecompileLog": "._recompiles",
-    "RecompileEvent": "._recompiles",
-    "RecompileSummary": "._recompiles",
-    "Cause": "._recompiles",
+    "watch_recompiles": "._recompiles.watcher",
+    "RecompileLog": "._recompiles.watcher",
+    "RecompileEvent": "._recompiles.watcher",
+    "RecompileSummary": "._recompiles.watcher",
+    "Cause": "._recompiles.watcher",
     # tracer leaks
-    "check_leaks": "._leaks",
-    "LeakReport": "._leaks",
-    "Leak": "._leaks",
+    "check_leaks": "._leaks.checker",
+    "LeakReport": "._leaks.checker",
+    "Leak": "._leaks.checker",
     # sharding
-    "sharding": "._sharding",
-    "shardings": "._sharding",
-    "ShardingView": "._sharding",
-    "ProgramShardingView": "._sharding",
-    "ShardInfo": "._sharding",
-    "OpSharding": "._sharding",
-    "Collective": "._sharding",
+    "sharding": "._sharding.model",
+    "shardings": "._sharding.model",
+    "ShardingView": "._sharding.model",
+    "ProgramShardingView": "._sharding.model",
+    "ShardInfo": "._sharding.model",
+    "OpSharding": "._sharding.model",
+    "Collective": "._sharding.model",
     # stepping
-    "step": "._stepper",
-    "find_nan": "._stepper",
-    "Stepper": "._stepper",
+    "step": "._stepper.stepper",
+    "find_nan": "._stepper.stepper",
+    "Stepper": "._stepper.stepper",
     # purity
-    "watch_purity": "._purity",
-    "stale": "._purity",
-    "PurityLog": "._purity",
-    "PurityFinding": "._purity",
+    "watch_purity": "._purity.watcher",
+    "stale": "._purity.watcher",
+    "PurityLog": "._purity.watcher",
+    "PurityFinding": "._purity.watcher",
     # errors
-    "explain": "._explain",
-    "ErrorReport": "._explain",
+    "explain": "._explain.explainer",
+    "ErrorReport": "._explain.explainer",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -88,29 +88,29 @@ def __dir__() -> list[str]:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jaxscope``: register magics, formatters and the error display."""
-    from ._ipython import load
+    from jaxscope._ipython import load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext jaxscope``: remove everything ``load_ipython_extension`` added."""
-    from ._ipython import unload
+    from jaxscope._ipython import unload
 
     unload(ipython)
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from ._api import graph as graph
-    from ._api import hlo as hlo
-    from ._api import jaxpr as jaxpr
-    from ._exceptions import InvalidCallError as InvalidCallError
-    from ._exceptions import JaxscopeCompatError as JaxscopeCompatError
-    from ._exceptions import JaxscopeError as JaxscopeError
-    from ._exceptions import TraceError as TraceError
-    from ._exceptions import TracerLeakError as TracerLeakError
-    from ._model import EqnInfo as EqnInfo
-    from ._model import OpInfo as OpInfo
-    from ._model import SourceLoc as SourceLoc
-    from ._hlo_view import HloView as HloView
-    from ._views import JaxprView as JaxprView
+    from jaxscope._exceptions import InvalidCallError as InvalidCallError
+    from jaxscope._exceptions import JaxscopeCompatError as JaxscopeCompatError
+    from jaxscope._exceptions import JaxscopeError as JaxscopeError
+    from jaxscope._exceptions import TraceError as TraceError
+    from jaxscope._exceptions import TracerLeakError as TracerLeakError
+    from jaxscope._graph.api import graph as graph
+    from jaxscope._hlo.api import hlo as hlo
+    from jaxscope._hlo.view import HloView as HloView
+    from jaxscope._jaxpr.api import jaxpr as jaxpr
+    from jaxscope._jaxpr.view import JaxprView as JaxprView
+    from jaxscope._records import EqnInfo as EqnInfo
+    from jaxscope._records import OpInfo as OpInfo
+    from jaxscope._records import SourceLoc as SourceLoc

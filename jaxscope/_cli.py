@@ -29,10 +29,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", usage=_USAGE, help="run a script with watchers")
-    run.add_argument("--recompiles", action="store_true",
-                     help="report every jit recompile and its cause")
-    run.add_argument("--leaks", action="store_true",
-                     help="report tracer leaks")
+    run.add_argument(
+        "--recompiles",
+        action="store_true",
+        help="report every jit recompile and its cause",
+    )
+    run.add_argument("--leaks", action="store_true", help="report tracer leaks")
     run.add_argument("script", help="the Python script to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     return parser
@@ -46,7 +48,7 @@ def _split_own_flags(argv: list[str]) -> list[str]:
     script_at = next((i for i, a in enumerate(rest) if not a.startswith("-")), None)
     if script_at is None:
         return argv
-    head, tail = rest[: script_at + 1], rest[script_at + 1:]
+    head, tail = rest[: script_at + 1], rest[script_at + 1 :]
     own: list[str] = []
     kept: list[str] = []
     passthrough = False
@@ -67,13 +69,13 @@ Watcher = Callable[[], contextlib.AbstractContextManager[Any]]
 
 
 def _recompiles_watcher() -> contextlib.AbstractContextManager[Any]:
-    from ._recompiles import watch_recompiles
+    from jaxscope._recompiles.watcher import watch_recompiles
 
     return watch_recompiles()
 
 
 def _leaks_watcher() -> contextlib.AbstractContextManager[Any]:
-    from ._leaks import check_leaks  # type: ignore[import-not-found]
+    from jaxscope._leaks.checker import check_leaks
 
     return check_leaks(raise_on_leak=False)
 
@@ -88,7 +90,7 @@ def _watchers(opts: argparse.Namespace) -> list[tuple[str, Watcher]]:
 
 
 def _print_report(name: str, report: Any, out: TextIO) -> None:
-    from ._render import to_text
+    from jaxscope._display import to_text
 
     if name == "leaks":
         message = getattr(report, "message", None)
@@ -97,8 +99,11 @@ def _print_report(name: str, report: Any, out: TextIO) -> None:
         return
     out.write(f"\n{to_text(report.summary(), width=120)}\n")
     if name == "recompiles":
-        events = [e for e in getattr(report, "events", []) if e.causes and
-                  e.causes[0].kind != "first_call"]
+        events = [
+            e
+            for e in getattr(report, "events", [])
+            if e.causes and e.causes[0].kind != "first_call"
+        ]
         if events:
             out.write("recompiles after the first compile:\n")
             for e in events:
@@ -128,20 +133,11 @@ def _run(opts: argparse.Namespace, err: TextIO) -> int:
     if not os.path.isfile(script):
         err.write(f"jaxscope run: no such script {script!r}; usage: {_USAGE}\n")
         return 2
-    if opts.leaks:
-        try:
-            import importlib
-
-            if not hasattr(importlib.import_module("jaxscope._leaks"), "check_leaks"):
-                raise ImportError
-        except ImportError:
-            err.write("jaxscope run: --leaks is not available in this jaxscope "
-                      "build; run without --leaks\n")
-            return 2
     code = 0
     with contextlib.ExitStack() as stack:
-        reports = [(name, stack.enter_context(make())) for name, make in
-                   _watchers(opts)]
+        reports = [
+            (name, stack.enter_context(make())) for name, make in _watchers(opts)
+        ]
         try:
             with _script_argv([script, *opts.args]):
                 runpy.run_path(script, run_name="__main__")

@@ -7,10 +7,25 @@ import sys
 import types
 from typing import Any
 
-from ._model import SourceLoc
-from .compat import source as _csource
+from jaxscope._records import SourceLoc
+from jaxscope.compat import source as _csource
 
 _IPYTHON_INPUT = re.compile(r"^<ipython-input-(\d+)-[0-9a-f]+>$")
+
+
+def running_shell() -> Any:
+    """The running IPython shell, or None (found through ``sys.modules``, so the core
+    never imports IPython)."""
+    ipython = sys.modules.get("IPython")
+    get_ipython = getattr(ipython, "get_ipython", None) if ipython else None
+    return get_ipython() if get_ipython is not None else None
+
+
+def kernel_present() -> bool:
+    """Whether we run inside a Jupyter kernel (widgets can be shown)."""
+    if "ipykernel" not in sys.modules:
+        return False
+    return getattr(running_shell(), "kernel", None) is not None
 
 
 def display_filename(filename: str) -> str:
@@ -18,12 +33,9 @@ def display_filename(filename: str) -> str:
 
     IPython (terminal) names cells ``<ipython-input-N-hash>``; ipykernel names them
     ``/tmp/ipykernel_PID/HASH.py``. Both are in the shell's ``compile._filename_map``.
-    The shell is found through ``sys.modules`` so the core never imports IPython.
     """
-    ipython = sys.modules.get("IPython")
-    if ipython is not None:
-        get_ipython = getattr(ipython, "get_ipython", None)
-        shell = get_ipython() if get_ipython is not None else None
+    shell = running_shell()
+    if shell is not None:
         filename_map = getattr(getattr(shell, "compile", None), "_filename_map", None)
         if filename_map:
             cell = filename_map.get(filename)

@@ -11,9 +11,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from ._exceptions import InvalidCallError, TraceError
-from ._source import user_frames_of_exception
-from .compat import jaxpr as _cjaxpr
+from jaxscope._exceptions import InvalidCallError, TraceError
+from jaxscope._source import user_frames_of_exception
+from jaxscope.compat import jaxpr as _cjaxpr
 
 _DEPENDS_ON = re.compile(r"depends on the value of the argument ([^\s.]+)")
 _ALLOWED_SCALARS = (bool, int, float, complex, np.generic)

@@ -73,7 +73,9 @@ def require_chromium() -> str:
     path = chromium_path()
     if path is None:
         if os.environ.get("CI"):
-            pytest.fail("Chromium is missing on CI: .ci/run must apt-get install chromium")
+            pytest.fail(
+                "Chromium is missing on CI: .ci/run must apt-get install chromium"
+            )
         pytest.skip("Chromium not installed (apt-get install chromium)")
     return path
 

@@ -29,7 +29,11 @@ MODULES = modules_with_examples()
 
 
 def test_public_functions_carry_examples():
-    assert {"jaxscope._api", "jaxscope._purity", "jaxscope._stepper"} <= set(MODULES)
+    assert {
+        "jaxscope._jaxpr.api",
+        "jaxscope._purity.watcher",
+        "jaxscope._stepper.stepper",
+    } <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

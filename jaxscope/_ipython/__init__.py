@@ -1,27 +1,15 @@
 """The IPython extension: load registers every feature's magics and hooks; unload undoes it.
 
-Each feature lives in a module of this package that defines ``MAGICS`` (a ``Magics``
-subclass, or None) and may define ``on_load(shell, state)`` / ``on_unload(shell,
-state)``. Hooks are registered through ``ExtensionState`` so unload removes every one.
+Each feature folder that has a ``magic.py`` (``jaxscope._<feature>.magic``) takes part:
+the module defines ``MAGICS`` (a ``Magics`` subclass, or None) and may define
+``on_load(shell, state)`` / ``on_unload(shell, state)``. Hooks are registered through
+``ExtensionState`` so unload removes every one.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
-
-# One module per feature; a module not built yet is skipped.
-_FEATURE_MODULES = [
-    ".staging",
-    ".recompiles",
-    ".leaks",
-    ".sharding",
-    ".stepper",
-    ".purity",
-    ".errors",
-    ".graph",
-]
 
 
 class ExtensionState:
@@ -40,7 +28,9 @@ class ExtensionState:
         self.shell.events.register(name, callback)
         self.events.append((name, callback))
 
-    def register_formatter(self, mime: str, cls: type, func: Callable[..., Any]) -> None:
+    def register_formatter(
+        self, mime: str, cls: type, func: Callable[..., Any]
+    ) -> None:
         """A display formatter for ``cls`` that unload will restore."""
         formatter = self.shell.display_formatter.formatters[mime]
         previous = formatter.for_type(cls, func)
@@ -51,14 +41,9 @@ _STATES: dict[int, ExtensionState] = {}
 
 
 def _feature_modules() -> list[Any]:
-    modules = []
-    for name in _FEATURE_MODULES:
-        try:
-            modules.append(importlib.import_module(name, __name__))
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}{name}":
-                raise
-    return modules
+    from .._features import feature_modules
+
+    return feature_modules("magic")
 
 
 def load(shell: Any) -> None:

@@ -10,7 +10,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
-from .._exceptions import InvalidCallError
+from jaxscope._exceptions import InvalidCallError
 
 
 @dataclass(frozen=True, slots=True)

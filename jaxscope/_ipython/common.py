@@ -10,7 +10,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics
 from IPython.core.magic_arguments import argument, parse_argstring
 
-from .._exceptions import InvalidCallError, JaxscopeError
+from jaxscope._exceptions import InvalidCallError, JaxscopeError
 
 
 class JaxscopeMagics(Magics):

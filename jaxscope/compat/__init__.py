@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._exceptions import JaxscopeCompatError
+from jaxscope._exceptions import JaxscopeCompatError
 
 
 def require(owner: Any, name: str, needed_by: str) -> Any:

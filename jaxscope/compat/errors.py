@@ -14,7 +14,7 @@ import jax
 from jax._src import source_info_util as _siu
 from jax._src import traceback_util as _tbu
 
-from . import require
+from jaxscope.compat import require
 
 
 def _package_dirs() -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from jax.extend import core as _xcore
 
-from . import require
+from jaxscope.compat import require
 
 _SHORT_DTYPE = {
     "bfloat16": "bf16",

@@ -21,8 +21,8 @@ from typing import Any
 from jax._src import core as _core
 from jax._src import source_info_util as _siu
 
-from .._exceptions import JaxscopeCompatError
-from . import require
+from jaxscope._exceptions import JaxscopeCompatError
+from jaxscope.compat import require
 
 Undo = Callable[[], None]
 
@@ -154,7 +154,9 @@ def is_jax_internal(obj: Any) -> bool:
     Relies on: JAX's classes living in modules named ``jax.*`` / ``jaxlib.*``.
     """
     module = getattr(type(obj), "__module__", "") or ""
-    return module.startswith(("jax.", "jaxlib.", "jax_", "flax.core.tracers")) or module in (
+    return module.startswith(
+        ("jax.", "jaxlib.", "jax_", "flax.core.tracers")
+    ) or module in (
         "jax",
         "jaxlib",
     )
@@ -386,7 +388,8 @@ def pmap_on_stack() -> bool:
     while frame is not None:
         filename = frame.f_code.co_filename.replace("\\", "/")
         if filename.endswith("jax/_src/pmap.py") or (
-            filename.endswith("jax/_src/api.py") and frame.f_code.co_name.startswith("pmap")
+            filename.endswith("jax/_src/api.py")
+            and frame.f_code.co_name.startswith("pmap")
         ):
             return True
         if _siu.is_user_filename(filename):
@@ -443,7 +446,9 @@ def install_misuse_hook(on_misuse: Callable[[Any], str | None]) -> Undo:
         if cls is None or init is None:
             continue
 
-        def wrapped(self: Any, tracer: Any, *args: Any, _init: Any = init, **kw: Any) -> None:
+        def wrapped(
+            self: Any, tracer: Any, *args: Any, _init: Any = init, **kw: Any
+        ) -> None:
             _init(self, tracer, *args, **kw)
             if not self.args or str(self.args[0]).startswith("jaxscope:"):
                 return

@@ -15,7 +15,7 @@ from typing import Any
 
 from jax._src.interpreters import partial_eval as _pe
 
-from . import require
+from jaxscope.compat import require
 
 # (on_enter(fun) -> token, on_exit(token, completed: bool)) pairs, in install order.
 _listeners: list[tuple[Callable[[Any], Any], Callable[[Any, bool], None]]] = []

@@ -25,7 +25,7 @@ from jax._src import core as _core
 from jax._src import pjit as _pjit
 from jax._src import util as _util
 
-from . import require
+from jaxscope.compat import require
 
 # Monitoring events whose durations add up to the time one miss cost.
 DURATION_EVENTS = (
@@ -147,11 +147,14 @@ class MissHooks:
         on_eager_start = self.on_eager_start
 
         def impl(*args: Any, **params: Any) -> Any:
-            if (on_eager_start is None
-                    or getframe(1).f_code.co_name != "call_impl_cache_miss"):
+            if (
+                on_eager_start is None
+                or getframe(1).f_code.co_name != "call_impl_cache_miss"
+            ):
                 return orig_impl(*args, **params)
-            token = on_eager_start(str(params.get("name", "")),
-                                   jaxpr_source(params.get("jaxpr")), args)
+            token = on_eager_start(
+                str(params.get("name", "")), jaxpr_source(params.get("jaxpr")), args
+            )
             if token is None:
                 return orig_impl(*args, **params)
             try:
@@ -175,7 +178,11 @@ class MissHooks:
             if event in DURATION_EVENTS:
                 on_duration(seconds)
 
-        self._orig_entry, self._orig_run, self._prev_listener = orig_entry, orig_run, prev
+        self._orig_entry, self._orig_run, self._prev_listener = (
+            orig_entry,
+            orig_run,
+            prev,
+        )
         self._orig_impl = orig_impl
         self._wrappers = (entry, run, listener, duration, impl)
         setattr(_pjit, self._entry_name, entry)
@@ -289,9 +296,7 @@ def jit_options(jit_info: Any) -> dict[str, str]:
     }
     fields = getattr(jit_info, "_fields", ())
     return {
-        name: _short(getattr(jit_info, name))
-        for name in fields
-        if name not in skip
+        name: _short(getattr(jit_info, name)) for name in fields if name not in skip
     }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import jax
 
-from . import require
+from jaxscope.compat import require
 
 
 def is_tracer(value: Any) -> bool:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from jax._src import source_info_util as _siu
 from jax._src import traceback_util as _tbu
 
-from . import require
+from jaxscope.compat import require
 
 
 class RawFrame(NamedTuple):

@@ -14,7 +14,7 @@ from typing import Any
 
 from jax._src import core as _core
 
-from . import require
+from jaxscope.compat import require
 
 
 def _split_bind_params(params: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:

@@ -101,7 +101,9 @@ def test_creation_traceback_of_a_vmap_argument_is_the_vmap_call():
     jax.vmap(lambda x: kept.append(x) or x)(jnp.ones(2))  # L:vmap-arg
     loc = loc_of_traceback(cl.creation_traceback(kept[0]))
     with open(__file__, encoding="utf-8") as fh:
-        line = next(i for i, t in enumerate(fh, 1) if t.rstrip().endswith("# L:vmap-arg"))
+        line = next(
+            i for i, t in enumerate(fh, 1) if t.rstrip().endswith("# L:vmap-arg")
+        )
     assert loc is not None and loc.line == line
 
 
@@ -159,7 +161,9 @@ def test_body_end_hook_fires_once_after_a_jvp_and_a_grad_body():
     ended = []
     undo = cl.install_body_end_hook(
         cl.unchecked_trace_types(),
-        lambda trace: ended.append((type(trace).__name__, cl.api_transformation_on_stack())),
+        lambda trace: ended.append(
+            (type(trace).__name__, cl.api_transformation_on_stack())
+        ),
     )
     try:
         jax.jvp(_make(), (1.0,), (1.0,))

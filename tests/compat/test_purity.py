@@ -14,7 +14,9 @@ def test_trace_listener_sees_each_trace_of_a_user_function_once():
     def body(x):
         return x * 2
 
-    remove = cpurity.add_trace_listener(lambda fun: seen.append(fun) or fun, lambda tok, ok: None)
+    remove = cpurity.add_trace_listener(
+        lambda fun: seen.append(fun) or fun, lambda tok, ok: None
+    )
     try:
         fn = jax.jit(body)
         fn(jnp.ones(3))
@@ -32,7 +34,9 @@ def test_exit_callback_reports_whether_the_trace_completed():
     def bad(x):
         raise ValueError("inside")
 
-    remove = cpurity.add_trace_listener(lambda fun: fun, lambda tok, ok: exits.append((tok, ok)))
+    remove = cpurity.add_trace_listener(
+        lambda fun: fun, lambda tok, ok: exits.append((tok, ok))
+    )
     try:
         try:
             jax.jit(bad)(1.0)

@@ -14,7 +14,9 @@ from jaxscope.compat import recompiles as crec
 def test_miss_hooks_see_start_trace_lower_compile_end_and_nothing_on_hits():
     seen = []
     hooks = crec.MissHooks(
-        on_start=lambda fun, ji, args, kwargs: seen.append(("start", fun.__name__, len(args))),
+        on_start=lambda fun, ji, args, kwargs: seen.append(
+            ("start", fun.__name__, len(args))
+        ),
         on_end=lambda fun, err: seen.append(("end", fun.__name__, err)),
         on_test_event=lambda what: seen.append(what),
         on_duration=lambda s: seen.append("duration"),
@@ -50,16 +52,29 @@ def test_miss_hooks_see_start_trace_lower_compile_end_and_nothing_on_hits():
 def test_uninstall_restores_jax():
     from jax._src import pjit, util
 
-    before = (getattr(pjit, "_infer_params", None), getattr(pjit, "_trace_for_jit", None),
-              pjit._run_python_pjit, util.test_event_listener,
-              pjit._pjit_call_impl_python)
-    hooks = crec.MissHooks(lambda *a: None, lambda *a: None, lambda *a: None,
-                           lambda *a: None, lambda *a: None)
+    before = (
+        getattr(pjit, "_infer_params", None),
+        getattr(pjit, "_trace_for_jit", None),
+        pjit._run_python_pjit,
+        util.test_event_listener,
+        pjit._pjit_call_impl_python,
+    )
+    hooks = crec.MissHooks(
+        lambda *a: None,
+        lambda *a: None,
+        lambda *a: None,
+        lambda *a: None,
+        lambda *a: None,
+    )
     hooks.install()
     hooks.uninstall()
-    after = (getattr(pjit, "_infer_params", None), getattr(pjit, "_trace_for_jit", None),
-             pjit._run_python_pjit, util.test_event_listener,
-             pjit._pjit_call_impl_python)
+    after = (
+        getattr(pjit, "_infer_params", None),
+        getattr(pjit, "_trace_for_jit", None),
+        pjit._run_python_pjit,
+        util.test_event_listener,
+        pjit._pjit_call_impl_python,
+    )
     assert before == after
 
 
@@ -75,10 +90,18 @@ def test_is_jax_internal():
 def test_jit_options_and_static_donated():
     seen = {}
     hooks = crec.MissHooks(
-        on_start=lambda fun, ji, args, kwargs: fun.__name__ == "g" and seen.update(
-            opts=crec.jit_options(ji), sd=crec.jit_static_and_donated(ji),
-            sig=crec.jit_signature(ji)),
-        on_end=lambda *a: None, on_test_event=lambda *a: None, on_duration=lambda *a: None)
+        on_start=lambda fun, ji, args, kwargs: (
+            fun.__name__ == "g"
+            and seen.update(
+                opts=crec.jit_options(ji),
+                sd=crec.jit_static_and_donated(ji),
+                sig=crec.jit_signature(ji),
+            )
+        ),
+        on_end=lambda *a: None,
+        on_test_event=lambda *a: None,
+        on_duration=lambda *a: None,
+    )
 
     def g(x, n):
         return x * n
@@ -111,8 +134,11 @@ def test_leaf_type_and_placement():
 def test_trace_config_sees_x64():
     names = dict(crec.trace_config())
     assert names["jax_enable_x64"] == "False"
-    ctx = jax.enable_x64(True) if hasattr(jax, "enable_x64") else __import__(
-        "jax.experimental", fromlist=["enable_x64"]).enable_x64()
+    ctx = (
+        jax.enable_x64(True)
+        if hasattr(jax, "enable_x64")
+        else __import__("jax.experimental", fromlist=["enable_x64"]).enable_x64()
+    )
     with ctx:
         assert dict(crec.trace_config())["jax_enable_x64"] == "True"
 
@@ -125,12 +151,19 @@ def test_pmap_user_function_found_where_pmap_is_jit_of_shard_map():
     if "def _cached_shard_map(fun, in_tree" not in inspect.getsource(jax_pmap):
         import pytest
 
-        pytest.skip("this JAX's pmap is not jit(shard_map(_fun)) with the user's fun "
-                    "in a closure (jax < 0.10)")
+        pytest.skip(
+            "this JAX's pmap is not jit(shard_map(_fun)) with the user's fun "
+            "in a closure (jax < 0.10)"
+        )
     found = []
     hooks = crec.MissHooks(
-        on_start=lambda fun, ji, args, kwargs: found.append(crec.pmap_user_function(fun)),
-        on_end=lambda *a: None, on_test_event=lambda *a: None, on_duration=lambda *a: None)
+        on_start=lambda fun, ji, args, kwargs: found.append(
+            crec.pmap_user_function(fun)
+        ),
+        on_end=lambda *a: None,
+        on_test_event=lambda *a: None,
+        on_duration=lambda *a: None,
+    )
 
     def per_device(x):
         return x * 2
@@ -147,13 +180,15 @@ def test_pmap_user_function_found_where_pmap_is_jit_of_shard_map():
 def test_eager_hook_sees_the_backward_pass_of_grad_of_a_jitted_function():
     seen = []
     hooks = crec.MissHooks(
-        on_start=lambda *a: None, on_end=lambda *a: None,
-        on_test_event=lambda *a: None, on_duration=lambda *a: None,
+        on_start=lambda *a: None,
+        on_end=lambda *a: None,
+        on_test_event=lambda *a: None,
+        on_duration=lambda *a: None,
         on_eager_start=lambda name, source, args: seen.append((name, source)) or None,
     )
 
     def bwd_loss(x):
-        return jnp.sum(x ** 2)
+        return jnp.sum(x**2)
 
     f = jax.jit(bwd_loss)
     x = jnp.ones(3)
@@ -164,4 +199,5 @@ def test_eager_hook_sees_the_backward_pass_of_grad_of_a_jitted_function():
         hooks.uninstall()
     assert seen and all(name == "bwd_loss" for name, _ in seen)
     assert seen[-1][1].startswith("bwd_loss at ") and seen[-1][1].endswith(
-        f":{bwd_loss.__code__.co_firstlineno}")
+        f":{bwd_loss.__code__.co_firstlineno}"
+    )

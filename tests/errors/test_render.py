@@ -6,8 +6,8 @@ import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from jaxscope import ErrorReport, SourceLoc
-from jaxscope._explain import Operand
-from jaxscope._render import to_html, to_text
+from jaxscope._display import to_html, to_text
+from jaxscope._explain.explainer import Operand
 
 
 class TextSnapshot(SingleFileSnapshotExtension):

@@ -8,7 +8,7 @@ import pytest
 from jax import lax
 
 import jaxscope as js
-from jaxscope._graph import operand_map, scope_names
+from jaxscope._graph.model import operand_map, scope_names
 
 
 def _expected_counts(view):

@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import pytest
 
 import jaxscope as js
-from jaxscope._graph_view import GraphView, GraphvizMissingError
-from jaxscope._render.graph import json_for_script
+from jaxscope._graph.render import json_for_script
+from jaxscope._graph.view import GraphView, GraphvizMissingError
 
 
 def test_graph_returns_a_graph_view_with_nodes_edges_groups(nested):
@@ -54,7 +54,7 @@ def test_to_svg_without_dot_says_how_to_get_it(monkeypatch, tmp_path, nested):
 
 
 def test_to_dot_refuses_huge_graphs_with_a_pointer_to_the_viewer(monkeypatch):
-    import jaxscope._graph_view as gv
+    import jaxscope._graph.view as gv
 
     monkeypatch.setattr(gv, "DOT_MAX_NODES", 3)
     g = js.graph(lambda x: jnp.cos(jnp.sin(x)) + 1.0)(jnp.ones(2))

@@ -64,7 +64,7 @@ def test_hovering_an_op_highlights_its_source_line(hlo_page):
 
 
 def test_clicking_pins_the_highlight_and_opens_folded_fusions(hlo_page, monkeypatch):
-    from jaxscope._render import hlo as render_hlo
+    from jaxscope._hlo import render as render_hlo
 
     monkeypatch.setattr(render_hlo, "FOLD_FUSED_OVER_LINES", 0)
     view = js.hlo(model, stage="optimized")(jnp.ones((4, 4)))

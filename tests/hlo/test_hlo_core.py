@@ -12,7 +12,7 @@ import pytest
 from jax import lax
 
 import jaxscope as js
-from jaxscope._hlo import HloError, capture
+from jaxscope._hlo.model import HloError, capture
 from jaxscope._staging import trace
 
 HERE = os.path.abspath(__file__)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from jaxscope._hlo import (
+from jaxscope._hlo.model import (
     normalize_cost,
     normalize_memory,
     parse_hlo,

@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import pytest
 
 import jaxscope as js
-from jaxscope._render import hlo as render_hlo
-from jaxscope._render import to_text
+from jaxscope._display import to_text
+from jaxscope._hlo import render as render_hlo
 
 HERE = os.path.abspath(__file__)
 X = jnp.ones((8, 4), jnp.float32)

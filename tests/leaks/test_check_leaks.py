@@ -13,7 +13,7 @@ import pytest
 from jax import lax
 
 import jaxscope as js
-from jaxscope._leaks import hooks_installed
+from jaxscope._leaks.checker import hooks_installed
 
 
 def line_of(marker: str) -> int:
@@ -219,7 +219,9 @@ def test_global_dict_entry_is_named_with_its_key():
         table["h"] = x * 3
         return x
 
-    assert only_leak(check(lambda: jax.jit(f)(1.0))).found_in == "global dict `table`['h']"
+    assert (
+        only_leak(check(lambda: jax.jit(f)(1.0))).found_in == "global dict `table`['h']"
+    )
 
 
 def test_closure_cell_holding_a_list_is_named():
@@ -330,7 +332,9 @@ def test_debug_print_and_callback_are_not_leaks(capsys):
         jax.debug.callback(lambda v: got.append(np.asarray(v)), x)
         return x * 2
 
-    report = check(lambda: (jax.jit(f)(1.0), jax.grad(f)(1.0), jax.vmap(f)(jnp.ones(2))))
+    report = check(
+        lambda: (jax.jit(f)(1.0), jax.grad(f)(1.0), jax.vmap(f)(jnp.ones(2)))
+    )
     assert report.leaks == []
     assert got and "x is" in capsys.readouterr().out
 
@@ -458,7 +462,9 @@ def test_tracer_leaked_by_grad_is_reported_when_used():
 
 @pytest.mark.parametrize("bad", ["yes", 1, None])
 def test_raise_on_leak_must_be_a_bool(bad):
-    with pytest.raises(js.InvalidCallError, match=r"raise_on_leak=\.\.\.\) takes True or False, got"):
+    with pytest.raises(
+        js.InvalidCallError, match=r"raise_on_leak=\.\.\.\) takes True or False, got"
+    ):
         js.check_leaks(raise_on_leak=bad)
 
 
@@ -485,7 +491,7 @@ def test_leak_records_hold_no_tracer():
 def test_doctest_example_of_check_leaks_runs():
     import doctest
 
-    import jaxscope._leaks as mod
+    import jaxscope._leaks.checker as mod
 
     finder = doctest.DocTestFinder()
     tests = [t for t in finder.find(mod) if t.name.endswith("check_leaks")]

@@ -10,9 +10,9 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
-from jaxscope._leaks import Leak, LeakReport
-from jaxscope._model import SourceLoc
-from jaxscope._render import to_html, to_text
+from jaxscope._display import to_html, to_text
+from jaxscope._leaks.checker import Leak, LeakReport
+from jaxscope._records import SourceLoc
 
 
 def _report(*leaks: Leak) -> LeakReport:
@@ -34,22 +34,36 @@ def _leak(**kw) -> Leak:
 
 
 def test_report_text_is_a_table_of_aval_transformation_created_at_found_in():
-    text = to_text(_report(_leak(), _leak(aval="f32[]", transformation="grad",
-                                          found_in="attribute `self.state` of a `M` object")),
-                   width=160)
+    text = to_text(
+        _report(
+            _leak(),
+            _leak(
+                aval="f32[]",
+                transformation="grad",
+                found_in="attribute `self.state` of a `M` object",
+            ),
+        ),
+        width=160,
+    )
     lines = text.splitlines()
     assert lines[0] == "jaxscope: 2 leaked tracers"
     header = lines[1]
     for column in ("aval", "transformation", "created at", "found in"):
         assert column in header
-    assert "f32[3]" in text and "In [4]:2 (f)" in text and "global list `cache`[0]" in text
+    assert (
+        "f32[3]" in text and "In [4]:2 (f)" in text and "global list `cache`[0]" in text
+    )
     assert "grad" in text and "attribute `self.state` of a `M` object" in text
     assert "fix: return values" in lines[-1]
 
 
 def test_report_text_marks_arguments_and_use_sites():
-    leak = _leak(argument=True, created_at=SourceLoc(file="s.py", line=9),
-                 found_in="", used_at=SourceLoc(file="s.py", line=12))
+    leak = _leak(
+        argument=True,
+        created_at=SourceLoc(file="s.py", line=9),
+        found_in="",
+        used_at=SourceLoc(file="s.py", line=12),
+    )
     text = to_text(_report(leak), width=200)
     assert "s.py:9 (argument, call site)" in text
     assert "(not found: seen when used); used at s.py:12" in text
@@ -61,8 +75,14 @@ def test_empty_report_says_nothing_leaked_in_text_and_html():
 
 
 def test_report_html_escapes_user_strings():
-    page = to_html(_report(_leak(found_in="global dict `d`['<script>']",
-                                 created_at=SourceLoc(file="<x>.py", line=1, function="<f>"))))
+    page = to_html(
+        _report(
+            _leak(
+                found_in="global dict `d`['<script>']",
+                created_at=SourceLoc(file="<x>.py", line=1, function="<f>"),
+            )
+        )
+    )
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "&lt;x&gt;.py:1 (&lt;f&gt;)" in page
     for column in ("aval", "transformation", "created at", "found in"):
@@ -78,8 +98,10 @@ def test_report_mimebundle_has_text_and_html():
 def test_leak_str_is_one_line():
     text = str(_leak(used_at=SourceLoc(file="In [5]", line=1)))
     assert "\n" not in text
-    assert text == ("f32[3] tracer from jit, created at In [4]:2 (f), stored in global "
-                    "list `cache`[0], used at In [5]:1 outside its transformation")
+    assert text == (
+        "f32[3] tracer from jit, created at In [4]:2 (f), stored in global "
+        "list `cache`[0], used at In [5]:1 outside its transformation"
+    )
 
 
 # --------------------------------------------------------------------------- magic
@@ -172,10 +194,12 @@ def test_pytest_option_fails_a_leaking_test_with_the_report(pytester):
     pytester.makepyfile(test_it=_TESTS)
     result = pytester.runpytest_subprocess("--jax-check-leaks", "-p", "no:randomly")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines([
-        "*jaxscope: 1 leaked tracer: f32[] tracer from jit, created at *test_it.py:9 (f),"
-        " stored in global list `kept`[0]*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*jaxscope: 1 leaked tracer: f32[] tracer from jit, created at *test_it.py:9 (f),"
+            " stored in global list `kept`[0]*",
+        ]
+    )
 
 
 def test_pytest_without_the_option_does_not_check(pytester):
@@ -196,7 +220,8 @@ def test_pytest_ini_option_turns_checking_on(pytester):
 
 def test_cli_run_with_leaks_prints_the_report(tmp_path):
     script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import jax, jax.numpy as jnp
         debug = {}
         def step(w):
@@ -204,10 +229,13 @@ def test_cli_run_with_leaks_prints_the_report(tmp_path):
             debug["g"] = g
             return w - g
         print(float(jax.jit(step)(1.0)))
-    """))
+    """)
+    )
     proc = subprocess.run(
         [sys.executable, "-m", "jaxscope", "run", str(script), "--leaks"],
-        capture_output=True, text=True, timeout=240,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "0.6192"[:3] or proc.stdout.strip().startswith("0.6")

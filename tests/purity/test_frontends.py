@@ -13,7 +13,9 @@ def _texts(cap) -> str:
 
 def test_purity_magic_warns_after_the_cell_that_changed_a_global(ip):
     ip.run_cell("%purity on")
-    ip.run_cell("import jax, jax.numpy as jnp\nshift = -1.0\njit_fn = jax.jit(lambda x: x + shift)")
+    ip.run_cell(
+        "import jax, jax.numpy as jnp\nshift = -1.0\njit_fn = jax.jit(lambda x: x + shift)"
+    )
     with capture_output() as cap:
         ip.run_cell("jit_fn(jnp.float32(0.0))")
     assert "jaxscope purity" not in _texts(cap)
@@ -36,7 +38,9 @@ def test_purity_magic_warns_after_the_cell_that_changed_a_global(ip):
 def test_purity_magic_reports_print_inside_jit(ip):
     ip.run_line_magic("purity", "on")
     with capture_output() as cap:
-        ip.run_cell("import jax\n@jax.jit\ndef g(x):\n    print('tracing')\n    return x\ng(1.0)")
+        ip.run_cell(
+            "import jax\n@jax.jit\ndef g(x):\n    print('tracing')\n    return x\ng(1.0)"
+        )
     text = _texts(cap)
     assert "print" in text and "jax.debug.print" in text and "In [" in text
     ip.run_line_magic("purity", "off")
@@ -80,7 +84,9 @@ _APPEND_LINE = _TEST_FILE.strip().splitlines().index("    log.append(x)") + 1
 
 def test_pytest_option_fail_fails_the_test_with_the_finding(pytester):
     pytester.makepyfile(test_case=_TEST_FILE)
-    result = pytester.runpytest_subprocess("--jax-purity=fail", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "--jax-purity=fail", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -92,7 +98,9 @@ def test_pytest_option_fail_fails_the_test_with_the_finding(pytester):
 
 def test_pytest_option_warn_and_off(pytester):
     pytester.makepyfile(test_case=_TEST_FILE)
-    result = pytester.runpytest_subprocess("--jax-purity=warn", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "--jax-purity=warn", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=2, warnings=1)
     result.stdout.fnmatch_lines(["*jaxscope purity: 1 finding(s)*"])
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")

@@ -153,7 +153,14 @@ def test_trace_time_side_effects_are_each_reported_at_their_line(load, capsys):
         m.fn(2.0)  # cache hit: nothing runs, nothing new is recorded
     assert capsys.readouterr().out.count("tracing") == 1
     effects = {f.name: f for f in plog.findings if f.kind == "trace_time_side_effect"}
-    assert set(effects) == {"print", "log.append", "registry", "counter", "time.time", "random.random"}
+    assert set(effects) == {
+        "print",
+        "log.append",
+        "registry",
+        "counter",
+        "time.time",
+        "random.random",
+    }
     assert effects["print"].source.line == line_of(m, 'print("tracing", x)')
     assert "jax.debug.print" in effects["print"].hint
     assert effects["log.append"].source.line == line_of(m, "log.append(x)")
@@ -194,7 +201,13 @@ def test_side_effect_in_a_helper_called_during_tracing(load):
         # a local list mutated inside the function is not an outer object
         "import jax\ndef g(x):\n    acc = []\n    acc.append(x)\n    return acc[0]\nfn = jax.jit(g)\n",
     ],
-    ids=["functions-and-modules", "unchanged-constant", "debug-print", "arguments", "local-list"],
+    ids=[
+        "functions-and-modules",
+        "unchanged-constant",
+        "debug-print",
+        "arguments",
+        "local-list",
+    ],
 )
 def test_ordinary_code_has_no_findings(load, body):
     m = load(body)
@@ -226,7 +239,9 @@ def test_watcher_is_zero_cost_when_stopped_and_restores_jax():
 
 
 def test_nested_watchers_each_see_traces_inside_them(load):
-    m = load("import jax\nlog = []\ndef g(x):\n    log.append(1)\n    return x\nfn = jax.jit(g)\nfn2 = jax.jit(lambda x: g(x) + 1)\n")
+    m = load(
+        "import jax\nlog = []\ndef g(x):\n    log.append(1)\n    return x\nfn = jax.jit(g)\nfn2 = jax.jit(lambda x: g(x) + 1)\n"
+    )
     with js.watch_purity() as outer:
         m.fn(1.0)
         with js.watch_purity() as inner:
@@ -236,7 +251,9 @@ def test_nested_watchers_each_see_traces_inside_them(load):
 
 
 def test_records_do_not_keep_user_arrays_or_functions_alive(load):
-    m = load("import jax, jax.numpy as jnp\nbig = jnp.ones(1000)\ndef g(x):\n    return x + big\n")
+    m = load(
+        "import jax, jax.numpy as jnp\nbig = jnp.ones(1000)\ndef g(x):\n    return x + big\n"
+    )
     array_ref = weakref.ref(m.big)
     fn = jax.jit(m.g)
     with js.watch_purity():
@@ -250,7 +267,9 @@ def test_records_do_not_keep_user_arrays_or_functions_alive(load):
 
 
 def test_purity_log_renders_as_text_and_escaped_html(load):
-    m = load("import jax\nvalue = '<script>alert(1)</script>'\nfn = jax.jit(lambda x: x * len(value))\n")
+    m = load(
+        "import jax\nvalue = '<script>alert(1)</script>'\nfn = jax.jit(lambda x: x * len(value))\n"
+    )
     with js.watch_purity() as plog:
         m.fn(1.0)
     m.value = "<b>changed</b>"

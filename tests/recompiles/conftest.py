@@ -25,7 +25,7 @@ def x64():
 @pytest.fixture(autouse=True)
 def no_hooks_left():
     """Every test must leave the miss hooks uninstalled (no watcher left running)."""
-    from jaxscope._recompiles import hooks_installed
+    from jaxscope._recompiles.watcher import hooks_installed
 
     yield
     assert not hooks_installed(), "a recompile watcher was left running"
@@ -53,12 +53,26 @@ class PytestRun:
     def runpytest_subprocess(self, *args: str) -> pytest.RunResult:
         start = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-             f"--basetemp={self.path / '.basetemp'}", *args],
-            cwd=self.path, capture_output=True, text=True, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                f"--basetemp={self.path / '.basetemp'}",
+                *args,
+            ],
+            cwd=self.path,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
-        return pytest.RunResult(proc.returncode, proc.stdout.splitlines(),
-                                proc.stderr.splitlines(), time.perf_counter() - start)
+        return pytest.RunResult(
+            proc.returncode,
+            proc.stdout.splitlines(),
+            proc.stderr.splitlines(),
+            time.perf_counter() - start,
+        )
 
 
 @pytest.fixture

@@ -32,7 +32,10 @@ def test_first_call_is_an_event_with_cost_and_locations():
     assert [c.kind for c in ev.causes] == ["first_call"]
     assert ev.seconds > 0
     assert ev.traced and ev.compiled
-    assert ev.defined_at is not None and ev.defined_at.line == first_fn.__code__.co_firstlineno
+    assert (
+        ev.defined_at is not None
+        and ev.defined_at.line == first_fn.__code__.co_firstlineno
+    )
     assert ev.call_site is not None and ev.call_site.file == __file__
     assert ev.signature == (("x", "f32[3]"),)
 
@@ -57,7 +60,11 @@ def test_shape_cause_names_argument_and_both_shapes():
         f(jnp.ones(3), jnp.ones(5))
     (cause,) = _last(log, "shape_fn").causes
     assert (cause.kind, cause.path, cause.before, cause.after) == (
-        "shape", "y", "f32[2]", "f32[5]")
+        "shape",
+        "y",
+        "f32[2]",
+        "f32[5]",
+    )
     assert "pad" in cause.hint and "[2] → [5]" in cause.hint
 
 
@@ -67,7 +74,12 @@ def test_dtype_cause():
         f(jnp.ones(3, jnp.float32))
         f(jnp.ones(3, jnp.int32))
     (cause,) = log.events[-1].causes
-    assert (cause.kind, cause.path, cause.before, cause.after) == ("dtype", "x", "f32", "i32")
+    assert (cause.kind, cause.path, cause.before, cause.after) == (
+        "dtype",
+        "x",
+        "f32",
+        "i32",
+    )
 
 
 def test_weak_type_cause_python_scalar_vs_array():
@@ -90,7 +102,12 @@ def test_static_arg_cause_value_change():
         f(jnp.ones(2), 2)
         f(jnp.ones(2), 3)
     (cause,) = log.events[-1].causes
-    assert (cause.kind, cause.path, cause.before, cause.after) == ("static_arg", "n", "2", "3")
+    assert (cause.kind, cause.path, cause.before, cause.after) == (
+        "static_arg",
+        "n",
+        "2",
+        "3",
+    )
 
 
 class _Cfg:
@@ -203,7 +220,9 @@ def test_new_function_cause_other_jit_options():
 
     with js.watch_recompiles() as log:
         jax.jit(opt_fn)(jnp.ones(3))
-        jax.jit(opt_fn, compiler_options={"xla_cpu_enable_fast_math": True})(jnp.ones(3))
+        jax.jit(opt_fn, compiler_options={"xla_cpu_enable_fast_math": True})(
+            jnp.ones(3)
+        )
     (cause,) = log.events[-1].causes
     assert cause.kind == "new_function"
     assert "compiler_options" in cause.before
@@ -267,12 +286,26 @@ def test_numpy_argument_miss_without_compile_is_not_an_event():
     assert row.calls == 2 and row.compiles == 1
 
 
-@pytest.mark.parametrize("kind", ["first_call", "shape", "dtype", "weak_type",
-                                  "static_arg", "tree_structure", "sharding", "config",
-                                  "donation", "device", "other", "new_function",
-                                  "redefined_function"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "first_call",
+        "shape",
+        "dtype",
+        "weak_type",
+        "static_arg",
+        "tree_structure",
+        "sharding",
+        "config",
+        "donation",
+        "device",
+        "other",
+        "new_function",
+        "redefined_function",
+    ],
+)
 def test_every_kind_is_known(kind):
-    from jaxscope._recompiles import CAUSE_KINDS
+    from jaxscope._recompiles.watcher import CAUSE_KINDS
 
     assert kind in CAUSE_KINDS
 
@@ -304,7 +337,11 @@ def test_config_cause_default_device():
         with jax.default_device(jax.devices()[1]):
             f(x)
     (cause,) = log.events[-1].causes
-    assert (cause.kind, cause.path, cause.before) == ("config", "jax_default_device", "None")
+    assert (cause.kind, cause.path, cause.before) == (
+        "config",
+        "jax_default_device",
+        "None",
+    )
     assert "id=1" in cause.after
 
 
@@ -318,7 +355,11 @@ def test_config_cause_active_mesh():
             f(x)
     (cause,) = log.events[-1].causes
     assert (cause.kind, cause.path, cause.before, cause.after) == (
-        "config", "mesh (jax.set_mesh)", "None", "x=8")
+        "config",
+        "mesh (jax.set_mesh)",
+        "None",
+        "x=8",
+    )
     assert "mesh" in cause.hint
 
 

@@ -13,15 +13,15 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 import jaxscope as js
-from jaxscope._model import SourceLoc
-from jaxscope._recompiles import (
+from jaxscope._display import to_html, to_text
+from jaxscope._recompiles.watcher import (
     Cause,
     RecompileEvent,
     RecompileEvents,
     RecompileSummary,
     SummaryRow,
 )
-from jaxscope._render import to_html, to_text
+from jaxscope._records import SourceLoc
 
 
 def _event(fn="f<script>", path="x"):
@@ -29,8 +29,15 @@ def _event(fn="f<script>", path="x"):
         function=fn,
         defined_at=SourceLoc(file="m.py", line=3),
         call_site=SourceLoc(file="In [4]", line=2),
-        causes=[Cause(kind="shape", path=path, before="f32[3]", after="f32[4]",
-                      hint="pad <it>")],
+        causes=[
+            Cause(
+                kind="shape",
+                path=path,
+                before="f32[3]",
+                after="f32[4]",
+                hint="pad <it>",
+            )
+        ],
         seconds=0.0123,
         signature=(("x", "f32[4]"),),
     )
@@ -38,7 +45,9 @@ def _event(fn="f<script>", path="x"):
 
 def test_event_text_is_one_compact_line():
     text = to_text(RecompileEvents([_event("f")]), width=200)
-    assert text == "f at In [4]:2: shape x: f32[3] → f32[4] (12.3 ms)\n    hint: pad <it>"
+    assert (
+        text == "f at In [4]:2: shape x: f32[3] → f32[4] (12.3 ms)\n    hint: pad <it>"
+    )
 
 
 def test_event_html_escapes_and_expands():
@@ -48,10 +57,20 @@ def test_event_html_escapes_and_expands():
 
 
 def test_summary_table_text_and_html():
-    summary = RecompileSummary([SummaryRow(
-        function="step<b>", defined_at=SourceLoc(file="t.py", line=1), calls=5,
-        traces=4, compiles=4, seconds=1.5, top_causes=[("shape", 3), ("first_call", 1)],
-    )], internal_compiles=2)
+    summary = RecompileSummary(
+        [
+            SummaryRow(
+                function="step<b>",
+                defined_at=SourceLoc(file="t.py", line=1),
+                calls=5,
+                traces=4,
+                compiles=4,
+                seconds=1.5,
+                top_causes=[("shape", 3), ("first_call", 1)],
+            )
+        ],
+        internal_compiles=2,
+    )
     text = to_text(summary, width=120)
     assert "step<b>" in text and "shape×3, first_call×1" in text and "1.500" in text
     html = to_html(summary)
@@ -74,7 +93,11 @@ def test_magic_on_shows_recompiles_after_the_cell(ip):
     ip.run_line_magic("recompiles", "on")
     with capture_output() as cap:
         ip.run_cell("rf(jnp.ones(3)); rf(jnp.ones(4))")
-    shown = [o.data for o in cap.outputs if "recompiled in this cell" in o.data.get("text/plain", "")]
+    shown = [
+        o.data
+        for o in cap.outputs
+        if "recompiled in this cell" in o.data.get("text/plain", "")
+    ]
     assert len(shown) == 1
     text = shown[0]["text/plain"]
     assert "first call" in text and "shape x: f32[3] → f32[4]" in text
@@ -96,7 +119,7 @@ def test_magic_on_shows_recompiles_after_the_cell(ip):
         ip.run_line_magic("recompiles", "status")
     assert "on, 0 events" in cap.stdout
     ip.run_line_magic("recompiles", "off")
-    from jaxscope._recompiles import hooks_installed
+    from jaxscope._recompiles.watcher import hooks_installed
 
     assert not hooks_installed()
 
@@ -108,7 +131,7 @@ def test_bare_event_record_has_an_html_formatter(ip):
 
 
 def test_magic_unload_stops_the_watcher(ip):
-    from jaxscope._recompiles import hooks_installed
+    from jaxscope._recompiles.watcher import hooks_installed
 
     ip.run_line_magic("recompiles", "on")
     assert hooks_installed()
@@ -118,7 +141,9 @@ def test_magic_unload_stops_the_watcher(ip):
 
 
 def test_magic_bad_action_is_one_line_usage_error(ip):
-    with pytest.raises(UsageError, match=r"unknown action 'sometimes'; use %recompiles on"):
+    with pytest.raises(
+        UsageError, match=r"unknown action 'sometimes'; use %recompiles on"
+    ):
         ip.run_line_magic("recompiles", "sometimes")
 
 
@@ -161,33 +186,43 @@ _TESTS = textwrap.dedent(
 
 def test_plugin_marker_fails_with_source_mapped_causes(pytester):
     pytester.makepyfile(test_budget=_TESTS)
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=4, failed=1)
-    result.stdout.fnmatch_lines([
-        "*_ test_over_budget _*",
-        "jax_max_recompiles(1) exceeded: double compiled 2 times",
-        "  double at test_budget.py:10: first call (*ms)",
-        "  double at test_budget.py:11: shape x: f32?3? → f32?4? (*ms)",
-        "      hint: x changes shape ?3? → ?4? and every new shape compiles again*",
-        "*jaxscope: most compiled jitted functions*",
-        "    4 compiles  * s  double (test_budget.py:3)  "
-        "?most in test_budget.py::test_over_budget: 2 and 1 more tests?",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_over_budget _*",
+            "jax_max_recompiles(1) exceeded: double compiled 2 times",
+            "  double at test_budget.py:10: first call (*ms)",
+            "  double at test_budget.py:11: shape x: f32?3? → f32?4? (*ms)",
+            "      hint: x changes shape ?3? → ?4? and every new shape compiles again*",
+            "*jaxscope: most compiled jitted functions*",
+            "    4 compiles  * s  double (test_budget.py:3)  "
+            "?most in test_budget.py::test_over_budget: 2 and 1 more tests?",
+        ]
+    )
 
 
 def test_plugin_option_fail_and_warn(pytester):
     pytester.makepyfile(test_opt=_TESTS)
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "--jax-recompiles=fail",
-                                           "-k", "unmarked or eager")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "--jax-recompiles=fail", "-k", "unmarked or eager"
+    )
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines([
-        "jax recompiles: test_unmarked_recompiles.<locals>.<lambda> compiled 2 times",
-        "*shape x: f32?1? → f32?2?*",
-    ])
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "--jax-recompiles=warn",
-                                           "-k", "unmarked")
+    result.stdout.fnmatch_lines(
+        [
+            "jax recompiles: test_unmarked_recompiles.<locals>.<lambda> compiled 2 times",
+            "*shape x: f32?1? → f32?2?*",
+        ]
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "--jax-recompiles=warn", "-k", "unmarked"
+    )
     result.assert_outcomes(passed=1, warnings=1)
-    result.stdout.fnmatch_lines(["*JaxRecompileWarning: jax recompiles:*compiled 2 times*"])
+    result.stdout.fnmatch_lines(
+        ["*JaxRecompileWarning: jax recompiles:*compiled 2 times*"]
+    )
 
 
 def test_plugin_ini_option(pytester):
@@ -198,7 +233,8 @@ def test_plugin_ini_option(pytester):
 
 
 def test_plugin_bad_marker_is_a_clear_failure(pytester):
-    pytester.makepyfile(test_bad="""
+    pytester.makepyfile(
+        test_bad="""
         import pytest
 
         @pytest.mark.jax_max_recompiles("two")
@@ -208,14 +244,19 @@ def test_plugin_bad_marker_is_a_clear_failure(pytester):
         @pytest.mark.jax_max_recompiles(1, fn="f")
         def test_bad_kw():
             pass
-    """)
+    """
+    )
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(failed=2)
     lines = result.stdout.lines
-    assert ("jax_max_recompiles(n): n must be an int >= 0, got 'two' in "
-            "test_bad.py::test_bad") in lines
-    assert ("jax_max_recompiles: unknown argument(s) ['fn'] in test_bad.py::test_bad_kw; "
-            "use jax_max_recompiles(n) or jax_max_recompiles(n, function='name')") in lines
+    assert (
+        "jax_max_recompiles(n): n must be an int >= 0, got 'two' in "
+        "test_bad.py::test_bad"
+    ) in lines
+    assert (
+        "jax_max_recompiles: unknown argument(s) ['fn'] in test_bad.py::test_bad_kw; "
+        "use jax_max_recompiles(n) or jax_max_recompiles(n, function='name')"
+    ) in lines
     assert not any("During handling" in line for line in lines)
 
 
@@ -236,8 +277,13 @@ _SCRIPT = textwrap.dedent(
 
 
 def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "jaxscope", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "jaxscope", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cli_runs_script_and_reports(tmp_path):
@@ -280,8 +326,9 @@ def test_cli_main_in_process_returns_exit_code(tmp_path, capsys):
 
 
 def test_cli_leaks_report(tmp_path):
-    (tmp_path / "leak.py").write_text(textwrap.dedent(
-        """
+    (tmp_path / "leak.py").write_text(
+        textwrap.dedent(
+            """
         import jax, jax.numpy as jnp
         store = []
 
@@ -293,7 +340,8 @@ def test_cli_leaks_report(tmp_path):
         leaky(jnp.ones(2))
         print("done")
         """
-    ))
+        )
+    )
     proc = _cli("run", "leak.py", "--leaks", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "done\n"

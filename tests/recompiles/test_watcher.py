@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxscope as js
-from jaxscope._recompiles import (
+from jaxscope._recompiles.watcher import (
     RecompileWatchError,
     add_trace_listener,
     hooks_installed,
@@ -78,7 +78,9 @@ def test_error_while_tracing_records_no_event_and_keeps_watching():
         with pytest.raises(ValueError, match="boom"):
             f(jnp.ones(2))
         g(jnp.ones(2))
-    assert [e.function for e in log.events] == ["test_error_while_tracing_records_no_event_and_keeps_watching.<locals>.<lambda>"]
+    assert [e.function for e in log.events] == [
+        "test_error_while_tracing_records_no_event_and_keeps_watching.<locals>.<lambda>"
+    ]
 
 
 def test_threads_each_miss_is_recorded_once():

@@ -22,7 +22,8 @@ jax.distributed.initialize(
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
+from jax.sharding import NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P
 
 import jaxscope as js  # noqa: E402
 
@@ -39,7 +40,12 @@ program = js.shardings(lambda a: jnp.sum(a, axis=0))(x)
 result = {
     "process_index": jax.process_index(),
     "shards": [
-        [sh.device_id, sh.process_index, sh.addressable, [sh.index[0].start, sh.index[0].stop]]
+        [
+            sh.device_id,
+            sh.process_index,
+            sh.addressable,
+            [sh.index[0].start, sh.index[0].stop],
+        ]
         for sh in v.shards
     ],
     "own": sorted(int(sh.device.id) for sh in x.addressable_shards),

@@ -6,10 +6,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import NamedSharding, PartitionSpec as P, SingleDeviceSharding
+from jax.sharding import NamedSharding, SingleDeviceSharding
+from jax.sharding import PartitionSpec as P
 
 import jaxscope as js
-from jaxscope._sharding import (
+from jaxscope._sharding.model import (
     ShardInfo,
     ShardingInputError,
     ShardingValueError,
@@ -128,7 +129,9 @@ def test_uncommitted_array_and_scalar(devices):
 
 
 def test_shape_dtype_struct_with_sharding(mesh):
-    sds = jax.ShapeDtypeStruct((16, 6), jnp.bfloat16, sharding=NamedSharding(mesh, P("data")))
+    sds = jax.ShapeDtypeStruct(
+        (16, 6), jnp.bfloat16, sharding=NamedSharding(mesh, P("data"))
+    )
     v = js.sharding(sds)
     assert v.committed is None
     assert v.spec == "P('data')"  # the same text on every JAX version
@@ -138,7 +141,7 @@ def test_shape_dtype_struct_with_sharding(mesh):
 
 
 def test_spec_text_is_stable_across_jax_versions():
-    from jaxscope._sharding import spec_text
+    from jaxscope._sharding.model import spec_text
 
     assert spec_text(P("data", None, ("a", "b"))) == "P('data', None, ('a', 'b'))"
     assert spec_text(P()) == "P()"
@@ -170,18 +173,28 @@ def test_uneven_shards_lay_out_by_their_own_ranges():
     # JAX 0.10 refuses to build unevenly sharded arrays, so the layout is fed records.
     def shard(dev, a, b):
         return ShardInfo(
-            device_id=dev, device_kind="cpu", platform="cpu", process_index=0,
-            index=(slice(a, b),), shape=(b - a,), bytes=(b - a) * 4, replica_id=0,
+            device_id=dev,
+            device_kind="cpu",
+            platform="cpu",
+            process_index=0,
+            index=(slice(a, b),),
+            shape=(b - a,),
+            bytes=(b - a) * 4,
+            replica_id=0,
             addressable=True,
         )
 
-    layout = build_layout((10,), [shard(0, 0, 3), shard(1, 3, 6), shard(2, 6, 9), shard(3, 9, 10)])
+    layout = build_layout(
+        (10,), [shard(0, 0, 3), shard(1, 3, 6), shard(2, 6, 9), shard(3, 9, 10)]
+    )
     assert layout.col_edges == (0, 3, 6, 9, 10)
     assert [c.device_ids for c in layout.cells] == [(0,), (1,), (2,), (3,)]
 
 
 def test_indivisible_planning_shape_is_one_clear_error(devices):
-    with pytest.raises(ShardingValueError, match=r"cannot lay out shape \(10, 3\)") as err:
+    with pytest.raises(
+        ShardingValueError, match=r"cannot lay out shape \(10, 3\)"
+    ) as err:
         js.sharding((10, 3), spec=P("data"), mesh={"data": 4})
     assert "\n" not in str(err.value)
 
@@ -274,7 +287,9 @@ def test_single_device_sharding_type_name(devices):
 )
 def test_abstract_mesh_is_laid_out_on_present_devices_or_refused(devices):
     small = jax.sharding.AbstractMesh((4, 2), ("data", "model"))
-    sds = jax.ShapeDtypeStruct((8, 8), jnp.float32, sharding=NamedSharding(small, P("data")))
+    sds = jax.ShapeDtypeStruct(
+        (8, 8), jnp.float32, sharding=NamedSharding(small, P("data"))
+    )
     v = js.sharding(sds)
     assert v.mesh == {"data": 4, "model": 2}
     assert {s.shape for s in v.shards} == {(2, 8)}

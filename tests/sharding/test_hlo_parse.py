@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxscope._sharding import (
+from jaxscope._sharding.model import (
     axes_of_groups,
     format_bytes,
     parse_collectives,
@@ -24,7 +24,10 @@ MESH = {"data": 4, "model": 2}
         ("{}", ()),
         ("[4,2]<=[8]", ((0, 1), (2, 3), (4, 5), (6, 7))),
         ("[2,4]<=[4,2]T(1,0)", ((0, 2, 4, 6), (1, 3, 5, 7))),
-        ("mesh['axis_0'=4,'axis_1'=1,'axis_2'=2] {'axis_0'}", ((0, 2, 4, 6), (1, 3, 5, 7))),
+        (
+            "mesh['axis_0'=4,'axis_1'=1,'axis_2'=2] {'axis_0'}",
+            ((0, 2, 4, 6), (1, 3, 5, 7)),
+        ),
         ("mesh['a'=2,'b'=4] {'a','b'}", ((0, 1, 2, 3, 4, 5, 6, 7),)),
         ("something new", None),
     ],

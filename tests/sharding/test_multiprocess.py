@@ -23,7 +23,9 @@ def free_port() -> int:
 @pytest.mark.multiprocess
 def test_two_processes_mark_non_addressable_shards():
     port = str(free_port())
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_PLATFORMS")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_PLATFORMS")
+    }
     procs = [
         subprocess.Popen(
             [sys.executable, str(CHILD), str(i), port],
@@ -47,7 +49,7 @@ def test_two_processes_mark_non_addressable_shards():
     results = []
     for out in outputs:
         line = next(l for l in out.splitlines() if l.startswith("RESULT "))
-        results.append(json.loads(line[len("RESULT "):]))
+        results.append(json.loads(line[len("RESULT ") :]))
     assert [r["process_index"] for r in results] == [0, 1]
     for r in results:
         me = r["process_index"]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import inspect
 import re
-from functools import partial
 
 import jax
 import jax.numpy as jnp
 import pytest
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 import jaxscope as js
 from jaxscope._exceptions import InvalidCallError, TraceError
@@ -44,7 +44,11 @@ def layer_args(mesh):
 
 @pytest.fixture(scope="module")
 def layer_view(mesh, layer_args):
-    with jax.sharding.use_mesh(mesh) if hasattr(jax.sharding, "use_mesh") else jax.set_mesh(mesh):
+    with (
+        jax.sharding.use_mesh(mesh)
+        if hasattr(jax.sharding, "use_mesh")
+        else jax.set_mesh(mesh)
+    ):
         return js.shardings(layer)(*layer_args)
 
 
@@ -56,7 +60,11 @@ def test_device_put_args_and_constraint_give_inputs_outputs(layer_view):
 
 
 def test_collectives_match_the_compiled_hlo(mesh, layer_args, layer_view):
-    with jax.sharding.use_mesh(mesh) if hasattr(jax.sharding, "use_mesh") else jax.set_mesh(mesh):
+    with (
+        jax.sharding.use_mesh(mesh)
+        if hasattr(jax.sharding, "use_mesh")
+        else jax.set_mesh(mesh)
+    ):
         expected = hlo_count(layer, layer_args, "all-reduce")
     assert expected == 2
     assert layer_view.count("all-reduce") == expected
@@ -172,7 +180,9 @@ def test_shard_map_collectives_of_every_kind(mesh1d):
     # inside shard_map the body is manually partitioned
     manual = [o for o in v.ops if o.spec == "manual"]
     assert any(o.opcode == "all-reduce" for o in manual)
-    assert any(o.source and o.source.line == line_of(shmap_body, "# PSUM") for o in manual)
+    assert any(
+        o.source and o.source.line == line_of(shmap_body, "# PSUM") for o in manual
+    )
 
 
 def test_pmap_program(devices):
@@ -194,7 +204,11 @@ def test_compiles_but_never_runs_the_function(mesh, layer_args):
         jax.debug.callback(lambda: ran.append(1))
         return layer(x, w)
 
-    with jax.sharding.use_mesh(mesh) if hasattr(jax.sharding, "use_mesh") else jax.set_mesh(mesh):
+    with (
+        jax.sharding.use_mesh(mesh)
+        if hasattr(jax.sharding, "use_mesh")
+        else jax.set_mesh(mesh)
+    ):
         v = js.shardings(f)(*layer_args)
     assert v.count("all-reduce") == 2
     assert ran == []
@@ -253,13 +267,17 @@ def test_out_shardings_resharding_is_an_all_gather_without_a_line(mesh):
     gathers = [c for c in v.collectives if c.kind == "all-gather"]
     assert gathers and len(gathers) == v.hlo_text.count(" all-gather(")
     assert v.outputs == [("out", "P()")]
-    assert max(c.bytes for c in gathers) == 64 * 32 * 4  # the full array lands everywhere
+    assert (
+        max(c.bytes for c in gathers) == 64 * 32 * 4
+    )  # the full array lands everywhere
     assert "unknown line: " in v.summary()
 
 
 def test_device_ids_map_logical_ids_to_the_mesh_devices(devices):
     order = [devices[i] for i in (7, 6, 5, 4, 3, 2, 1, 0)]
-    mesh = jax.sharding.Mesh(__import__("numpy").array(order).reshape(4, 2), ("data", "model"))
+    mesh = jax.sharding.Mesh(
+        __import__("numpy").array(order).reshape(4, 2), ("data", "model")
+    )
     x = jax.device_put(jnp.ones((16, 8)), NamedSharding(mesh, P("data", "model")))
     v = js.shardings(lambda a: jnp.sum(a, axis=1))(x)
     assert v.device_ids == (7, 6, 5, 4, 3, 2, 1, 0)
@@ -299,7 +317,10 @@ def test_persistent_cache_hit_still_gives_propagated_op_shardings(tmp_path):
     cache.mkdir()
     out = subprocess.run(
         [sys.executable, "-c", PERSISTENT_CACHE_SCRIPT, str(cache)],
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     ).stdout.splitlines()
     assert out[0] == out[1] == "after sharding propagation 3 True", out
     assert out[2] != "entries 0"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import pytest
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 import jaxscope as js
-from jaxscope._model import SourceLoc
-from jaxscope._render import to_html, to_text
-from jaxscope._sharding import (
+from jaxscope._display import to_html, to_text
+from jaxscope._records import SourceLoc
+from jaxscope._sharding.model import (
     Collective,
     OpSharding,
     ProgramShardingView,
@@ -62,14 +63,24 @@ def test_pytree_table_escapes_paths(mesh):
 def remote_view() -> ShardingView:
     shards = [
         ShardInfo(
-            device_id=i if i < 4 else 2048 + i - 4, device_kind="cpu", platform="cpu",
-            process_index=0 if i < 4 else 1, index=(slice(2 * i, 2 * i + 2),),
-            shape=(2,), bytes=8, replica_id=0, addressable=i < 4,
+            device_id=i if i < 4 else 2048 + i - 4,
+            device_kind="cpu",
+            platform="cpu",
+            process_index=0 if i < 4 else 1,
+            index=(slice(2 * i, 2 * i + 2),),
+            shape=(2,),
+            bytes=8,
+            replica_id=0,
+            addressable=i < 4,
         )
         for i in range(8)
     ]
     return ShardingView(
-        shape=(16,), dtype="float32", spec="P('x')", mesh={"x": 8}, shards=shards,
+        shape=(16,),
+        dtype="float32",
+        spec="P('x')",
+        mesh={"x": 8},
+        shards=shards,
         layout=build_layout((16,), shards),
     )
 
@@ -90,10 +101,34 @@ def test_program_view_text_and_html_escape_user_strings():
         function_name="<img src=x>",
         inputs=[("params['<w>']", "P('data')")],
         outputs=[("out", "P()")],
-        ops=[OpSharding(name="dot.1", opcode="dot", sharding="{replicated}", source=loc, shape="f32[4]{0}", spec="replicated")],
+        ops=[
+            OpSharding(
+                name="dot.1",
+                opcode="dot",
+                sharding="{replicated}",
+                source=loc,
+                shape="f32[4]{0}",
+                spec="replicated",
+            )
+        ],
         collectives=[
-            Collective(name="ar", kind="all-reduce", bytes=3 * 2**20, replica_groups=((0, 1),), source=loc, axes=("data",), op_name="jit(f)/<dot>"),
-            Collective(name="ag", kind="all-gather", bytes=2**20, replica_groups=None, source=loc, groups_text="{{0,1}}"),
+            Collective(
+                name="ar",
+                kind="all-reduce",
+                bytes=3 * 2**20,
+                replica_groups=((0, 1),),
+                source=loc,
+                axes=("data",),
+                op_name="jit(f)/<dot>",
+            ),
+            Collective(
+                name="ag",
+                kind="all-gather",
+                bytes=2**20,
+                replica_groups=None,
+                source=loc,
+                groups_text="{{0,1}}",
+            ),
         ],
         mesh={"data": 2},
         hlo_text="",
@@ -122,13 +157,24 @@ def test_real_program_html_has_collective_table(mesh):
 def test_large_grids_are_elided(n):
     shards = [
         ShardInfo(
-            device_id=i, device_kind="cpu", platform="cpu", process_index=0,
-            index=(slice(i, i + 1),), shape=(1,), bytes=4, replica_id=0, addressable=True,
+            device_id=i,
+            device_kind="cpu",
+            platform="cpu",
+            process_index=0,
+            index=(slice(i, i + 1),),
+            shape=(1,),
+            bytes=4,
+            replica_id=0,
+            addressable=True,
         )
         for i in range(n)
     ]
     view = ShardingView(
-        shape=(n,), dtype="float32", spec="P('x')", mesh={"x": n}, shards=shards,
+        shape=(n,),
+        dtype="float32",
+        spec="P('x')",
+        mesh={"x": n},
+        shards=shards,
         layout=build_layout((n,), shards),
     )
     text = to_text(view, width=400)

@@ -6,7 +6,8 @@ import doctest
 
 import pytest
 
-from jaxscope import _api, _views
+from jaxscope._jaxpr import api as _api
+from jaxscope._jaxpr import view as _views
 
 
 @pytest.mark.parametrize("module", [_api, _views], ids=lambda m: m.__name__)

@@ -12,7 +12,7 @@ import pytest
 from jax import lax
 
 import jaxscope as js
-from jaxscope._render import new_console, to_html
+from jaxscope._display import new_console, to_html
 
 X4 = jnp.arange(4.0)
 

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import pytest
 
 from jaxscope import _source
-from jaxscope._model import SourceLoc
+from jaxscope._records import SourceLoc
 
 HERE = os.path.abspath(__file__)
 

@@ -12,7 +12,9 @@ _HERE = pathlib.Path(__file__).parent
 
 
 def _load_programs():
-    spec = importlib.util.spec_from_file_location("stepper_programs", _HERE / "programs.py")
+    spec = importlib.util.spec_from_file_location(
+        "stepper_programs", _HERE / "programs.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

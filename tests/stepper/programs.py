@@ -13,7 +13,12 @@ def mlp_init(key, sizes=(4, 8, 3)):
     params = []
     for i, (m, n) in enumerate(zip(sizes[:-1], sizes[1:])):
         k1, k2 = jax.random.split(jax.random.fold_in(key, i))
-        params.append({"w": jax.random.normal(k1, (m, n)) * 0.5, "b": jax.random.normal(k2, (n,)) * 0.1})
+        params.append(
+            {
+                "w": jax.random.normal(k1, (m, n)) * 0.5,
+                "b": jax.random.normal(k2, (n,)) * 0.1,
+            }
+        )
     return params
 
 
@@ -104,7 +109,11 @@ def remat_fn(x):
 
 def pytree_fn(tree, scale=2.0):
     a, (b, c) = tree["a"], tree["bc"]
-    return {"sum": a + b, "prod": (b * c * scale, None), "n": jnp.int32(3) + c.astype(jnp.int32)}
+    return {
+        "sum": a + b,
+        "prod": (b * c * scale, None),
+        "n": jnp.int32(3) + c.astype(jnp.int32),
+    }
 
 
 @partial(jax.jit, static_argnums=(1,))

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxscope as js
-from jaxscope._ipython.stepper import StepperPrompt
+from jaxscope._stepper.magic import StepperPrompt
 
 SOURCE = textwrap.dedent(
     """\
@@ -77,7 +77,10 @@ def test_nan_breakpoint_where_list_and_vars(loss, fake_io):
     s = js.step(loss)(jnp.array([1.0, 0.25]))
     out = transcript(fake_io, s, ["b nan", "c", "w", "l", "v", "q"])
     assert "(jaxstep) b nan\nbreakpoint set: nan\n" in out
-    assert "! nan produced by log at nan_prog.py:10 in loss  [loss]\n    b = jnp.log(a - 1.0)\n  <- " in out
+    assert (
+        "! nan produced by log at nan_prog.py:10 in loss  [loss]\n    b = jnp.log(a - 1.0)\n  <- "
+        in out
+    )
     assert "(jaxstep) w\n> loss at nan_prog.py:10\n" in out
     assert "  10  -> " in out and "b = jnp.log(a - 1.0)" in out
     table = out.split("(jaxstep) v\n", 1)[1].splitlines()
@@ -90,9 +93,17 @@ def test_nan_breakpoint_where_list_and_vars(loss, fake_io):
 
 def test_bad_commands_and_breakpoints_are_one_line_errors(loss, fake_io):
     s = js.step(loss)(jnp.ones(2))
-    out = transcript(fake_io, s, ["b 99", "b cosh", "p nope", "zz", "u", "b 10", "b", "c", "c", "s"])
-    assert "*** break_on(line=...): no equation at line 99; lines with equations: 6, 9, 10, 11" in out
-    assert "*** break_on(primitive=...): no 'cosh' equation in this program; primitives present:" in out
+    out = transcript(
+        fake_io, s, ["b 99", "b cosh", "p nope", "zz", "u", "b 10", "b", "c", "c", "s"]
+    )
+    assert (
+        "*** break_on(line=...): no equation at line 99; lines with equations: 6, 9, 10, 11"
+        in out
+    )
+    assert (
+        "*** break_on(primitive=...): no 'cosh' equation in this program; primitives present:"
+        in out
+    )
     assert "*** NameError: name 'nope' is not defined (variables here: a)" in out
     assert "*** unknown command 'zz'; type help" in out
     assert "*** until needs a target" in out
@@ -112,5 +123,15 @@ def test_empty_line_repeats_and_end_of_input_quits(loss, fake_io):
 
 def test_help_lists_every_command(loss, fake_io):
     out = transcript(fake_io, js.step(loss)(jnp.ones(2)), ["help"])
-    for word in ("s(tep)", "n(ext)", "f(inish)", "c(ontinue)", "b(reak)", "p EXPR", "l(ist)", "w(here)", "q(uit)"):
+    for word in (
+        "s(tep)",
+        "n(ext)",
+        "f(inish)",
+        "c(ontinue)",
+        "b(reak)",
+        "p EXPR",
+        "l(ist)",
+        "w(here)",
+        "q(uit)",
+    ):
         assert word in out

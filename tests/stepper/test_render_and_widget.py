@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import pytest
 
 import jaxscope as js
-from jaxscope._render import to_html, to_text
-from jaxscope._render.stepper_widget import StepperWidget, payload
+from jaxscope._display import to_html, to_text
+from jaxscope._stepper.widget import StepperWidget, payload
 
 SOURCE = textwrap.dedent(
     """\
@@ -67,7 +67,10 @@ def test_nan_finding_text_and_html(evil):
 
 def test_finished_stepper_renders_its_result(evil):
     s = js.step(evil)(jnp.array([1.0, 2.0])).run()
-    assert "program finished (evil); result: Array([0. , 1.0986123], dtype=float32)" in to_text(s, width=120)
+    assert (
+        "program finished (evil); result: Array([0. , 1.0986123], dtype=float32)"
+        in to_text(s, width=120)
+    )
 
 
 def test_widget_payload_has_source_lines_current_line_and_values(evil):
@@ -90,7 +93,10 @@ def test_widget_commands_step_break_continue_and_errors(evil):
     w.command("next")
     assert w.state["current"]["primitive"] == "log"
     w.command("toggle_break", 2)
-    assert "no equation at line 2 of evil_prog.py; lines with equations: 4, 5" in w.state["error"]
+    assert (
+        "no equation at line 2 of evil_prog.py; lines with equations: 4, 5"
+        in w.state["error"]
+    )
     w.command("toggle_break", 5)
     assert w.state["breakpoints"] == []
     w.command("finish")

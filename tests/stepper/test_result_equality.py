@@ -46,7 +46,10 @@ def test_mlp_training_step_with_value_and_grad_and_pytree_params(programs, key):
 
 
 def test_scan_rnn_result_equals_the_compiled_loop(programs, key):
-    p = {"wh": jax.random.normal(key, (4, 4)) * 0.3, "wx": jax.random.normal(key, (2, 4))}
+    p = {
+        "wh": jax.random.normal(key, (4, 4)) * 0.3,
+        "wx": jax.random.normal(key, (2, 4)),
+    }
     xs = jax.random.normal(key, (6, 2))
     s = js.step(programs.rnn)(p, xs)
     _step_to_end(s)
@@ -117,7 +120,9 @@ def test_custom_vjp_function_and_its_gradient(programs):
 
 def test_vmap_of_grad(programs):
     xs = jnp.linspace(-1, 1, 6).reshape(3, 2)
-    _assert_same(js.step(programs.vmap_of_grad)(xs).run().result, programs.vmap_of_grad(xs))
+    _assert_same(
+        js.step(programs.vmap_of_grad)(xs).run().result, programs.vmap_of_grad(xs)
+    )
 
 
 def test_remat_gradient(programs):
@@ -136,7 +141,9 @@ def test_pytree_in_and_out_with_none_leaf_and_keyword(programs):
 
 def test_static_args_of_a_jitted_function_and_given_to_step(programs):
     x = jnp.ones(2)
-    _assert_same(js.step(programs.static_fn)(x, 3).run().result, programs.static_fn(x, 3))
+    _assert_same(
+        js.step(programs.static_fn)(x, 3).run().result, programs.static_fn(x, 3)
+    )
 
     def g(x, n, *, mode):
         return x * n if mode == "mul" else x + n

@@ -9,7 +9,7 @@ import pytest
 from jax import lax
 
 import jaxscope as js
-from jaxscope._stepper import BreakpointError, StepperFinishedError
+from jaxscope._stepper.stepper import BreakpointError, StepperFinishedError
 
 
 @jax.jit
@@ -53,7 +53,9 @@ def test_next_steps_over_a_nested_jaxpr():
     assert s.current.primitive == "add"
     assert len(s.frames) == 1
     out_name = js.jaxpr(outer)(X).eqns[0].outputs[0][0]
-    np.testing.assert_allclose(s.values[out_name], np.sin(np.arange(3.0)) * 2, rtol=1e-6)
+    np.testing.assert_allclose(
+        s.values[out_name], np.sin(np.arange(3.0)) * 2, rtol=1e-6
+    )
 
 
 def test_finish_returns_to_the_parents_next_equation():
@@ -106,7 +108,9 @@ def test_run_to_the_end_then_every_command_is_a_clear_error():
     assert s.done and s.current is None and s.reason == "done"
     np.testing.assert_array_equal(s.result, jax.jit(outer)(X))
     for command in (s.step, s.next, s.finish, s.run):
-        with pytest.raises(StepperFinishedError, match=r"the program has finished .*js.step"):
+        with pytest.raises(
+            StepperFinishedError, match=r"the program has finished .*js.step"
+        ):
             command()
 
 
@@ -122,7 +126,9 @@ def test_run_until_a_line_number_file_line_sourceloc_and_callable():
     for target in (line, f"{scan_eqn.source.file}:{line}", scan_eqn.source):
         s = js.step(outer)(X).run(until=target)
         assert s.current == scan_eqn and s.reason == "until"
-    s = js.step(outer)(X).run(until=lambda eqn, values: eqn.primitive == "mul" and len(values) > 1)
+    s = js.step(outer)(X).run(
+        until=lambda eqn, values: eqn.primitive == "mul" and len(values) > 1
+    )
     assert s.current.primitive == "mul"
 
 
@@ -145,9 +151,15 @@ def test_primitive_breakpoint():
 
 def test_unknown_breakpoint_line_names_the_lines_with_equations():
     s = js.step(outer)(X)
-    with pytest.raises(BreakpointError, match=rf"no equation at line 9999; lines with equations: .*{LINE + 1}"):
+    with pytest.raises(
+        BreakpointError,
+        match=rf"no equation at line 9999; lines with equations: .*{LINE + 1}",
+    ):
         s.break_on(line=9999)
-    with pytest.raises(BreakpointError, match="no 'cosh' equation in this program; primitives present: .*sin"):
+    with pytest.raises(
+        BreakpointError,
+        match="no 'cosh' equation in this program; primitives present: .*sin",
+    ):
         s.break_on(primitive="cosh")
     with pytest.raises(BreakpointError, match="must be a line number"):
         s.run(until=3.5)
@@ -203,7 +215,9 @@ def test_a_function_that_cannot_be_traced_is_a_one_line_error():
             return x
         return -x
 
-    with pytest.raises(js.TraceError, match="bad raised TracerBoolConversionError") as info:
+    with pytest.raises(
+        js.TraceError, match="bad raised TracerBoolConversionError"
+    ) as info:
         js.step(bad)(jnp.float32(1.0))
     assert "\n" not in str(info.value)
     with pytest.raises(js.InvalidCallError, match="js.step expects a callable"):
@@ -232,7 +246,11 @@ def test_values_hold_every_variable_defined_so_far_in_the_frame():
     s.next()
     s.next()
     view = js.jaxpr(outer)(X)
-    names = {view.eqns[0].inputs[0][0], view.eqns[0].outputs[0][0], view.eqns[3].outputs[0][0]}
+    names = {
+        view.eqns[0].inputs[0][0],
+        view.eqns[0].outputs[0][0],
+        view.eqns[3].outputs[0][0],
+    }
     assert names <= set(s.values)
     assert s.arg_names == {"a": "x"}
 
@@ -261,7 +279,10 @@ def test_an_error_inside_a_loop_body_names_the_nested_equation_and_frames_unwind
         return lax.while_loop(lambda v: v < 3.0, body, x)
 
     s = js.step(f)(jnp.float32(0.0))
-    with pytest.raises(js.JaxscopeError, match=r"equation pure_callback \(path \(0, 1, 0\)\) at .*test_stepping.py:\d+ raised"):
+    with pytest.raises(
+        js.JaxscopeError,
+        match=r"equation pure_callback \(path \(0, 1, 0\)\) at .*test_stepping.py:\d+ raised",
+    ):
         s.run()
     assert s.done and s.frames == [] and s.reason == "error"
 
@@ -270,7 +291,10 @@ def test_until_and_break_accept_a_basename_and_a_line():
     line = LINE + 2
     s = js.step(outer)(X).run(until=f"test_stepping.py:{line}")
     assert s.current.primitive == "scan"
-    with pytest.raises(BreakpointError, match=r"no equation at line 1 of other.py; lines with equations: "):
+    with pytest.raises(
+        BreakpointError,
+        match=r"no equation at line 1 of other.py; lines with equations: ",
+    ):
         s.break_on(line="other.py:1")
     s.break_on(line=[line + 1, LINE + 1])
     assert s.breakpoints["lines"] == sorted([str(line + 1), str(LINE + 1)])

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxscope as js
-from jaxscope._render.stepper_widget import payload
+from jaxscope._stepper.widget import payload
 
 pytestmark = pytest.mark.browser
 
@@ -53,7 +53,12 @@ def test_buttons_source_highlight_breakpoint_click_and_values(require_chromium):
             page = browser.new_page()
             page.set_content("<html><body></body></html>")
             page.evaluate(_HARNESS, [_ESM.read_text(), state])
-            assert page.locator("button").all_inner_texts() == ["step", "next", "finish", "continue"]
+            assert page.locator("button").all_inner_texts() == [
+                "step",
+                "next",
+                "finish",
+                "continue",
+            ]
             cur = page.locator(".line.cur")
             assert cur.count() == 1 and "a = x * 2.0" in cur.inner_text()
             assert page.locator("table.vars tr").count() == 1 + len(state["values"])
@@ -62,7 +67,8 @@ def test_buttons_source_highlight_breakpoint_click_and_values(require_chromium):
             page.locator(f'.line[data-line="{line}"]').click()
             page.locator('tr.var[data-name="a"]').click()
             assert page.evaluate("window.sent") == [
-                {"cmd": "next"}, {"cmd": "toggle_break", "line": line},
+                {"cmd": "next"},
+                {"cmd": "toggle_break", "line": line},
                 {"cmd": "expand", "name": "a"},
             ]
             expanded = json.loads(json.dumps(payload(s, expanded={"a"})))

@@ -1,0 +1,150 @@
+"""Renderer entry points, one per output kind, dispatched on the record/view type.
+
+``rich_renderable(obj)`` returns a rich renderable (terminal, and ``str()`` through a
+colourless console, so the two cannot drift apart); ``html(obj)`` returns an HTML
+string with every user string escaped. Feature modules register their handlers with
+``@rich_renderable.register`` / ``@html.register``; they are imported on first use so
+``import jaxscope`` never loads rich.
+
+Rendering never kills a cell: a failing HTML renderer falls back to escaped text with a
+warning that names it.
+"""
+
+from __future__ import annotations
+
+import functools
+import html as _html
+import importlib
+import io
+import os
+import warnings
+from typing import Any
+
+_loaded_features: set[str] = set()
+
+
+def load_renderers_for(cls: type) -> None:
+    """Import the ``render`` module of each jaxscope feature folder in ``cls``'s MRO.
+
+    A view or record defined in ``jaxscope._<feature>.<module>`` is drawn by the
+    handlers that ``jaxscope._<feature>.render`` registers; importing it on first use
+    keeps rich out of ``import jaxscope``. A feature without its render module is a
+    packaging error and raises.
+    """
+    for klass in cls.__mro__:
+        parts = klass.__module__.split(".")
+        if len(parts) < 3 or parts[0] != "jaxscope" or not parts[1].startswith("_"):
+            continue
+        feature = f"jaxscope.{parts[1]}"
+        if feature not in _loaded_features:
+            importlib.import_module(f"{feature}.render")
+            _loaded_features.add(feature)
+
+
+@functools.singledispatch
+def rich_renderable(obj: Any) -> Any:
+    """A rich renderable for ``obj`` (falls back to its ``repr``)."""
+    from rich.text import Text
+
+    return Text(repr(obj))
+
+
+@functools.singledispatch
+def html(obj: Any) -> str:
+    """An HTML fragment for ``obj`` (falls back to escaped plain text)."""
+    return pre(to_text(obj))
+
+
+@functools.singledispatch
+def widget(obj: Any) -> Any:
+    """An anywidget showing ``obj`` (registered by features that have one)."""
+    raise TypeError(f"jaxscope has no widget for {type(obj).__name__}")
+
+
+def widget_of(obj: Any) -> Any:
+    """``widget(obj)`` after loading the renderers of ``obj``'s feature."""
+    load_renderers_for(type(obj))
+    return widget(obj)
+
+
+def pre(text: str, css_class: str = "jaxscope-text") -> str:
+    """Plain text as an escaped ``<pre>`` block."""
+    return f'<pre class="{css_class}">{_html.escape(text)}</pre>'
+
+
+def get_rich(obj: Any) -> Any:
+    """``rich_renderable`` after loading the renderers of ``obj``'s feature."""
+    load_renderers_for(type(obj))
+    return rich_renderable(obj)
+
+
+def new_console(width: int = 100, *, color: bool = False, file: Any = None) -> Any:
+    """A deterministic rich ``Console`` (colourless unless asked)."""
+    from rich.console import Console
+
+    return Console(
+        width=width,
+        file=file if file is not None else io.StringIO(),
+        color_system="standard" if color else None,
+        force_terminal=color,
+        force_jupyter=False,  # inside Jupyter rich would display instead of writing to `file`
+        legacy_windows=False,
+        highlight=False,
+        soft_wrap=False,
+    )
+
+
+def to_text(obj: Any, width: int | None = None) -> str:
+    """Plain text: the rich rendering of ``obj`` through a colourless console."""
+    if width is None:
+        width = _terminal_width()
+    console = new_console(width)
+    console.print(get_rich(obj))
+    return console.file.getvalue().rstrip("\n")
+
+
+def to_html(obj: Any) -> str:
+    """HTML for ``obj``; on a renderer failure, escaped text and a warning."""
+    try:
+        load_renderers_for(type(obj))
+        return html(obj)
+    except Exception as exc:  # rendering must never kill a cell
+        warnings.warn(
+            f"jaxscope: the HTML renderer for {type(obj).__name__} failed "
+            f"({type(exc).__name__}: {exc}); showing text instead",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return pre(to_text(obj))
+
+
+def mimebundle(obj: Any) -> dict[str, str]:
+    """``text/plain`` always, ``text/html`` too (for ``_repr_mimebundle_``)."""
+    return {"text/plain": to_text(obj), "text/html": to_html(obj)}
+
+
+def _terminal_width() -> int:
+    try:
+        return max(60, min(160, os.get_terminal_size().columns))
+    except OSError:
+        return 100
+
+
+class Renderable:
+    """Mixin for views: ``str``, ``__rich__`` and ``_repr_mimebundle_`` via the dispatch."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return to_text(self)
+
+    def __rich__(self) -> Any:
+        return get_rich(self)
+
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> dict[str, str]:
+        return mimebundle(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self) if cycle else str(self))

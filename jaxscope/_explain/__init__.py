@@ -1,0 +1,1 @@
+"""Source-mapped JAX errors with a concrete fix."""

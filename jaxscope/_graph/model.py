@@ -1,0 +1,547 @@
+"""``GraphModel``: the dataflow graph of a jaxpr as plain data (nodes, edges, groups).
+
+Nodes are the program's inputs, outputs and constants and every equation that holds no
+nested jaxpr. An equation that does hold nested jaxprs (jit, scan, while, cond,
+custom_jvp/vjp, remat, shard_map, ...) is a *group*; when it holds several (while's
+cond and body, cond's branches) each nested jaxpr is a child group of it. Name-stack
+scopes (``jax.named_scope``) are groups too, nested to any depth inside the group of
+the jaxpr they occur in.
+
+Edges join leaf nodes only and carry the variable they stand for (``name``, ``type``).
+A nested jaxpr's binders are aliases of its equation's operands and results, so an
+edge runs straight from the producer outside to the consumer inside (and back out);
+a viewer lifts edges to the visible ancestor of a collapsed group. Operand alignment:
+
+- most primitives (jit, scan, custom_jvp/vjp, remat, shard_map): positional, which is
+  exact for scan too (its operands are consts, carry, xs like its body's binders);
+- ``while``: operands are ``cond_consts + body_consts + carry``; the cond jaxpr binds
+  ``cond_consts + carry``, the body ``body_consts + carry``, the body's results are the
+  loop's results (the cond's boolean result feeds nothing);
+- ``cond``: the first operand is the branch index; every branch binds the rest;
+- anything else whose arity differs: aligned on the last operands (an approximation).
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxscope._jaxpr.model import JaxprModel, Region
+from jaxscope._records import EqnInfo, SourceLoc
+from jaxscope._source import running_shell
+
+# Lines of context around each source line sent to the viewer.
+CONTEXT_LINES = 3
+# Distinct source lines for which context is collected (keeps the payload bounded).
+MAX_SOURCE_LINES = 2000
+
+_TRANSFORM = re.compile(r"^[A-Za-z_][\w.]*\((.*)\)$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphNode:
+    """One node: an equation (``kind="eqn"``), an ``"input"``, ``"output"`` or ``"const"``."""
+
+    id: str
+    kind: str
+    label: str
+    group: str | None
+    primitive: str = ""
+    path: tuple[int, ...] = ()
+    inputs: tuple[tuple[str, str], ...] = ()
+    outputs: tuple[tuple[str, str], ...] = ()
+    params: dict[str, str] = field(default_factory=dict)
+    source: SourceLoc | None = None
+    scope: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphEdge:
+    """A variable flowing from node ``src`` to ``dst`` (``var`` named, of ``type``).
+
+    ``dst`` is a node id, or a group id for an operand that the group's equation
+    consumes itself rather than passing to a nested jaxpr (cond's branch index).
+    """
+
+    src: str
+    dst: str
+    var: str
+    type: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphGroup:
+    """A group: an equation with nested jaxprs (``kind`` = its primitive), one nested
+    jaxpr of such an equation (``kind="region"``) or a name scope (``kind="scope"``).
+
+    ``size`` counts the leaf nodes inside, at any depth.
+    """
+
+    id: str
+    kind: str
+    label: str
+    parent: str | None
+    size: int
+    primitive: str = ""
+    path: tuple[int, ...] = ()
+    inputs: tuple[tuple[str, str], ...] = ()
+    outputs: tuple[tuple[str, str], ...] = ()
+    params: dict[str, str] = field(default_factory=dict)
+    source: SourceLoc | None = None
+    scope: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphModel:
+    """The graph of one jaxpr: ``nodes``, ``edges`` and ``groups`` (parents before children)."""
+
+    title: str
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    groups: list[GraphGroup]
+    # shown file ("In [3]") -> the file name Python compiled it under (JaxprModel's)
+    raw_files: dict[str, str] = field(default_factory=dict)
+
+
+def scope_names(scope: str) -> list[str]:
+    """User scope names of a name stack: ``"vmap(jvp(layer1))/inner"`` → ``["layer1", "inner"]``.
+
+    Transform wrappers (``vmap(...)``, ``jvp(...)``, ``transpose(...)``) are peeled off;
+    components left empty (a bare transform) are dropped.
+    """
+    names: list[str] = []
+    for part in scope.split("/"):
+        part = part.strip()
+        while True:
+            match = _TRANSFORM.match(part)
+            if match is None:
+                break
+            part = match.group(1)
+        if part:
+            names.append(part)
+    return names
+
+
+def _is_var(name: str) -> bool:
+    # Literals are printed "1.0:f32[]"; dropped outputs "_".
+    return name != "_" and ":" not in name
+
+
+def _path_id(path: tuple[int, ...]) -> str:
+    return ".".join(str(i) for i in path)
+
+
+def _int_param(info: EqnInfo, key: str) -> int:
+    try:
+        return int(info.params.get(key, "0"))
+    except ValueError:
+        return 0
+
+
+def operand_map(info: EqnInfo, region_index: int, region: Region) -> list[int | None]:
+    """For each binder of nested ``region``: the index of the operand of ``info`` it
+    aliases, or None (see the module docstring for the rules)."""
+    n_ops = len(info.inputs)
+    n_in = len(region.invars)
+    if info.primitive == "while":
+        cond_n = _int_param(info, "cond_nconsts")
+        body_n = _int_param(info, "body_nconsts")
+        carry = n_ops - cond_n - body_n
+        if region.label == "cond_jaxpr":
+            return [*range(cond_n), *range(n_ops - carry, n_ops)][:n_in]
+        return [*range(cond_n, cond_n + body_n), *range(n_ops - carry, n_ops)][:n_in]
+    if info.primitive == "cond":
+        return [i + 1 if i + 1 < n_ops else None for i in range(n_in)]
+    if n_in == n_ops:
+        return list(range(n_in))
+    offset = n_ops - n_in
+    return [i + offset if 0 <= i + offset < n_ops else None for i in range(n_in)]
+
+
+def result_regions(info: EqnInfo, regions: list[Region]) -> list[Region]:
+    """The nested regions whose results are ``info``'s results (not while's cond)."""
+    if info.primitive == "while":
+        return [r for r in regions if r.label != "cond_jaxpr"]
+    return regions
+
+
+def _group_label(info: EqnInfo) -> str:
+    name = info.params.get("name")
+    return f"{info.primitive} {name}" if name else info.primitive
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.nodes: list[GraphNode] = []
+        self.edges: list[GraphEdge] = []
+        self.groups: list[GraphGroup] = []
+        self.group_index: dict[str, int] = {}
+        # var name -> node ids producing it (several for cond branches)
+        self.producers: dict[str, list[str]] = {}
+        self.edge_keys: set[tuple[str, str, str]] = set()
+
+    def add_group(self, group: GraphGroup) -> None:
+        self.group_index[group.id] = len(self.groups)
+        self.groups.append(group)
+
+    def consume(self, dst: str, inputs: Iterable[tuple[str, str]]) -> None:
+        for name, aval in inputs:
+            if not _is_var(name):
+                continue
+            for src in self.producers.get(name, ()):
+                key = (src, dst, name)
+                if key not in self.edge_keys:
+                    self.edge_keys.add(key)
+                    self.edges.append(GraphEdge(src=src, dst=dst, var=name, type=aval))
+
+    def alias(self, inner: str, outer: str) -> None:
+        if _is_var(inner) and _is_var(outer):
+            self.producers.setdefault(inner, []).extend(self.producers.get(outer, ()))
+
+    def scope_group(
+        self, container: str | None, names: list[str], cache: dict[tuple[str, ...], str]
+    ) -> str | None:
+        parent = container
+        for depth in range(1, len(names) + 1):
+            key = tuple(names[:depth])
+            gid = cache.get(key)
+            if gid is None:
+                gid = f"s{len(self.groups)}"
+                cache[key] = gid
+                self.add_group(
+                    GraphGroup(
+                        id=gid,
+                        kind="scope",
+                        label=names[depth - 1],
+                        parent=parent,
+                        size=0,
+                        scope="/".join(key),
+                    )
+                )
+            parent = gid
+        return parent
+
+    def region(self, region: Region, container: str | None) -> None:
+        scopes: dict[tuple[str, ...], str] = {}
+        for i, (name, aval) in enumerate(region.constvars):
+            nid = f"c{_path_id(region.path)}_{i}" if region.path else f"c{i}"
+            self.nodes.append(
+                GraphNode(
+                    id=nid,
+                    kind="const",
+                    label=f"const {name}",
+                    group=container,
+                    outputs=((name, aval),),
+                )
+            )
+            self.producers.setdefault(name, []).append(nid)
+        for index, info in enumerate(region.eqns):
+            parent = self.scope_group(container, scope_names(info.scope), scopes)
+            children = region.children.get(index)
+            if not children:
+                nid = f"n{_path_id(info.path)}"
+                self.nodes.append(
+                    GraphNode(
+                        id=nid,
+                        kind="eqn",
+                        label=info.primitive,
+                        group=parent,
+                        primitive=info.primitive,
+                        path=info.path,
+                        inputs=tuple(info.inputs),
+                        outputs=tuple(info.outputs),
+                        params=dict(info.params),
+                        source=info.source,
+                        scope=info.scope,
+                    )
+                )
+                self.consume(nid, info.inputs)
+                for name, _aval in info.outputs:
+                    if _is_var(name):
+                        self.producers[name] = [nid]
+                continue
+            gid = f"g{_path_id(info.path)}"
+            self.add_group(
+                GraphGroup(
+                    id=gid,
+                    kind=info.primitive,
+                    label=_group_label(info),
+                    parent=parent,
+                    size=0,
+                    primitive=info.primitive,
+                    path=info.path,
+                    inputs=tuple(info.inputs),
+                    outputs=tuple(info.outputs),
+                    params=dict(info.params),
+                    source=info.source,
+                    scope=info.scope,
+                )
+            )
+            used: set[int] = set()
+            for j, child in enumerate(children):
+                for binder, op in zip(
+                    child.invars, operand_map(info, j, child), strict=False
+                ):
+                    if op is not None:
+                        used.add(op)
+                        self.alias(binder[0], info.inputs[op][0])
+            # Operands no nested binder takes (cond's branch index) feed the group.
+            self.consume(gid, [op for k, op in enumerate(info.inputs) if k not in used])
+            for child in children:
+                if len(children) == 1:
+                    self.region(child, gid)
+                else:
+                    rid = f"r{_path_id(child.path)}"
+                    self.add_group(
+                        GraphGroup(
+                            id=rid,
+                            kind="region",
+                            label=child.label,
+                            parent=gid,
+                            size=0,
+                            path=child.path,
+                            inputs=tuple(child.invars),
+                            outputs=tuple(child.outvars),
+                        )
+                    )
+                    self.region(child, rid)
+            for name, _aval in info.outputs:
+                if _is_var(name):
+                    self.producers[name] = []
+            for child in result_regions(info, children):
+                for (outer, _a), (inner, _b) in zip(
+                    info.outputs, child.outvars, strict=False
+                ):
+                    if _is_var(outer) and _is_var(inner):
+                        self.producers[outer].extend(self.producers.get(inner, ()))
+
+    def finish(self) -> None:
+        sizes = [0] * len(self.groups)
+        for node in self.nodes:
+            gid = node.group
+            while gid is not None:
+                k = self.group_index[gid]
+                sizes[k] += 1
+                gid = self.groups[k].parent
+        self.groups = [_replace_size(g, sizes[k]) for k, g in enumerate(self.groups)]
+
+
+def _replace_size(group: GraphGroup, size: int) -> GraphGroup:
+    from dataclasses import replace
+
+    return replace(group, size=size)
+
+
+def build_graph(model: JaxprModel, title: str = "") -> GraphModel:
+    """The dataflow graph of a ``JaxprModel`` (see the module docstring)."""
+    builder = _Builder()
+    top = model.top
+    names = model.arg_names or ()
+    for i, (name, aval) in enumerate(top.invars):
+        label = names[i] if i < len(names) and names[i] else name
+        nid = f"i{i}"
+        builder.nodes.append(
+            GraphNode(
+                id=nid, kind="input", label=label, group=None, outputs=((name, aval),)
+            )
+        )
+        builder.producers.setdefault(name, []).append(nid)
+    builder.region(top, None)
+    paths = model.result_paths or ()
+    for i, (name, aval) in enumerate(top.outvars):
+        label = paths[i] if i < len(paths) and paths[i] else f"out[{i}]"
+        nid = f"o{i}"
+        builder.nodes.append(
+            GraphNode(
+                id=nid, kind="output", label=label, group=None, inputs=((name, aval),)
+            )
+        )
+        builder.consume(nid, [(name, aval)])
+    builder.finish()
+    return GraphModel(
+        title=title,
+        nodes=builder.nodes,
+        edges=builder.edges,
+        groups=builder.groups,
+        raw_files=dict(model.raw_files),
+    )
+
+
+# ----------------------------------------------------------------- source snippets
+
+
+def cell_lines(cell: int) -> list[str]:
+    """The lines of IPython input cell ``cell`` (empty when not found)."""
+    shell = running_shell()
+    if shell is None:
+        return []
+    filename_map = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+    for filename, number in list(filename_map.items()):
+        if number == cell:
+            lines = linecache.getlines(filename)
+            if lines:
+                return lines
+    history = getattr(shell, "user_ns", {}).get("In")
+    if isinstance(history, list) and 0 <= cell < len(history):
+        text = history[cell]
+        if isinstance(text, str) and text:
+            return text.splitlines(keepends=True)
+    return []
+
+
+_CELL = re.compile(r"^In \[(\d+)\]$")
+
+
+def _file_lines(file: str, raw_file: str | None = None) -> list[str]:
+    """The lines of shown file ``file``, read by its compiled name ``raw_file`` if known.
+
+    An ``In [N]`` name alone is ambiguous (cells run without history share one ``N``),
+    so the compiled name (which IPython puts in ``linecache``) comes first.
+    """
+    if raw_file is not None:
+        lines = linecache.getlines(raw_file)
+        if lines:
+            return lines
+    match = _CELL.match(file)
+    if match:
+        return cell_lines(int(match.group(1)))
+    return linecache.getlines(file)
+
+
+def source_snippets(
+    locs: Iterable[SourceLoc],
+    context: int = CONTEXT_LINES,
+    raw_files: Mapping[str, str] | None = None,
+) -> dict[str, dict[int, str]]:
+    """``{file: {line: text}}`` for every line in ``locs`` and ``context`` lines around it.
+
+    ``raw_files`` maps a shown file to its compiled file name (see ``_file_lines``).
+    """
+    keys: list[tuple[str, int]] = []
+    seen: set[tuple[str, int]] = set()
+    for loc in locs:
+        if loc.key not in seen:
+            seen.add(loc.key)
+            keys.append(loc.key)
+            if len(keys) >= MAX_SOURCE_LINES:
+                break
+    out: dict[str, dict[int, str]] = {}
+    cache: dict[str, list[str]] = {}
+    for file, line in keys:
+        lines = cache.get(file)
+        if lines is None:
+            raw = raw_files.get(file) if raw_files else None
+            lines = cache[file] = _file_lines(file, raw)
+        if not lines:
+            continue
+        table = out.setdefault(file, {})
+        for n in range(max(1, line - context), min(len(lines), line + context) + 1):
+            table[n] = lines[n - 1].rstrip("\n")
+    return out
+
+
+# ------------------------------------------------------------------------ payload
+
+
+class _Strings:
+    """A string table: each distinct string is sent once, referenced by index."""
+
+    def __init__(self) -> None:
+        self.table: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        k = self.index.get(text)
+        if k is None:
+            k = self.index[text] = len(self.table)
+            self.table.append(text)
+        return k
+
+
+_NODE_KINDS = ("eqn", "input", "output", "const")
+
+
+def _flat_pairs(s: _Strings, pairs: Iterable[tuple[str, str]]) -> list[int]:
+    out: list[int] = []
+    for a, b in pairs:
+        out.append(s(a))
+        out.append(s(b))
+    return out
+
+
+def _params(s: _Strings, params: dict[str, str]) -> list[int]:
+    return _flat_pairs(s, params.items())
+
+
+def _loc(s: _Strings, loc: SourceLoc | None) -> list[int]:
+    if loc is None:
+        return []
+    return [s(loc.file), loc.line, s(loc.function or "")]
+
+
+def to_payload(graph: GraphModel) -> dict[str, Any]:
+    """The compact JSON the browser viewer reads (format 1).
+
+    Strings are interned in ``strings``; a node is ``[kind, label, group, primitive,
+    inputs, outputs, params, source, scope]`` where ``group`` indexes ``groups`` (-1:
+    top level), ``inputs``/``outputs``/``params`` are flat lists of string indices
+    (name, type, name, type...), ``source`` is ``[file, line, function]`` or ``[]``.
+    A group is ``[kind, label, parent, size, primitive, inputs, outputs, params,
+    source, scope]``. ``edges`` is a flat list ``src, dst, var, type, ...`` (node
+    indices, then string indices; a destination ``-1 - k`` is group ``k``).
+    ``sources`` maps file → line → text.
+    """
+    s = _Strings()
+    group_pos = {g.id: k for k, g in enumerate(graph.groups)}
+    node_pos = {n.id: k for k, n in enumerate(graph.nodes)}
+    groups = [
+        [
+            s(g.kind),
+            s(g.label),
+            group_pos[g.parent] if g.parent is not None else -1,
+            g.size,
+            s(g.primitive),
+            _flat_pairs(s, g.inputs),
+            _flat_pairs(s, g.outputs),
+            _params(s, g.params),
+            _loc(s, g.source),
+            s(g.scope),
+        ]
+        for g in graph.groups
+    ]
+    nodes = [
+        [
+            _NODE_KINDS.index(n.kind),
+            s(n.label),
+            group_pos[n.group] if n.group is not None else -1,
+            s(n.primitive),
+            _flat_pairs(s, n.inputs),
+            _flat_pairs(s, n.outputs),
+            _params(s, n.params),
+            _loc(s, n.source),
+            s(n.scope),
+        ]
+        for n in graph.nodes
+    ]
+    edges: list[int] = []
+    for e in graph.edges:
+        dst = node_pos[e.dst] if e.dst in node_pos else -1 - group_pos[e.dst]
+        edges.extend((node_pos[e.src], dst, s(e.var), s(e.type)))
+    locs = [n.source for n in graph.nodes if n.source is not None]
+    locs += [g.source for g in graph.groups if g.source is not None]
+    snippets = source_snippets(locs, raw_files=graph.raw_files)
+    return {
+        "format": 1,
+        "title": graph.title,
+        "strings": s.table,
+        "nodes": nodes,
+        "groups": groups,
+        "edges": edges,
+        "sources": {
+            file: {str(line): text for line, text in table.items()}
+            for file, table in snippets.items()
+        },
+    }

@@ -1,0 +1,133 @@
+"""Renderers of ``GraphView``: a text summary, and HTML embedding the viewer with its data.
+
+The HTML needs no widget manager and no server: the built viewer (``_static/graph.js``)
+is inlined (base64) and imported from a ``blob:`` URL, and the graph travels as JSON
+in a ``<script type="application/json">`` block whose ``<``, ``>`` and ``&`` are
+escaped, so no user string can close the tag. The viewer writes every user string
+with ``textContent``.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import html as _html
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from jaxscope._display import html, rich_renderable, widget
+from jaxscope._graph.view import GraphView
+
+_STATIC = Path(__file__).resolve().parent.parent / "_static"
+
+
+@functools.lru_cache(maxsize=1)
+def _bundle() -> tuple[str, str]:
+    js = (_STATIC / "graph.js").read_bytes()
+    css_path = _STATIC / "graph.css"
+    css = css_path.read_text("utf-8") if css_path.exists() else ""
+    return base64.b64encode(js).decode("ascii"), css
+
+
+def json_for_script(data: Any) -> str:
+    """JSON safe inside a ``<script>`` element (no ``</script>``, no ``<!--``)."""
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return (
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def standalone_html(
+    view: GraphView, *, height: int = 520, options: dict[str, Any] | None = None
+) -> str:
+    """A self-contained HTML fragment: the interactive viewer and its data.
+
+    ``options`` go to the viewer (``chunkMax``/``chunkSize``: when a group's direct
+    children are split into artificial layers; for benchmarks).
+    """
+    opts = json_for_script({"height": int(height), **(options or {})})
+    js_b64, css = _bundle()
+    uid = "jaxscope-graph-" + uuid.uuid4().hex[:12]
+    data = json_for_script(view.payload())
+    summary = _html.escape(repr(view))
+    return (
+        f'<div class="jaxscope-graph-static" id="{uid}" data-jaxscope-graph>'
+        f"<style>{css}</style>"
+        f'<div class="jaxscope-graph-mount" style="height:{int(height)}px">'
+        f'<pre class="jaxscope-text">{summary} (the interactive viewer needs '
+        f"JavaScript)</pre></div>"
+        f'<script type="application/json" class="jaxscope-graph-data">{data}</script>'
+        f'<script type="application/octet-stream" class="jaxscope-graph-js">'
+        f"{js_b64}</script>"
+        '<script type="module">'
+        f"const root=document.getElementById('{uid}');"
+        "const b64=root.querySelector('.jaxscope-graph-js').textContent;"
+        "const bytes=Uint8Array.from(atob(b64),c=>c.charCodeAt(0));"
+        "const url=URL.createObjectURL(new Blob([bytes],{type:'text/javascript'}));"
+        "const mod=await import(url);URL.revokeObjectURL(url);"
+        "const graph=JSON.parse(root.querySelector('.jaxscope-graph-data').textContent);"
+        "const mount=root.querySelector('.jaxscope-graph-mount');mount.textContent='';"
+        f"mod.mountStatic(mount,graph,{opts});"
+        "</script></div>"
+    )
+
+
+@html.register
+def _(view: GraphView) -> str:
+    return standalone_html(view)
+
+
+@rich_renderable.register
+def _(view: GraphView) -> Any:
+    from rich.text import Text
+    from rich.tree import Tree
+
+    title = Text()
+    title.append("graph", style="bold")
+    if view.title:
+        title.append(f" of {view.title}")
+    title.append(
+        f": {len(view.nodes)} nodes, {len(view.edges)} edges, "
+        f"{len(view.groups)} groups",
+        style="dim",
+    )
+    tree = Tree(title)
+    children: dict[str | None, list[Any]] = {}
+    for group in view.groups:
+        children.setdefault(group.parent, []).append(group)
+    counts: dict[str | None, int] = {}
+    for node in view.nodes:
+        counts[node.group] = counts.get(node.group, 0) + 1
+
+    budget = [60]
+
+    def add(branch: Any, gid: str | None) -> None:
+        for group in children.get(gid, ()):
+            if budget[0] <= 0:
+                branch.add(Text("...", style="dim"))
+                return
+            budget[0] -= 1
+            label = Text()
+            label.append(
+                group.label, style="bold magenta" if group.kind != "scope" else "yellow"
+            )
+            label.append(f"  {group.size} nodes", style="dim")
+            if group.source is not None:
+                label.append(f"  # {group.source}", style="yellow")
+            add(branch.add(label), group.id)
+
+    add(tree, None)
+    return tree
+
+
+@widget.register
+def _(view: GraphView) -> Any:
+    from jaxscope._graph.widget import GraphWidget
+
+    return GraphWidget(graph=view.payload())

@@ -1,0 +1,49 @@
+"""``%hlo``: trace (never run) a call typed after the magic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.magic import line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from jaxscope._exceptions import InvalidCallError
+from jaxscope._ipython.callparse import parse_call
+from jaxscope._ipython.common import (
+    JaxscopeMagics,
+    call_argument,
+    parse_magic_args,
+    show,
+    usage_errors,
+)
+
+_STAGES = ("stablehlo", "hlo", "optimized")
+
+
+@magics_class
+class HloMagics(JaxscopeMagics):
+    @magic_arguments()
+    @argument(
+        "--stage", default="hlo", help="stablehlo, hlo or optimized (post-fusion)"
+    )
+    @argument("--cost", action="store_true", help="also show cost and memory analysis")
+    @call_argument("f(x, y)")
+    @line_magic
+    @usage_errors
+    def hlo(self, line: str) -> Any:
+        """Show the StableHLO / HLO / optimized HLO of CALL with source lines."""
+        opts = parse_magic_args(self.hlo, line, verbatim="call")
+        if opts.stage not in _STAGES:
+            raise InvalidCallError(
+                f"unknown stage {opts.stage!r}; use --stage stablehlo, hlo or optimized"
+            )
+        from jaxscope._hlo.api import hlo
+
+        parsed = parse_call(" ".join(opts.call), self.shell.user_ns, "hlo")
+        view = hlo(parsed.function, stage=opts.stage)(*parsed.args, **parsed.kwargs)
+        view.show_cost = opts.cost
+        show(view)
+        return None
+
+
+MAGICS = HloMagics

@@ -1,0 +1,458 @@
+"""Rendering of ``HloView``: coloured text, and Compiler-Explorer style HTML.
+
+Text: the stage's text with opcodes, names and shapes coloured and each op line
+followed by ``# file:line``; with ``show_cost`` a cost/memory table.
+
+HTML: the user's source lines on the left, the HLO on the right. Lines of the same
+source share a tint; hovering a source line highlights its ops and hovering an op
+highlights its source line (pure CSS ``:has()``, so it works where scripts do not
+run); a click scrolls the other side to the match (a few lines of inline JS).
+Computations are collapsible ``<details>``; fused computations start folded in long
+modules. Every string from the program or the user is escaped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html as _html
+import itertools
+import os
+import re
+from typing import Any
+
+from jaxscope._display import html, rich_renderable
+from jaxscope._hlo.model import COMPUTATION_HEADER, FUNC_HEADER, HLO_SECTIONS
+from jaxscope._hlo.view import HloView
+from jaxscope._records import OpInfo, SourceLoc
+
+# Displays never flood a notebook or terminal; `.text` always has everything.
+DISPLAY_MAX_LINES = 5000
+# Fused computations start folded in the HTML of modules longer than this.
+FOLD_FUSED_OVER_LINES = 300
+# Per-source-line highlight rules are emitted for at most this many lines.
+MAX_CSS_KEYS = 2000
+_PALETTE = 12
+
+_HLO_OP = re.compile(
+    r"^(\s+)(ROOT\s+)?(%?[\w.\-]+)( = )(\(.*?\)(?=\s[\w\-]+\()|\S+)(\s)([\w\-]+)(\(.*)$"
+)
+_MLIR_OP = re.compile(r"^(\s*)((?:%[\w#:$.\-]+(?:, )?)+)( = )(\"?[\w.]+\"?)(.*)$")
+_MLIR_NO_RESULT = re.compile(r"^(\s*)([a-z_]+\.[\w.]+|return)(\b.*)$")
+_METADATA = re.compile(r", metadata=\{.*?\}(?=,|$)")
+
+_ids = itertools.count()
+
+
+def _stage_title(view: HloView) -> str:
+    title = {"stablehlo": "StableHLO", "hlo": "HLO", "optimized": "optimized HLO"}
+    return title.get(view.stage, view.stage)
+
+
+def _display_lines(view: HloView) -> tuple[list[str], int]:
+    lines = view.text.splitlines()
+    hidden = max(0, len(lines) - DISPLAY_MAX_LINES)
+    return lines[:DISPLAY_MAX_LINES], hidden
+
+
+def _ops_by_line(view: HloView) -> dict[int, OpInfo]:
+    return {
+        line: op for op, line in zip(view.ops, view.op_lines, strict=True) if line >= 0
+    }
+
+
+def _summary(view: HloView) -> str:
+    ops = view.ops
+    mapped = sum(1 for op in ops if op.source is not None)
+    name = f" of {view.function_name}" if view.function_name else ""
+    return (
+        f"{_stage_title(view)}{name}: {len(ops)} ops, {mapped} mapped to "
+        f"{len(view.by_line)} source lines"
+    )
+
+
+def _fmt_number(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:.4g}"
+
+
+def cost_rows(view: HloView) -> list[tuple[str, str]]:
+    """``(label, value)`` rows of the cost/memory table."""
+    rows: list[tuple[str, str]] = []
+    cost = view.cost
+    if cost is None:
+        rows.append(("cost", "not available on this backend"))
+    else:
+        for key in ("flops", "transcendentals", "bytes_accessed"):
+            if key in cost:
+                rows.append((key, _fmt_number(cost[key])))
+    memory = view.memory
+    if memory is None:
+        rows.append(("memory", "not available on this backend"))
+    else:
+        for key, value in memory.items():
+            rows.append((key, _fmt_number(value)))
+    return rows
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _spans(line: str, stage: str) -> list[tuple[str, str]]:
+    """``line`` cut into ``(text, style)`` pieces: names, opcodes, shapes, metadata."""
+    if stage == "stablehlo":
+        match = _MLIR_OP.match(line)
+        if match is not None:
+            indent, names, eq, opcode, rest = match.groups()
+            return [
+                (indent, ""),
+                (names, "cyan"),
+                (eq, ""),
+                (opcode, "bold magenta"),
+                (rest, ""),
+            ]
+        match = _MLIR_NO_RESULT.match(line)
+        if match is not None:
+            indent, opcode, rest = match.groups()
+            return [(indent, ""), (opcode, "bold magenta"), (rest, "")]
+        return [(line, "dim" if line.startswith("#loc") else "")]
+    match = _HLO_OP.match(line)
+    if match is None:
+        return [(line, "bold" if COMPUTATION_HEADER.match(line) else "")]
+    indent, root, name, eq, shape, space, opcode, rest = match.groups()
+    spans = [
+        (indent, ""),
+        (root or "", "bold"),
+        (name, "cyan"),
+        (eq, ""),
+        (shape, "green"),
+        (space, ""),
+        (opcode, "bold magenta"),
+    ]
+    meta = rest.find(", metadata={")
+    if meta >= 0:
+        spans += [(rest[:meta], ""), (rest[meta:], "dim")]
+    else:
+        spans.append((rest, ""))
+    return spans
+
+
+class _StyledLines:
+    """Many styled lines, hard-wrapped at the console width.
+
+    A rich ``Text`` of thousands of lines spends seconds in word wrapping; HLO has
+    few useful word breaks, so lines are cut at the width and yielded as segments.
+    """
+
+    def __init__(self, lines: list[list[tuple[str, str]]]) -> None:
+        self.lines = lines
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.segment import Segment
+        from rich.style import Style
+
+        width = max(1, options.max_width)
+        styles: dict[str, Any] = {}
+        newline = Segment.line()
+        for spans in self.lines:
+            column = 0
+            for piece, style_name in spans:
+                if not piece:
+                    continue
+                style = styles.get(style_name)
+                if style is None:
+                    style = styles[style_name] = (
+                        Style.parse(style_name) if style_name else None
+                    )
+                while piece:
+                    room = width - column
+                    if room <= 0:
+                        yield newline
+                        column, room = 0, width
+                    chunk, piece = piece[:room], piece[room:]
+                    yield Segment(chunk, style)
+                    column += len(chunk)
+            yield newline
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        longest = max(
+            (sum(len(piece) for piece, _ in spans) for spans in self.lines), default=0
+        )
+        return Measurement(1, min(longest, options.max_width))
+
+
+def cost_table(view: HloView) -> Any:
+    """A rich table of cost and memory analysis."""
+    from rich.table import Table
+
+    table = Table(title="cost and memory", show_header=False, title_justify="left")
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for label, value in cost_rows(view):
+        table.add_row(label, value)
+    return table
+
+
+@rich_renderable.register
+def _(view: HloView) -> Any:
+    from rich.console import Group
+    from rich.text import Text
+
+    lines, hidden = _display_lines(view)
+    at_line = _ops_by_line(view)
+    styled: list[list[tuple[str, str]]] = []
+    for index, line in enumerate(lines):
+        spans = _spans(line, view.stage)
+        op = at_line.get(index)
+        if op is not None and op.source is not None:
+            spans.append((f"  # {op.source}", "yellow"))
+        styled.append(spans)
+    if hidden:
+        styled.append(
+            [(f"... {hidden} more lines not shown (view.text has them all)", "dim")]
+        )
+    body = _StyledLines(styled)
+    parts: list[Any] = [Text(_summary(view), style="bold"), body]
+    if view.show_cost:
+        parts.append(cost_table(view))
+    return Group(*parts)
+
+
+# --------------------------------------------------------------------------- HTML
+
+_CSS = """
+{root}{{font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.45}}
+{root} .jxh-head{{font-weight:bold;margin:2px 0 6px}}
+{root} .jxh-panes{{display:flex;gap:8px;align-items:flex-start}}
+{root} .jxh-src,{root} .jxh-code{{max-height:480px;overflow:auto;border:1px solid rgba(128,128,128,.35);border-radius:3px}}
+{root} .jxh-src{{flex:0 0 auto;max-width:38%;min-width:14em}}
+{root} .jxh-code{{flex:1 1 auto;min-width:0}}
+{root} .jxh-l,{root} .jxh-s{{white-space:pre;min-height:1.45em;padding:0 6px;border-left:3px solid transparent;cursor:default}}
+{root} .jxh-s{{cursor:pointer;overflow:hidden;text-overflow:ellipsis}}
+{root} .jxh-op{{cursor:pointer}}
+{root} .jxh-at{{opacity:.65;display:inline-block;width:15ch;overflow:hidden;text-overflow:ellipsis;vertical-align:bottom;margin-right:1ch}}
+{root} .jxh-loc{{opacity:.75}}
+{root} .jxh-n{{opacity:.6}}
+{root} .jxh-meta{{opacity:.55}}
+{root} .jxh-opc{{font-weight:bold;color:#a626a4}}
+{root} .jxh-name{{color:#0184bc}}
+{root} .jxh-shape{{color:#50a14f}}
+{root} details.jxh-comp>summary{{white-space:pre;padding:0 6px;font-weight:bold;cursor:pointer}}
+{root} .jxh-note{{opacity:.7;font-style:italic;padding:2px 6px}}
+{root} table.jxh-cost{{border-collapse:collapse;margin:0 0 6px}}
+{root} table.jxh-cost td{{padding:1px 10px;border-bottom:1px solid rgba(128,128,128,.25)}}
+{root} table.jxh-cost td:last-child{{text-align:right}}
+{root} .jxh-hit{{outline:1px solid rgba(255,140,0,.9);background:rgba(255,165,0,.35)!important}}
+"""
+
+_TINTS = [
+    "rgba(31,119,180,.13)",
+    "rgba(255,127,14,.13)",
+    "rgba(44,160,44,.13)",
+    "rgba(214,39,40,.12)",
+    "rgba(148,103,189,.13)",
+    "rgba(140,86,75,.13)",
+    "rgba(227,119,194,.13)",
+    "rgba(127,127,127,.13)",
+    "rgba(188,189,34,.15)",
+    "rgba(23,190,207,.13)",
+    "rgba(255,215,0,.16)",
+    "rgba(0,128,128,.13)",
+]
+
+_JS = """
+(function(){{
+  var root=document.getElementById("{rid}"); if(!root) return;
+  function all(k, sel){{return root.querySelectorAll(sel+'[data-k="'+k+'"]');}}
+  function mark(k, on){{
+    root.querySelectorAll('[data-k="'+k+'"]').forEach(function(e){{e.classList.toggle("jxh-hit", on);}});
+  }}
+  var pinned=null;
+  root.addEventListener("click", function(ev){{
+    var el=ev.target.closest("[data-k]"); if(!el||!root.contains(el)) return;
+    var k=el.getAttribute("data-k");
+    if(pinned!==null) mark(pinned,false);
+    if(pinned===k){{pinned=null; return;}}
+    pinned=k; mark(k,true);
+    var other=el.classList.contains("jxh-s")? all(k,".jxh-op") : all(k,".jxh-s");
+    other.forEach(function(e){{var d=e.closest("details"); if(d) d.open=true;}});
+    if(other.length){{
+      var t=other[0];
+      var box=t.closest(".jxh-code,.jxh-src");
+      if(box) box.scrollTop=t.offsetTop-box.offsetTop-box.clientHeight/3;
+    }}
+  }});
+}})();
+"""
+
+
+def _short(loc: Any) -> str:
+    """``model.py:12`` for a path (the full path is in the line's title)."""
+    return f"{os.path.basename(loc.file) or loc.file}:{loc.line}"
+
+
+def _e(text: str) -> str:
+    return _html.escape(text, quote=True)
+
+
+def _html_line(line: str, stage: str) -> str:
+    if stage != "stablehlo":
+        match = _HLO_OP.match(line)
+        if match is not None:
+            indent, root, name, eq, shape, space, opcode, rest = match.groups()
+            meta = rest.find(", metadata={")
+            tail = (
+                _e(rest[:meta]) + f'<span class="jxh-meta">{_e(rest[meta:])}</span>'
+                if meta >= 0
+                else _e(rest)
+            )
+            return (
+                f'{_e(indent)}{_e(root or "")}<span class="jxh-name">{_e(name)}</span>'
+                f'{_e(eq)}<span class="jxh-shape">{_e(shape)}</span>{_e(space)}'
+                f'<span class="jxh-opc">{_e(opcode)}</span>{tail}'
+            )
+        return _e(line)
+    match = _MLIR_OP.match(line)
+    if match is not None:
+        indent, names, eq, opcode, rest = match.groups()
+        return (
+            f'{_e(indent)}<span class="jxh-name">{_e(names)}</span>{_e(eq)}'
+            f'<span class="jxh-opc">{_e(opcode)}</span>{_e(rest)}'
+        )
+    return _e(line)
+
+
+def _is_block_start(line: str, stage: str) -> str | None:
+    """The computation name if ``line`` opens a computation / function block."""
+    if stage == "stablehlo":
+        match = FUNC_HEADER.match(line)
+        return match.group(1) if match is not None else None
+    if line[:1] not in (" ", "") and line.rstrip().endswith("{"):
+        match = COMPUTATION_HEADER.match(line)
+        return match.group(2) if match is not None else None
+    return None
+
+
+def _cost_html(view: HloView) -> str:
+    rows = "".join(
+        f"<tr><td>{_e(label)}</td><td>{_e(value)}</td></tr>"
+        for label, value in cost_rows(view)
+    )
+    return f'<table class="jxh-cost">{rows}</table>'
+
+
+@html.register
+def _(view: HloView) -> str:
+    lines, hidden = _display_lines(view)
+    at_line = _ops_by_line(view)
+    keys: dict[tuple[str, int], int] = {}
+    for index in sorted(at_line):
+        op = at_line[index]
+        if op.source is not None and op.source.key not in keys:
+            keys[op.source.key] = len(keys)
+    fused = {op.computation for op in view.ops if op.fusion is not None}
+    fold_fused = len(lines) > FOLD_FUSED_OVER_LINES
+
+    digest = hashlib.sha1(f"{view.stage}\n{view.text}".encode()).hexdigest()[:10]
+    rid = f"jxh-{digest}-{next(_ids)}"
+    root = f"#{rid}"
+
+    # source pane: every source line the displayed ops come from, in source order
+    src_rows: list[str] = []
+    counts: dict[tuple[str, int], int] = {}
+    for op in at_line.values():
+        if op.source is not None:
+            counts[op.source.key] = counts.get(op.source.key, 0) + 1
+    functions = {
+        op.source.key: op.source.function
+        for op in at_line.values()
+        if op.source is not None
+    }
+    for key in sorted(keys, key=lambda k: (k[0], k[1])):
+        k = keys[key]
+        file, line = key
+        code = view.source_line(file, line)
+        function = functions.get(key) or ""
+        title = f"{file}:{line}" + (f" in {function}" if function else "")
+        src_rows.append(
+            f'<div class="jxh-s" data-k="{k}" style="background:{_TINTS[k % _PALETTE]}" '
+            f'title="{_e(title)}"><span class="jxh-loc">{_e(_short(SourceLoc(file=file, line=line)))}</span> '
+            f'{_e(code)} <span class="jxh-n">({counts.get(key, 0)} ops)</span></div>'
+        )
+    if not src_rows:
+        src_rows.append('<div class="jxh-note">no op carries a source line</div>')
+
+    # code pane
+    out: list[str] = []
+    block_indent: str | None = None
+    in_tables = False
+    for index, line in enumerate(lines):
+        name = _is_block_start(line, view.stage) if block_indent is None else None
+        if block_indent is None and not in_tables and line in HLO_SECTIONS:
+            in_tables = True
+            out.append(
+                '<details class="jxh-comp"><summary>source tables ('
+                + ", ".join(HLO_SECTIONS)
+                + ")</summary>"
+            )
+        if in_tables and name is not None:
+            in_tables = False
+            out.append("</details>")
+        if name is not None:
+            block_indent = line[: len(line) - len(line.lstrip())]
+            folded = fold_fused and name in fused
+            out.append(
+                f'<details class="jxh-comp"{"" if folded else " open"}>'
+                f"<summary>{_e(line)}</summary>"
+            )
+            continue
+        op = at_line.get(index)
+        content = _html_line(line, view.stage)
+        if op is not None and op.source is not None:
+            k = keys[op.source.key]
+            fusion = f" (in fusion {op.fusion})" if op.fusion else ""
+            title = f"{op.source}{fusion}" + (f" {op.op_name}" if op.op_name else "")
+            out.append(
+                f'<div class="jxh-l jxh-op" data-k="{k}" '
+                f'style="background:{_TINTS[k % _PALETTE]}" title="{_e(title)}">'
+                f'<span class="jxh-at">{_e(_short(op.source))}</span>{content}</div>'
+            )
+        else:
+            out.append(
+                f'<div class="jxh-l"><span class="jxh-at"></span>{content}</div>'
+            )
+        if (
+            block_indent is not None
+            and line.strip().startswith("}")
+            and line[: len(line) - len(line.lstrip())] == block_indent
+        ):
+            out.append("</details>")
+            block_indent = None
+    if block_indent is not None or in_tables:
+        out.append("</details>")
+    if hidden:
+        out.append(
+            f'<div class="jxh-note">... {hidden} more lines not shown '
+            "(view.text has them all)</div>"
+        )
+
+    rules = [_CSS.format(root=root)]
+    for k in range(min(len(keys), MAX_CSS_KEYS)):
+        rules.append(
+            f'{root}:has([data-k="{k}"]:hover) [data-k="{k}"]'
+            "{outline:1px solid rgba(255,140,0,.9);background:rgba(255,165,0,.35)!important}"
+        )
+    cost = _cost_html(view) if view.show_cost else ""
+    return (
+        f'<div class="jaxscope-hlo" id="{rid}"><style>{"".join(rules)}</style>'
+        f'<div class="jxh-head">{_e(_summary(view))}</div>{cost}'
+        f'<div class="jxh-panes"><div class="jxh-src">{"".join(src_rows)}</div>'
+        f'<div class="jxh-code">{"".join(out)}</div></div>'
+        f"<script>{_JS.format(rid=rid)}</script></div>"
+    )

@@ -1,0 +1,136 @@
+"""``HloView``: the StableHLO / HLO / optimized HLO of one call, each op source-mapped."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from jaxscope._display import Renderable
+from jaxscope._hlo.model import (
+    STAGES,
+    HloCapture,
+    by_line,
+    capture,
+    check_stage,
+    source_text,
+)
+from jaxscope._records import OpInfo
+from jaxscope._staging import check_callable, function_name, trace
+
+
+class HloView(Renderable):
+    """The compiler IR of one call at one stage, each op mapped to the user's line.
+
+    Attributes:
+        stage: ``"stablehlo"``, ``"hlo"`` or ``"optimized"``.
+        text: exactly what JAX prints for the stage (``Lowered.as_text()``,
+            ``Lowered.as_text(dialect="hlo")`` or ``Compiled.as_text()``).
+        ops: every op (``OpInfo``), ops inside fused computations included.
+        by_line: ``{(file, line): [OpInfo, ...]}``.
+        cost: cost analysis (``flops``, ``transcendentals``, ``bytes_accessed`` and
+            the backend's raw keys), or None where the backend gives none.
+        memory: ``argument_bytes``, ``output_bytes``, ``temp_bytes``,
+            ``alias_bytes``, ``generated_code_bytes`` (None where unknown), or None.
+        show_cost: displays include the cost/memory table (``%hlo --cost``).
+        lowered, compiled: JAX's own stage objects, for anything not shown here.
+
+    The op table, cost and memory are computed on first access.
+    """
+
+    __slots__ = ("_by_line", "_capture", "function_name", "show_cost")
+
+    def __init__(
+        self,
+        hlo_capture: HloCapture,
+        *,
+        function_name: str = "",
+        show_cost: bool = False,
+    ) -> None:
+        self._capture = hlo_capture
+        self._by_line: dict[tuple[str, int], list[OpInfo]] | None = None
+        self.function_name = function_name
+        self.show_cost = show_cost
+
+    @property
+    def stage(self) -> str:
+        return self._capture.stage
+
+    @property
+    def text(self) -> str:
+        return self._capture.text
+
+    @property
+    def ops(self) -> list[OpInfo]:
+        return self._capture.ops
+
+    @property
+    def op_lines(self) -> list[int]:
+        """``op_lines[i]``: the 0-based line of ``text`` where ``ops[i]`` is printed (-1: none)."""
+        return self._capture.parsed().lines
+
+    @property
+    def by_line(self) -> dict[tuple[str, int], list[OpInfo]]:
+        if self._by_line is None:
+            self._by_line = by_line(self.ops)
+        return self._by_line
+
+    @property
+    def cost(self) -> dict[str, float] | None:
+        return self._capture.cost
+
+    @property
+    def memory(self) -> dict[str, int | None] | None:
+        return self._capture.memory
+
+    @property
+    def lowered(self) -> Any:
+        """The ``jax.stages.Lowered`` of the call (``.compiler_ir()``, ``.as_text(...)``)."""
+        return self._capture.lowered
+
+    @property
+    def compiled(self) -> Any:
+        """The ``jax.stages.Compiled`` of the call (compiled on first use for
+        ``stablehlo`` / ``hlo``); never executed by jaxscope."""
+        return self._capture.compiled()
+
+    def source_line(self, file: str, line: int) -> str:
+        """The user's source text at ``(file, line)`` (notebook cells included), or ``""``."""
+        raw = self._capture.parsed().raw_files.get(file, file)
+        return source_text(raw, line)
+
+    def __repr__(self) -> str:
+        name = f" of {self.function_name}" if self.function_name else ""
+        return f"<HloView{name}: stage={self.stage!r}, {len(self.text.splitlines())} lines>"
+
+
+def hlo_transform(
+    fun: Callable[..., Any],
+    *,
+    stage: str = "hlo",
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+) -> Callable[..., HloView]:
+    """``js.hlo(fun, stage=...)``: a function that stages ``fun`` and returns an ``HloView``.
+
+    The stage and the callable are checked here, before anything is traced.
+    """
+    check_callable(fun, "js.hlo")
+    check_stage(stage, "js.hlo")
+
+    @functools.wraps(fun)
+    def staged(*args: Any, **kwargs: Any) -> HloView:
+        traced = trace(
+            fun,
+            args,
+            kwargs,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            api_name="js.hlo",
+        )
+        return HloView(capture(traced, stage), function_name=function_name(fun))
+
+    return staged
+
+
+__all__ = ["STAGES", "HloView", "hlo_transform"]

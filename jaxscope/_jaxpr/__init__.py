@@ -1,0 +1,1 @@
+"""Jaxprs: trace any call, map every equation to the user's source line."""

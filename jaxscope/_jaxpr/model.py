@@ -1,0 +1,526 @@
+"""ClosedJaxpr → a tree of regions and a flat, depth-first list of ``EqnInfo``.
+
+Also the display logic shared by every renderer: which params are noise, how a long
+program is folded (nested jaxprs beyond a depth) and elided (long runs of equations),
+as a list of ``Line`` records that the text, rich and HTML renderers all draw from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import linecache
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxscope._records import EqnInfo, SourceLoc
+from jaxscope._source import loc_from_raw
+from jaxscope.compat import jaxpr as _cj
+from jaxscope.compat import source as _csource
+
+_MAX_PARAM_CHARS = 80
+
+
+@dataclass(slots=True)
+class Region:
+    """One (possibly nested) jaxpr: its binders, equations and the regions inside them.
+
+    ``path`` is the prefix its equations' paths extend; ``()`` for the top jaxpr.
+    """
+
+    path: tuple[int, ...]
+    label: str
+    constvars: list[tuple[str, str]]
+    invars: list[tuple[str, str]]
+    outvars: list[tuple[str, str]]
+    eqns: list[EqnInfo] = field(default_factory=list)
+    children: dict[int, list[Region]] = field(default_factory=dict)
+    total: int = 0
+
+    @property
+    def depth(self) -> int:
+        return len(self.path) // 2
+
+    def count_eqns(self) -> int:
+        """Equations in this region, nested ones included."""
+        return self.total
+
+
+@dataclass(slots=True)
+class JaxprModel:
+    """Everything a view needs about a traced jaxpr, as plain data.
+
+    ``source_text`` maps ``(file, line)`` keys of ``by_line`` to the text of that
+    source line where Python's ``linecache`` knows it (IPython cells included).
+    ``raw_files`` maps each shown file (``"In [3]"``) to the file name Python compiled
+    it under, for reading more of its source: cells run without history share one
+    ``In [N]`` name, but each has its own compiled file name.
+    """
+
+    top: Region
+    eqns: list[EqnInfo]
+    arg_names: tuple[str, ...] | None
+    result_paths: tuple[str, ...] | None
+    by_line: dict[tuple[str, int], list[EqnInfo]]
+    source_text: dict[tuple[str, int], str] = field(default_factory=dict)
+    raw_files: dict[str, str] = field(default_factory=dict)
+
+
+class _Namer:
+    """Names variables ``a, b, …, z, ba, bb, …`` in order of first appearance."""
+
+    __slots__ = ("names",)
+
+    def __init__(self) -> None:
+        self.names: dict[int, str] = {}
+
+    def name(self, var: Any) -> str:
+        key = id(var)
+        found = self.names.get(key)
+        if found is None:
+            found = _letters(len(self.names))
+            self.names[key] = found
+        return found
+
+
+def _letters(n: int) -> str:
+    out = ""
+    while True:
+        out = chr(ord("a") + n % 26) + out
+        n //= 26
+        if n == 0:
+            return out
+
+
+class _Builder:
+    """State of one walk: variable names, aval strings and source locations, cached."""
+
+    __slots__ = (
+        "avals",
+        "by_line",
+        "flat",
+        "flat_prims",
+        "kinds",
+        "locs",
+        "namer",
+        "prim_names",
+        "raw_files",
+        "source_text",
+    )
+
+    def __init__(self) -> None:
+        self.namer = _Namer()
+        self.flat: list[EqnInfo] = []
+        self.by_line: dict[tuple[str, int], list[EqnInfo]] = {}
+        self.source_text: dict[tuple[str, int], str] = {}
+        self.raw_files: dict[str, str] = {}
+        self.avals: dict[Any, str] = {}
+        self.locs: dict[Any, SourceLoc] = {}
+        self.kinds: dict[type, str] = {}
+        self.flat_prims: set[Any] = set()
+        self.prim_names: dict[Any, str] = {}
+
+    def aval(self, aval: Any) -> str:
+        # Hashing an aval is slow (sharding, vma...); its shape and dtype are not.
+        try:
+            key = (aval.shape, aval.dtype)
+            found = self.avals.get(key)
+        except (AttributeError, TypeError):
+            return _cj.aval_str(aval)
+        if found is None:
+            found = _cj.aval_str(aval)
+            self.avals[key] = found
+        return found
+
+    def atom(self, atom: Any) -> tuple[str, str]:
+        aval = self.aval(atom.aval)
+        kind = self.kinds.get(type(atom))
+        if kind is None:
+            kind = (
+                "lit"
+                if _cj.is_literal(atom)
+                else "drop"
+                if _cj.is_dropvar(atom)
+                else ""
+            )
+            self.kinds[type(atom)] = kind
+        if not kind:
+            names = self.namer.names
+            name = names.get(id(atom))
+            if name is None:
+                name = names[id(atom)] = _letters(len(names))
+            return (name, aval)
+        if kind == "lit":
+            return (f"{_literal_text(_cj.literal_value(atom))}:{aval}", aval)
+        return ("_", aval)
+
+    def subjaxprs(self, eqn: Any) -> list[tuple[str, Any]]:
+        # A primitive's params hold nested jaxprs always or never (within a program).
+        prim = eqn.primitive
+        if prim in self.flat_prims:
+            return []
+        subs = _cj.subjaxprs(eqn)
+        if not subs:
+            self.flat_prims.add(prim)
+        return subs
+
+    def primitive(self, eqn: Any) -> str:
+        prim = eqn.primitive
+        name = self.prim_names.get(prim)
+        if name is None:
+            name = _cj.primitive_name(eqn)
+            self.prim_names[prim] = name
+        return name
+
+    def source(self, eqn: Any) -> SourceLoc | None:
+        raw = _csource.innermost_user_frame(_csource.eqn_traceback(eqn))
+        if raw is None:
+            return None
+        loc = self.locs.get(raw)
+        if loc is None:
+            loc = loc_from_raw(raw)
+            self.locs[raw] = loc
+            self.raw_files.setdefault(loc.file, raw.file)
+            if loc.key not in self.source_text:
+                text = linecache.getline(raw.file, raw.line).strip()
+                if text:
+                    self.source_text[loc.key] = text
+        return loc
+
+
+def _literal_text(value: Any) -> str:
+    # JAX wraps literal Python scalars (TypedInt, TypedFloat...): print the number.
+    if isinstance(value, bool):
+        text = str(value)
+    elif isinstance(value, int):
+        text = str(int(value))
+    elif isinstance(value, float):
+        text = repr(float(value))
+    elif getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        text = str(value.item())  # numpy's str of a 0-d array is slow
+    else:
+        text = str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_SIMPLE = (bool, int, float, str)
+
+
+def _param_str(value: Any) -> str:
+    if value is None:
+        return "None"
+    if type(value) in _SIMPLE:
+        text = str(value)
+        if len(text) <= _MAX_PARAM_CHARS and "\n" not in text:
+            return text
+    if callable(value) and hasattr(value, "__name__"):
+        text = f"<{value.__name__}>"
+    else:
+        text = str(value)
+        if len(text) > 4 * _MAX_PARAM_CHARS:
+            text = text[: 4 * _MAX_PARAM_CHARS]
+    text = " ".join(text.split())
+    if len(text) > _MAX_PARAM_CHARS:
+        text = text[: _MAX_PARAM_CHARS - 3] + "..."
+    return text
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def build_model(closed_jaxpr: Any) -> JaxprModel:
+    """Walk a ClosedJaxpr (from ``Traced.jaxpr`` or ``jax.make_jaxpr``) depth-first."""
+    builder = _Builder()
+    jaxpr, _consts = _cj.open_jaxpr(closed_jaxpr)
+    # The walk allocates one small acyclic record per equation; letting the cyclic
+    # GC rescan JAX's large heap on the way costs more than the walk itself.
+    with _gc_paused():
+        top = _walk(jaxpr, (), "", builder)
+    return JaxprModel(
+        top=top,
+        eqns=builder.flat,
+        arg_names=_cj.jaxpr_arg_names(jaxpr),
+        result_paths=_cj.jaxpr_result_paths(jaxpr),
+        by_line=builder.by_line,
+        source_text=builder.source_text,
+        raw_files=builder.raw_files,
+    )
+
+
+def _walk(jaxpr: Any, path: tuple[int, ...], label: str, b: _Builder) -> Region:
+    depth = len(path) // 2
+    atom = b.atom
+    region = Region(
+        path=path,
+        label=label,
+        constvars=[atom(v) for v in jaxpr.constvars],
+        invars=[atom(v) for v in jaxpr.invars],
+        outvars=[],
+    )
+    # JAX prints outputs nothing reads as `_` (a DropVar, or a var left unused).
+    used = {id(v) for v in jaxpr.outvars}
+    for eqn in jaxpr.eqns:
+        used.update(map(id, eqn.invars))
+    total = 0
+    for index, eqn in enumerate(jaxpr.eqns):
+        eqn_path = (*path, index)
+        subs = b.subjaxprs(eqn)
+        params: dict[str, str]
+        if subs:
+            sub_counts: dict[str, list[str]] = {}
+            for key, sub in subs:
+                n = len(_cj.open_jaxpr(sub)[0].eqns)
+                sub_counts.setdefault(key.split("[", 1)[0], []).append(f"{{{n} eqns}}")
+            params = {
+                key: _param_str(value)
+                for key, value in eqn.params.items()
+                if key not in sub_counts
+            }
+            for key, counts in sub_counts.items():  # nested jaxprs last, as JAX prints
+                value = eqn.params[key]
+                multi = isinstance(value, (tuple, list))
+                params[key] = "(" + ", ".join(counts) + ")" if multi else counts[0]
+        else:
+            params = {key: _param_str(value) for key, value in eqn.params.items()}
+        source = b.source(eqn)
+        info = EqnInfo(
+            path=eqn_path,
+            depth=depth,
+            primitive=b.primitive(eqn),
+            inputs=[atom(v) for v in eqn.invars],
+            outputs=[
+                atom(v) if id(v) in used else ("_", b.aval(v.aval)) for v in eqn.outvars
+            ],
+            params=params,
+            source=source,
+            scope=_csource.eqn_name_stack(eqn),
+            region=label,
+            n_subjaxprs=len(subs),
+        )
+        b.flat.append(info)
+        region.eqns.append(info)
+        total += 1
+        if source is not None:
+            b.by_line.setdefault(source.key, []).append(info)
+        if subs:
+            kids = [
+                _walk(_cj.open_jaxpr(sub)[0], (*eqn_path, j), key, b)
+                for j, (key, sub) in enumerate(subs)
+            ]
+            region.children[index] = kids
+            total += sum(k.total for k in kids)
+    region.outvars = [atom(v) for v in jaxpr.outvars]
+    region.total = total
+    return region
+
+
+# ---------------------------------------------------------------------------------
+# Display: noisy params, equation lines, folding and eliding.
+
+_NOISY_VALUES = {"None", "UnspecifiedValue"}
+_NOISY_BY_KEY = {
+    "keep_unused": {"False"},
+    "inline": {"False"},
+    "compiler_options_kvs": {"()"},
+    "ctx_mesh": {"Mesh()", "AbstractMesh((), axis_types=())", "AbstractMesh(())"},
+    "donated_invars": set(),
+}
+
+
+def is_noisy_param(key: str, value: str) -> bool:
+    """Whether a param is a default that would clutter a printed equation.
+
+    Hidden in ``.text`` and displays only; ``EqnInfo.params`` keeps every param.
+    """
+    if value in _NOISY_VALUES:
+        return True
+    if value.startswith("(") and value.endswith(")"):
+        items = {item.strip() for item in value[1:-1].split(",")}
+        if items <= {"UnspecifiedValue", "None", ""} and value != "()":
+            return True
+    if key == "donated_invars":
+        return "True" not in value
+    noisy = _NOISY_BY_KEY.get(key)
+    return noisy is not None and value in noisy
+
+
+def shown_params(info: EqnInfo) -> dict[str, str]:
+    """The params an equation line shows (noisy defaults dropped)."""
+    return {k: v for k, v in info.params.items() if not is_noisy_param(k, v)}
+
+
+def eqn_parts(info: EqnInfo) -> tuple[str, str, str, str]:
+    """``(outputs, primitive, "[params]" or "", inputs)`` of an equation line."""
+    outs = " ".join(f"{n}:{a}" for n, a in info.outputs) or "()"
+    shown = shown_params(info)
+    params = "[" + " ".join(f"{k}={v}" for k, v in shown.items()) + "]" if shown else ""
+    ins = " ".join(n for n, _ in info.inputs)
+    return outs, info.primitive, params, ins
+
+
+def eqn_line(info: EqnInfo) -> str:
+    """``d:f32[4] = sin a`` (shown params in brackets, nested jaxprs as ``{N eqns}``)."""
+    outs, prim, params, ins = eqn_parts(info)
+    return f"{outs} = {prim}{params} {ins}".rstrip()
+
+
+def _binders(items: list[tuple[str, str]]) -> str:
+    return " ".join(f"{name}:{aval}" for name, aval in items)
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One display line of a jaxpr.
+
+    ``kind``: ``"open"`` (``{ lambda ...``), ``"eqn"``, ``"close"`` (``in (...) }``),
+    ``"fold"`` (a nested region folded beyond the depth limit), ``"elided"`` (a run
+    of ``count`` equations left out of a long region).
+    """
+
+    kind: str
+    indent: int
+    text: str
+    info: EqnInfo | None = None
+    region: Region | None = None
+    count: int = 0
+
+
+def display_lines(
+    model: JaxprModel,
+    *,
+    max_depth: int | None = None,
+    max_eqns_per_region: int | None = None,
+) -> list[Line]:
+    """The lines of the jaxpr, folded beyond ``max_depth``, long regions elided."""
+    lines: list[Line] = []
+    _region_lines(model.top, 0, lines, max_depth, max_eqns_per_region)
+    return lines
+
+
+def _region_lines(
+    region: Region,
+    indent: int,
+    lines: list[Line],
+    max_depth: int | None,
+    max_eqns: int | None,
+) -> None:
+    prefix = f"{region.label}=" if region.label else ""
+    consts = _binders(region.constvars)
+    lines.append(
+        Line(
+            "open",
+            indent,
+            f"{prefix}{{ lambda {consts}; {_binders(region.invars)}. let",
+            region=region,
+        )
+    )
+    for index in shown_indices(len(region.eqns), max_eqns):
+        if index < 0:
+            lines.append(
+                Line(
+                    "elided",
+                    indent + 4,
+                    f"... {-index} equations elided ...",
+                    region=region,
+                    count=-index,
+                )
+            )
+            continue
+        info = region.eqns[index]
+        lines.append(Line("eqn", indent + 4, eqn_line(info), info=info, region=region))
+        for child in region.children.get(index, ()):
+            if max_depth is not None and child.depth > max_depth:
+                lines.append(
+                    Line(
+                        "fold",
+                        indent + 6,
+                        f"{child.label}={{ ... {child.total} equations }}",
+                        region=child,
+                        count=child.total,
+                    )
+                )
+            else:
+                _region_lines(child, indent + 6, lines, max_depth, max_eqns)
+    outs = ", ".join(name for name, _ in region.outvars)
+    comma = "," if len(region.outvars) == 1 else ""
+    lines.append(Line("close", indent + 2, f"in ({outs}{comma}) }}", region=region))
+
+
+def render_text(
+    model: JaxprModel,
+    *,
+    max_depth: int | None = None,
+    max_eqns_per_region: int | None = None,
+    source: bool = True,
+) -> str:
+    """The jaxpr as text; each equation line ends with ``# file:line`` where known.
+
+    ``max_depth`` folds nested jaxprs deeper than it into ``{ ... N equations }``;
+    ``max_eqns_per_region`` keeps the first and last equations of long regions.
+    """
+    out: list[str] = []
+    with _gc_paused():
+        for line in display_lines(
+            model, max_depth=max_depth, max_eqns_per_region=max_eqns_per_region
+        ):
+            text = " " * line.indent + line.text
+            if source and line.info is not None and line.info.source is not None:
+                text += f"  # {line.info.source}"
+            out.append(text)
+    return "\n".join(out)
+
+
+def render_by_line(model: JaxprModel, *, max_eqns_per_line: int | None = None) -> str:
+    """The equations grouped under the source line that produced them.
+
+    Lines are in order of their first equation; equations without a user line come
+    last under ``(no source line)``.
+    """
+    groups: dict[tuple[str, int] | None, list[EqnInfo]] = {}
+    locs: dict[tuple[str, int], SourceLoc] = {}
+    for info in model.eqns:
+        key = info.source.key if info.source is not None else None
+        if info.source is not None:
+            locs.setdefault(info.source.key, info.source)
+        groups.setdefault(key, []).append(info)
+    if None in groups:
+        groups[None] = groups.pop(None)
+    out: list[str] = []
+    for key, infos in groups.items():
+        if key is None:
+            out.append("(no source line)")
+        else:
+            code = model.source_text.get(key, "")
+            out.append(f"{locs[key]}  {code}".rstrip())
+        for index in shown_indices(len(infos), max_eqns_per_line):
+            if index < 0:
+                out.append(f"    ... {-index} equations elided ...")
+                continue
+            info = infos[index]
+            out.append("    " + "  " * info.depth + eqn_line(info))
+    return "\n".join(out)
+
+
+def shown_indices(n: int, max_eqns: int | None) -> Iterator[int]:
+    """Indices to show; a negative number ``-k`` stands for ``k`` elided equations."""
+    if max_eqns is None or n <= max_eqns:
+        yield from range(n)
+        return
+    head = max_eqns // 2
+    tail = max_eqns - head
+    yield from range(head)
+    yield -(n - head - tail)
+    yield from range(n - tail, n)
+
+
+# Kept for callers of the first version of this module.
+_shown_indices = shown_indices

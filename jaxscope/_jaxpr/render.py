@@ -1,0 +1,355 @@
+"""Rendering of ``JaxprView``: coloured text (rich) and source-linked HTML.
+
+The HTML puts the user's source lines beside the equations (the ``%%cython -a`` /
+Compiler Explorer idea): hovering or clicking a source line highlights its equations
+and the reverse. Nested jaxprs are ``<details>`` elements, long runs of equations are
+elided into ``<details>`` that expand on click, and the whole fragment is capped so a
+10,000-equation program never floods a notebook. Every user string is escaped.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import itertools
+import os
+from typing import Any
+
+from jaxscope._display import html, rich_renderable
+from jaxscope._jaxpr.model import Line, Region, display_lines, eqn_parts, shown_indices
+from jaxscope._jaxpr.view import JaxprView
+from jaxscope._records import EqnInfo
+
+# Displays fold long programs; `.text` always has everything.
+DISPLAY_MAX_EQNS_PER_REGION = 200
+# Equation rows written into one HTML fragment at most (elided runs beyond it say so).
+HTML_MAX_ROWS = 2000
+# Elided runs expand in chunks of this many equations.
+HTML_CHUNK = 500
+# Nested jaxprs with more equations than this start collapsed when no depth is given.
+HTML_OPEN_MAX_EQNS = 200
+
+_ids = itertools.count()
+
+
+def display_text(view: JaxprView) -> str:
+    """The text a display shows: folded at ``view.depth``, long regions elided."""
+    return view.display_text()
+
+
+# --------------------------------------------------------------------------- rich
+
+_STYLES = {
+    "outs": "cyan",
+    "prim": "bold magenta",
+    "params": "dim",
+    "ins": "green",
+    "source": "yellow",
+    "frame": "bold blue",
+    "note": "dim italic",
+}
+
+
+@rich_renderable.register
+def _(view: JaxprView) -> Any:
+    from rich.text import Text
+
+    out = Text(no_wrap=False)
+    if view.by_source:
+        for raw in view.display_text().splitlines():
+            if raw.startswith("    "):
+                out.append(raw + "\n")
+            else:
+                out.append(raw + "\n", style=_STYLES["source"])
+        out.rstrip()
+        return out
+    lines = display_lines(
+        view.model,
+        max_depth=view.display_depth(),
+        max_eqns_per_region=view.display_max_eqns,
+    )
+    for line in lines:
+        out.append(" " * line.indent)
+        if line.kind == "eqn" and line.info is not None:
+            _rich_eqn(out, line.info, view.show_source)
+        elif line.kind in ("fold", "elided"):
+            out.append(line.text, style=_STYLES["note"])
+        else:
+            out.append(line.text, style=_STYLES["frame"])
+        out.append("\n")
+    note = view.fold_note()
+    if note:
+        out.append(note, style=_STYLES["note"])
+    out.rstrip()
+    return out
+
+
+def _rich_eqn(out: Any, info: EqnInfo, show_source: bool) -> None:
+    outs, prim, params, ins = eqn_parts(info)
+    out.append(outs, style=_STYLES["outs"])
+    out.append(" = ")
+    out.append(prim, style=_STYLES["prim"])
+    if params:
+        out.append(params, style=_STYLES["params"])
+    if ins:
+        out.append(" " + ins, style=_STYLES["ins"])
+    if show_source and info.source is not None:
+        out.append(f"  # {info.source}", style=_STYLES["source"])
+
+
+# --------------------------------------------------------------------------- HTML
+
+_CSS = """
+#ID{font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.45}
+#ID .jxs-head{margin:2px 0 6px 0;color:#555}
+#ID .jxs-cols{display:flex;gap:12px;align-items:flex-start}
+#ID .jxs-code{flex:3;overflow-x:auto;white-space:pre;min-width:0}
+#ID .jxs-src{flex:2;max-height:40em;overflow:auto;border-left:2px solid #ddd;padding-left:8px}
+#ID .jxs-e,#ID .jxs-s{cursor:pointer;border-radius:2px}
+#ID .jxs-e:hover,#ID .jxs-s:hover,#ID .jxs-hl{background:#fff3b0}
+#ID .jxs-pin{background:#ffd54f}
+#ID .jxs-o{color:#00838f}#ID .jxs-p{color:#8e24aa;font-weight:bold}
+#ID .jxs-a{color:#888}#ID .jxs-i{color:#2e7d32}
+#ID .jxs-l{color:#b26a00;margin-left:2em}
+#ID .jxs-f,#ID summary{color:#1a4fa0}
+#ID .jxs-n{color:#888;font-style:italic}
+#ID details>summary{cursor:pointer;white-space:pre}
+#ID .jxs-s code{white-space:pre}
+"""
+
+_JS = """
+(function(){var r=document.getElementById("ID");if(!r||r.dataset.jxsReady)return;
+r.dataset.jxsReady="1";var pinned=null;
+function all(k){return r.querySelectorAll('[data-s="'+k+'"]');}
+function mark(k,cls,on){all(k).forEach(function(e){e.classList.toggle(cls,on);});}
+function reveal(e){for(var p=e.parentElement;p&&p!==r;p=p.parentElement){
+if(p.tagName==="DETAILS")p.open=true;}}
+r.addEventListener("mouseover",function(ev){var t=ev.target.closest("[data-s]");
+if(t&&r.contains(t))mark(t.dataset.s,"jxs-hl",true);});
+r.addEventListener("mouseout",function(ev){var t=ev.target.closest("[data-s]");
+if(t&&r.contains(t))mark(t.dataset.s,"jxs-hl",false);});
+r.addEventListener("click",function(ev){var t=ev.target.closest("[data-s]");
+if(!t||!r.contains(t))return;var k=t.dataset.s;
+if(pinned!==null)mark(pinned,"jxs-pin",false);
+pinned=(pinned===k)?null:k;if(pinned===null)return;mark(k,"jxs-pin",true);
+var side=t.classList.contains("jxs-s")?".jxs-e":".jxs-s";
+var first=r.querySelector(side+'[data-s="'+k+'"]');
+if(first){reveal(first);first.scrollIntoView({block:"nearest"});}});
+})();
+"""
+
+
+def _esc(text: object) -> str:
+    return _html.escape(str(text), quote=True)
+
+
+class _HtmlWriter:
+    """Writes the equation column, counting rows against ``HTML_MAX_ROWS``."""
+
+    def __init__(self, view: JaxprView, keys: dict[tuple[str, int], int]) -> None:
+        self.view = view
+        self.keys = keys
+        self.rows = 0
+        self.parts: list[str] = []
+
+    def region(self, region: Region, indent: int) -> None:
+        view = self.view
+        limit = view.display_max_eqns
+        for index in shown_indices(len(region.eqns), limit):
+            if index < 0:
+                self.elided(region, indent, -index, limit)
+                continue
+            self.eqn_and_children(region, index, indent)
+
+    def eqn_and_children(self, region: Region, index: int, indent: int) -> None:
+        info = region.eqns[index]
+        self.eqn(info, indent)
+        for child in region.children.get(index, ()):
+            self.child(child, indent + 6)
+
+    def elided(self, region: Region, indent: int, count: int, limit: int) -> None:
+        pad = f' style="padding-left:{indent + 4}ch"'
+        start = limit // 2
+        end = start + count
+        while start < end:
+            stop = min(end, start + HTML_CHUNK)
+            if self.rows + (stop - start) > HTML_MAX_ROWS:
+                self.parts.append(
+                    f'<div class="jxs-n"{pad}>... {end - start} equations not shown '
+                    "here (see <code>.text</code>) ...</div>"
+                )
+                return
+            self.parts.append(
+                f'<details class="jxs-x"><summary{pad}>... {stop - start} equations '
+                f"elided (#{start} to #{stop - 1}; click to expand) ...</summary>"
+            )
+            for index in range(start, stop):
+                self.eqn_and_children(region, index, indent)
+            self.parts.append("</details>")
+            start = stop
+
+    def child(self, child: Region, indent: int) -> None:
+        view = self.view
+        if view.depth is not None:
+            is_open = child.depth <= view.depth
+        else:
+            is_open = child.total <= HTML_OPEN_MAX_EQNS
+        pad = f' style="padding-left:{indent}ch"'
+        label = f"{child.label}=" if child.label else ""
+        head = f"{label}{{ lambda {_binders(child.constvars, child.invars)}. let"
+        if self.rows + child.total > HTML_MAX_ROWS and not is_open:
+            self.parts.append(
+                f'<div class="jxs-n"{pad}>{_esc(label)}{{ ... {child.total} equations '
+                "not shown here (see <code>.text</code>) }</div>"
+            )
+            return
+        self.parts.append(
+            f'<details class="jxs-r"{" open" if is_open else ""}>'
+            f'<summary{pad}>{_esc(head)} <span class="jxs-n">'
+            f"({child.total} equations)</span></summary>"
+        )
+        self.region(child, indent)
+        outs = ", ".join(name for name, _ in child.outvars)
+        comma = "," if len(child.outvars) == 1 else ""
+        self.parts.append(
+            f'<div class="jxs-f" style="padding-left:{indent + 2}ch">'
+            f"in ({_esc(outs)}{comma}) }}</div></details>"
+        )
+
+    def eqn(self, info: EqnInfo, indent: int) -> None:
+        self.rows += 1
+        outs, prim, params, ins = eqn_parts(info)
+        key = self.keys.get(info.source.key) if info.source is not None else None
+        data = f' data-s="{key}"' if key is not None else ""
+        scope = f' title="{_esc(info.scope)}"' if info.scope else ""
+        src = ""
+        if info.source is not None and self.view.show_source:
+            src = f'<span class="jxs-l">{_esc(info.source)}</span>'
+        self.parts.append(
+            f'<div class="jxs-e"{data}{scope} style="padding-left:{indent + 4}ch">'
+            f'<span class="jxs-o">{_esc(outs)}</span> = '
+            f'<span class="jxs-p">{_esc(prim)}</span>'
+            f'<span class="jxs-a">{_esc(params)}</span> '
+            f'<span class="jxs-i">{_esc(ins)}</span>{src}</div>'
+        )
+
+
+def _binders(consts: list[tuple[str, str]], invars: list[tuple[str, str]]) -> str:
+    c = " ".join(f"{n}:{a}" for n, a in consts)
+    i = " ".join(f"{n}:{a}" for n, a in invars)
+    return f"{c}; {i}"
+
+
+def _source_panel(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
+    parts = ['<div class="jxs-src"><div class="jxs-n">source lines</div>']
+    for key, index in keys.items():
+        infos = view.by_line.get(key, [])
+        loc = infos[0].source if infos else None
+        code = view.source_text.get(key, "")
+        parts.append(
+            f'<div class="jxs-s" data-s="{index}">'
+            f'<span class="jxs-l" style="margin-left:0">{_esc(loc)}</span> '
+            f"<code>{_esc(code)}</code> "
+            f'<span class="jxs-n">{len(infos)} eqn{"s" if len(infos) != 1 else ""}'
+            "</span></div>"
+        )
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _by_source_html(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
+    """Annotated source (``%%cython -a`` style): each line, its equations beneath."""
+    parts: list[str] = []
+    rows = 0
+    groups: list[tuple[tuple[str, int] | None, list[EqnInfo]]] = list(
+        view.by_line.items()
+    )
+    unmapped = [e for e in view.eqns if e.source is None]
+    if unmapped:
+        groups.append((None, unmapped))
+    # A small program opens every line; a large one lists the lines, closed.
+    opened = " open" if len(view.eqns) <= HTML_OPEN_MAX_EQNS // 4 else ""
+    for key, infos in groups:
+        if key is None:
+            head = '<span class="jxs-n">(no source line)</span>'
+            data = ""
+        else:
+            loc = infos[0].source
+            code = view.source_text.get(key, "")
+            head = (
+                f'<span class="jxs-l" style="margin-left:0">{_esc(loc)}</span> '
+                f"<code>{_esc(code)}</code>"
+            )
+            data = f' data-s="{keys[key]}"'
+        n = len(infos)
+        parts.append(
+            f'<details class="jxs-g"{opened}><summary class="jxs-s"{data}>{head} '
+            f'<span class="jxs-n">{n} eqn{"s" if n != 1 else ""}</span></summary>'
+        )
+        for index in shown_indices(n, view.display_max_eqns):
+            if index < 0 or rows >= HTML_MAX_ROWS:
+                left = -index if index < 0 else n - index
+                parts.append(
+                    f'<div class="jxs-n" style="padding-left:4ch">... {left} '
+                    "equations not shown here (see <code>.text_by_line()</code>) ...</div>"
+                )
+                if index >= 0:
+                    break
+                continue
+            info = infos[index]
+            rows += 1
+            outs, prim, params, ins = eqn_parts(info)
+            parts.append(
+                f'<div class="jxs-e"{data} style="padding-left:{4 + 2 * info.depth}ch">'
+                f'<span class="jxs-o">{_esc(outs)}</span> = '
+                f'<span class="jxs-p">{_esc(prim)}</span>'
+                f'<span class="jxs-a">{_esc(params)}</span> '
+                f'<span class="jxs-i">{_esc(ins)}</span></div>'
+            )
+        parts.append("</details>")
+    return "".join(parts)
+
+
+@html.register
+def _(view: JaxprView) -> str:
+    uid = f"jxs-jaxpr-{os.getpid():x}-{next(_ids)}"
+    keys = {key: i for i, key in enumerate(view.by_line)}
+    if view.by_source:
+        n = len(view.eqns)
+        name = _esc(view.function_name) if view.function_name else "a function"
+        return (
+            f'<div class="jxs-jaxpr" id="{uid}"><style>{_CSS.replace("ID", uid)}</style>'
+            f'<div class="jxs-head">jaxpr of <b>{name}</b> by source line: {n} '
+            f"equation{'s' if n != 1 else ''} from {len(keys)} line"
+            f"{'s' if len(keys) != 1 else ''}; click a line to see its equations</div>"
+            f'<div class="jxs-code">{_by_source_html(view, keys)}</div></div>'
+        )
+    writer = _HtmlWriter(view, keys)
+    top = view.model.top
+    consts = top.constvars
+    writer.parts.append(
+        f'<div class="jxs-f">{_esc("{ lambda " + _binders(consts, top.invars))}. let'
+        "</div>"
+    )
+    writer.region(top, 0)
+    outs = ", ".join(name for name, _ in top.outvars)
+    comma = "," if len(top.outvars) == 1 else ""
+    writer.parts.append(
+        f'<div class="jxs-f" style="padding-left:2ch">in ({_esc(outs)}{comma}) }}</div>'
+    )
+    name = _esc(view.function_name) if view.function_name else "a function"
+    n = len(view.eqns)
+    head = (
+        f'<div class="jxs-head">jaxpr of <b>{name}</b>: {n} equation'
+        f"{'s' if n != 1 else ''}, {len(keys)} source line"
+        f"{'s' if len(keys) != 1 else ''}; hover or click a line to link the two"
+        "</div>"
+    )
+    panel = _source_panel(view, keys) if view.show_source and keys else ""
+    return (
+        f'<div class="jxs-jaxpr" id="{uid}"><style>{_CSS.replace("ID", uid)}</style>'
+        f'{head}<div class="jxs-cols"><div class="jxs-code">{"".join(writer.parts)}'
+        f"</div>{panel}</div><script>{_JS.replace('ID', uid)}</script></div>"
+    )
+
+
+__all__ = ["DISPLAY_MAX_EQNS_PER_REGION", "Line", "display_text"]

@@ -1,0 +1,202 @@
+"""``JaxprView``: a traced jaxpr as data (``eqns``, ``by_line``) plus display."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxscope._display import Renderable
+from jaxscope._jaxpr.model import (
+    JaxprModel,
+    Region,
+    display_lines,
+    render_by_line,
+    render_text,
+)
+from jaxscope._records import EqnInfo
+from jaxscope._source import running_shell
+
+
+class JaxprView(Renderable):
+    """The jaxpr of one call, every equation mapped to the user's source line.
+
+    Attributes:
+        text: the jaxpr; each equation line ends with ``# file:line`` where known.
+            Always complete; displays (``str``, rich, HTML) fold and elide instead.
+        eqns: every equation at every nesting level, depth-first (``EqnInfo``).
+        by_line: ``{(file, line): [EqnInfo, ...]}``.
+        source_text: ``{(file, line): code}`` where the source is known.
+        closed_jaxpr: the JAX ``ClosedJaxpr`` itself (it holds the program's
+            constants, as ``jax.make_jaxpr``'s result does).
+        depth: displays fold nested jaxprs deeper than this (None: automatic).
+        show_source: displays end equation lines with ``# file:line``.
+        by_source: displays group equations under their source lines.
+
+    Example:
+        >>> import jax.numpy as jnp, jaxscope as js
+        >>> v = js.jaxpr(lambda x: jnp.sin(x) * 2)(jnp.ones(3))
+        >>> print(v.text_at(source=False))
+        { lambda ; a:f32[3]. let
+            b:f32[3] = sin a
+            c:f32[3] = mul b 2.0:f32[]
+          in (c,) }
+    """
+
+    __slots__ = (
+        "_auto_depth",
+        "_text",
+        "by_source",
+        "closed_jaxpr",
+        "depth",
+        "function_name",
+        "model",
+        "show_source",
+    )
+
+    #: Displays keep the first and last equations of longer regions (``.text`` has all).
+    display_max_eqns = 200
+    #: Displays fold nested jaxprs (when no depth is set) to stay under this many lines.
+    display_max_lines = 1000
+
+    def __init__(
+        self,
+        closed_jaxpr: Any,
+        model: JaxprModel,
+        *,
+        function_name: str = "",
+        depth: int | None = None,
+        show_source: bool = True,
+    ) -> None:
+        self.closed_jaxpr = closed_jaxpr
+        self.model = model
+        self.function_name = function_name
+        self.depth = depth
+        self.show_source = show_source
+        self.by_source = False
+        self._text: str | None = None
+        self._auto_depth: int | None = -1  # -1: not computed yet
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = render_text(self.model)
+        return self._text
+
+    @property
+    def eqns(self) -> list[EqnInfo]:
+        return self.model.eqns
+
+    @property
+    def by_line(self) -> dict[tuple[str, int], list[EqnInfo]]:
+        return self.model.by_line
+
+    @property
+    def top(self) -> Region:
+        """The top-level region (nested regions hang off ``children``)."""
+        return self.model.top
+
+    @property
+    def arg_names(self) -> tuple[str, ...] | None:
+        return self.model.arg_names
+
+    @property
+    def source_text(self) -> dict[tuple[str, int], str]:
+        """``{(file, line): the text of that line}`` where Python's linecache has it."""
+        return self.model.source_text
+
+    def text_at(
+        self,
+        *,
+        depth: int | None = None,
+        max_eqns: int | None = None,
+        source: bool = True,
+    ) -> str:
+        """The text with nested jaxprs deeper than ``depth`` folded, long runs elided."""
+        return render_text(
+            self.model, max_depth=depth, max_eqns_per_region=max_eqns, source=source
+        )
+
+    def text_by_line(self, *, max_eqns: int | None = None) -> str:
+        """The equations grouped under each source line (with its code), in order."""
+        return render_by_line(self.model, max_eqns_per_line=max_eqns)
+
+    def display_depth(self) -> int | None:
+        """The depth displays fold at: ``depth``, or when it is None the deepest
+        level that keeps the display under ``display_max_lines`` lines."""
+        if self.depth is not None:
+            return self.depth
+        if self._auto_depth == -1:
+            deepest = max((e.depth for e in self.eqns), default=0)
+            chosen: int | None = None
+            for candidate in [None, *range(deepest - 1, -1, -1)]:
+                chosen = candidate
+                lines = display_lines(
+                    self.model,
+                    max_depth=candidate,
+                    max_eqns_per_region=self.display_max_eqns,
+                )
+                if len(lines) <= self.display_max_lines:
+                    break
+            self._auto_depth = chosen
+        return self._auto_depth
+
+    def fold_note(self) -> str:
+        """A line saying nested jaxprs were folded automatically, or ``""``."""
+        depth = self.display_depth()
+        if self.depth is not None or depth is None:
+            return ""
+        return (
+            f"# nested jaxprs deeper than {depth} are folded to keep this short; "
+            "see .text, or %jaxpr --depth N"
+        )
+
+    def display_text(self) -> str:
+        """What a display shows: folded at ``depth``, long regions elided."""
+        if self.by_source:
+            return self.text_by_line(max_eqns=self.display_max_eqns)
+        text = self.text_at(
+            depth=self.display_depth(),
+            max_eqns=self.display_max_eqns,
+            source=self.show_source,
+        )
+        note = self.fold_note()
+        return f"{text}\n{note}" if note else text
+
+    def __str__(self) -> str:
+        # Unwrapped, so each "# file:line" stays on its equation's line.
+        return self.display_text()
+
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> dict[str, str]:
+        from jaxscope._display import to_html
+
+        text = _terminal_colored(self) or self.display_text()
+        return {"text/plain": text, "text/html": to_html(self)}
+
+    def graph(self) -> Any:
+        """The dataflow graph of this jaxpr (a ``GraphView``)."""
+        from jaxscope._graph.view import graph_from_jaxpr_view
+
+        return graph_from_jaxpr_view(self)
+
+    def __repr__(self) -> str:
+        name = f" of {self.function_name}" if self.function_name else ""
+        return f"<JaxprView{name}: {len(self.eqns)} equations>"
+
+
+def _terminal_colored(view: JaxprView) -> str | None:
+    """ANSI-coloured text when displayed by a terminal IPython with colours on.
+
+    Jupyter front-ends show the HTML; plain ``str()`` and colourless shells get the
+    uncoloured text.
+    """
+    shell = running_shell()
+    if type(shell).__name__ != "TerminalInteractiveShell":
+        return None
+    if str(getattr(shell, "colors", "nocolor")).lower() == "nocolor":
+        return None
+    from jaxscope._display import new_console
+
+    console = new_console(width=100_000, color=True)
+    console.print(view.__rich__(), soft_wrap=True)
+    return console.file.getvalue().rstrip("\n")

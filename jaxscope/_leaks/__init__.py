@@ -1,0 +1,1 @@
+"""Tracer leaks: where each leaked tracer was created and what holds it."""

@@ -1,0 +1,103 @@
+"""Rendering of ``LeakReport``: a table of aval, transformation, created at, found in.
+
+Text goes through rich (imported lazily); HTML escapes every user string.
+"""
+
+from __future__ import annotations
+
+import html as _html
+from typing import Any
+
+from jaxscope._display import html, rich_renderable
+from jaxscope._leaks.checker import Leak, LeakReport
+
+_CSS = (
+    "<style>.jaxscope-leaks{font-family:monospace;font-size:12px}"
+    ".jaxscope-leaks table{border-collapse:collapse}"
+    ".jaxscope-leaks td,.jaxscope-leaks th{padding:1px 8px;text-align:left;"
+    "border-bottom:1px solid #ddd;vertical-align:top}"
+    ".jaxscope-leaks .summary{font-weight:bold}"
+    ".jaxscope-leaks .clean{color:#2a7a2a}"
+    ".jaxscope-leaks .bad{color:#b00020}"
+    ".jaxscope-leaks .hint{color:#555}</style>"
+)
+
+_HINT = (
+    "fix: return values from the transformed function instead of storing them; keep "
+    "only concrete values in globals, attributes and caches"
+)
+
+
+def _created(leak: Leak) -> str:
+    if leak.created_at is None:
+        return "?"
+    text = str(leak.created_at)
+    if leak.argument:
+        return f"{text} (argument, call site)"
+    if leak.created_at.function:
+        text += f" ({leak.created_at.function})"
+    return text
+
+
+def _found(leak: Leak) -> str:
+    text = leak.found_in or "(not found: seen when used)"
+    if leak.used_at is not None:
+        text += f"; used at {leak.used_at}"
+    return text
+
+
+@rich_renderable.register
+def _(report: LeakReport) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    if not report.leaks:
+        return Text("jaxscope: no tracer leaked", style="green")
+    title = Text(f"jaxscope: {report.summary().split(':', 1)[0]}", style="bold red")
+    table = Table(show_edge=False, pad_edge=False, expand=False)
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("aval", style="cyan", no_wrap=True)
+    table.add_column("transformation", style="magenta", no_wrap=True)
+    table.add_column("created at", style="yellow")
+    table.add_column("found in")
+    for i, leak in enumerate(report.leaks, 1):
+        table.add_row(
+            str(i), leak.aval, leak.transformation, _created(leak), _found(leak)
+        )
+    return Group(title, table, Text(_HINT, style="dim"))
+
+
+@rich_renderable.register
+def _(leak: Leak) -> Any:
+    from rich.text import Text
+
+    return Text(leak.describe())
+
+
+@html.register
+def _(report: LeakReport) -> str:
+    esc = _html.escape
+    if not report.leaks:
+        return f'{_CSS}<div class="jaxscope-leaks"><span class="clean">jaxscope: no tracer leaked</span></div>'
+    rows = "".join(
+        "<tr>"
+        f"<td>{i}</td><td>{esc(leak.aval)}</td><td>{esc(leak.transformation)}</td>"
+        f"<td>{esc(_created(leak))}</td><td>{esc(_found(leak))}</td>"
+        "</tr>"
+        for i, leak in enumerate(report.leaks, 1)
+    )
+    summary = esc(report.summary().split(":", 1)[0])
+    return (
+        f'{_CSS}<div class="jaxscope-leaks">'
+        f'<div class="summary bad">jaxscope: {summary}</div>'
+        "<table><thead><tr><th>#</th><th>aval</th><th>transformation</th>"
+        "<th>created at</th><th>found in</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+        f'<div class="hint">{esc(_HINT)}</div></div>'
+    )
+
+
+@html.register
+def _(leak: Leak) -> str:
+    return f'<span class="jaxscope-leak">{_html.escape(leak.describe())}</span>'

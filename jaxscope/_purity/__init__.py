@@ -1,0 +1,1 @@
+"""Purity: values baked in at trace time that changed since, and trace-time side effects."""

@@ -1,0 +1,118 @@
+"""``%purity on|off|report``: after each cell, warn about stale captured values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.magic import line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from jaxscope._exceptions import InvalidCallError
+from jaxscope._ipython.common import (
+    JaxscopeMagics,
+    parse_magic_args,
+    show,
+    usage_errors,
+)
+from jaxscope._purity.watcher import PurityFinding, PurityLog
+
+_KEY = "purity"
+
+
+class _SessionPurity:
+    """The session watcher and what has been shown already (each finding once)."""
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.log = PurityLog()
+        self.shown: set[tuple[str, str, str, str]] = set()
+        self.effects_seen = 0
+
+    def after_cell(self, result: Any = None) -> None:
+        if not self.log.active:
+            return
+        new: list[PurityFinding] = []
+        effects = self.log.side_effects
+        new.extend(effects[self.effects_seen :])
+        self.effects_seen = len(effects)
+        count = getattr(result, "execution_count", None)
+        cell = f"In [{count if count is not None else self.shell.execution_count - 1}]"
+        for finding in self.log.stale_values():
+            key = (finding.function, finding.name, finding.captured, finding.current)
+            if key not in self.shown:
+                self.shown.add(key)
+                new.append(finding)
+        if new:
+            _show_findings(new, cell)
+
+
+def _show_findings(findings: list[PurityFinding], cell: str) -> None:
+    from IPython.display import display
+
+    from jaxscope._purity.render import finding_line, findings_html
+
+    lines = []
+    for finding in findings:
+        line = finding_line(finding)
+        if finding.kind == "stale_constant":
+            line = f"{line} [changed by {cell}]"
+        lines.append("jaxscope purity: " + line)
+    display(
+        {
+            "text/plain": "\n".join(lines),
+            "text/html": findings_html(findings, f"jaxscope purity (after {cell})"),
+        },
+        raw=True,
+    )
+
+
+def _session(state: Any) -> _SessionPurity:
+    session = state.data.get(_KEY)
+    if session is None:
+        session = state.data[_KEY] = _SessionPurity(state.shell)
+    return session
+
+
+@magics_class
+class PurityMagics(JaxscopeMagics):
+    @magic_arguments()
+    @argument(
+        "action",
+        nargs="?",
+        default="report",
+        help="on: watch traces and check after each cell; off: stop; report: show findings",
+    )
+    @line_magic
+    @usage_errors
+    def purity(self, line: str) -> Any:
+        """Stale captured values and trace-time side effects, checked after each cell."""
+        opts = parse_magic_args(self.purity, line)
+        session = _session(self.state)
+        if opts.action == "on":
+            session.log.start()
+            print(
+                "jaxscope purity: watching traces; stale values are reported after each cell"
+            )
+        elif opts.action == "off":
+            session.log.stop()
+            print("jaxscope purity: off")
+        elif opts.action == "report":
+            show(session.log)
+        else:
+            raise InvalidCallError(
+                f"unknown action {opts.action!r}; use %purity on, %purity off or %purity report"
+            )
+
+
+def on_load(shell: Any, state: Any) -> None:
+    session = _session(state)
+    state.register_event("post_run_cell", session.after_cell)
+
+
+def on_unload(shell: Any, state: Any) -> None:
+    session = state.data.pop(_KEY, None)
+    if session is not None:
+        session.log.stop()
+
+
+MAGICS = PurityMagics

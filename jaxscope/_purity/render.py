@@ -1,0 +1,102 @@
+"""Rendering of purity findings: a compact table (rich) and an escaped HTML table."""
+
+from __future__ import annotations
+
+import html as _html
+from typing import Any
+
+from jaxscope._display import html, rich_renderable
+from jaxscope._purity.watcher import PurityFinding, PurityLog
+
+_KIND_LABEL = {
+    "stale_constant": "stale value",
+    "trace_time_side_effect": "trace-time side effect",
+}
+
+
+def finding_line(finding: PurityFinding) -> str:
+    """One line: where, what, and the fix."""
+    where = f"{finding.source}: " if finding.source is not None else ""
+    if finding.kind == "stale_constant":
+        what = (
+            f"{finding.function} uses {finding.name} = {finding.captured} baked in at "
+            f"trace time; it is {finding.current} now"
+        )
+    else:
+        what = f"{finding.function} ran {finding.name} only while being traced"
+    return f"{where}{what} ({finding.hint})"
+
+
+def _rows(findings: list[PurityFinding]) -> list[tuple[str, str, str, str, str]]:
+    return [
+        (
+            _KIND_LABEL.get(f.kind, f.kind),
+            f.function,
+            f.name,
+            str(f.source) if f.source is not None else "?",
+            f"{f.captured} → {f.current}" if f.kind == "stale_constant" else "",
+        )
+        for f in findings
+    ]
+
+
+def _table(findings: list[PurityFinding], title: str) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False, title_justify="left")
+    for column in ("kind", "function", "name", "line", "captured → now"):
+        table.add_column(column)
+    for row in _rows(findings):
+        table.add_row(*row)
+    return table
+
+
+@rich_renderable.register
+def _(log: PurityLog) -> Any:
+    from rich.console import Group
+    from rich.text import Text
+
+    findings = log.findings
+    if not findings:
+        return Text("jaxscope purity: no stale values or trace-time side effects")
+    hints = [Text(f"• {f.name}: {f.hint}", style="dim") for f in findings]
+    return Group(_table(findings, f"jaxscope purity: {len(findings)} findings"), *hints)
+
+
+@rich_renderable.register
+def _(finding: PurityFinding) -> Any:
+    from rich.text import Text
+
+    return Text(finding_line(finding))
+
+
+def findings_html(findings: list[PurityFinding], title: str) -> str:
+    """An HTML table of findings with their hints; every string escaped."""
+    esc = _html.escape
+    head = "".join(
+        f"<th>{esc(c)}</th>"
+        for c in ("kind", "function", "name", "line", "captured → now", "fix")
+    )
+    body = "".join(
+        "<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in (*row, f.hint)) + "</tr>"
+        for row, f in zip(_rows(findings), findings)
+    )
+    return (
+        '<div class="jaxscope-purity"><style>.jaxscope-purity table{border-collapse:collapse}'
+        ".jaxscope-purity td,.jaxscope-purity th{border:1px solid #ccc;padding:2px 6px;"
+        "text-align:left;font-family:monospace;font-size:12px}</style>"
+        f"<b>{esc(title)}</b><table><tr>{head}</tr>{body}</table></div>"
+    )
+
+
+@html.register
+def _(log: PurityLog) -> str:
+    findings = log.findings
+    if not findings:
+        return '<div class="jaxscope-purity">jaxscope purity: no stale values or trace-time side effects</div>'
+    return findings_html(findings, f"jaxscope purity: {len(findings)} findings")
+
+
+@html.register
+def _(finding: PurityFinding) -> str:
+    return findings_html([finding], "jaxscope purity")

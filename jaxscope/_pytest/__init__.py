@@ -1,1 +1,0 @@
-"""Per-feature pytest plugins, registered by ``jaxscope.pytest_plugin``."""

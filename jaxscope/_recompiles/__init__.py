@@ -1,0 +1,1 @@
+"""Recompilation causes: one event per cache miss, with its cause, cost and fix."""

@@ -1,0 +1,269 @@
+"""Rendering of recompile logs: a summary table, one compact line per event.
+
+Text goes through rich (imported lazily); HTML escapes every user string and puts
+each event's causes, hints and argument types in a ``<details>`` block.
+"""
+
+from __future__ import annotations
+
+import html as _html
+from typing import Any
+
+from jaxscope._display import html, rich_renderable
+from jaxscope._recompiles.watcher import (
+    RecompileEvent,
+    RecompileEvents,
+    RecompileLog,
+    RecompileSummary,
+    describe_cause,
+)
+
+# A display shows at most this many events (the log keeps them all).
+MAX_EVENTS_SHOWN = 50
+
+_CSS = (
+    "<style>.jaxscope-recompiles{font-family:monospace;font-size:12px}"
+    ".jaxscope-recompiles table{border-collapse:collapse}"
+    ".jaxscope-recompiles td,.jaxscope-recompiles th{padding:1px 8px;"
+    "text-align:left;border-bottom:1px solid #ddd}"
+    ".jaxscope-recompiles .fn{font-weight:bold}"
+    ".jaxscope-recompiles .cause{color:#a15c00}"
+    ".jaxscope-recompiles .hint{color:#555}"
+    ".jaxscope-recompiles details{margin:1px 0}</style>"
+)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def _event_text(event: RecompileEvent) -> Any:
+    from rich.text import Text
+
+    out = Text()
+    out.append(event.function, style="bold")
+    if event.call_site is not None:
+        out.append(f" at {event.call_site}", style="dim")
+    out.append(": ")
+    causes = "; ".join(describe_cause(c) for c in event.causes) or "unknown cause"
+    out.append(causes, style="yellow")
+    if not event.traced:
+        out.append(" [compile only, no retrace]", style="magenta")
+    elif not event.compiled:
+        out.append(" [trace only]", style="magenta")
+    out.append(f" ({_ms(event.seconds)})", style="dim")
+    return out
+
+
+def _events_text(
+    events: list[RecompileEvent], title: str = "", hints: bool = True
+) -> Any:
+    from rich.console import Group
+    from rich.text import Text
+
+    parts: list[Any] = []
+    if title:
+        parts.append(Text(title, style="bold"))
+    shown = events[-MAX_EVENTS_SHOWN:]
+    if len(events) > len(shown):
+        parts.append(
+            Text(f"... {len(events) - len(shown)} earlier events", style="dim")
+        )
+    for event in shown:
+        parts.append(_event_text(event))
+        if hints:
+            for cause in event.causes:
+                if cause.kind != "first_call" and cause.hint:
+                    parts.append(Text(f"    hint: {cause.hint}", style="dim"))
+    return Group(*parts)
+
+
+def _summary_table(summary: RecompileSummary) -> Any:
+    from rich.table import Table
+
+    table = Table(
+        title="jaxscope: recompiles by function",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+    )
+    for name, justify in (
+        ("function", "left"),
+        ("defined at", "left"),
+        ("calls", "right"),
+        ("traces", "right"),
+        ("compiles", "right"),
+        ("seconds", "right"),
+        ("top causes", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in summary.rows:
+        table.add_row(
+            r.function,
+            str(r.defined_at or ""),
+            str(r.calls),
+            str(r.traces),
+            str(r.compiles),
+            f"{r.seconds:.3f}",
+            ", ".join(f"{k}×{n}" for k, n in r.top_causes),
+        )
+    return table
+
+
+@rich_renderable.register
+def _(event: RecompileEvent) -> Any:
+    return _event_text(event)
+
+
+@rich_renderable.register
+def _(events: RecompileEvents) -> Any:
+    return _events_text(events.events, events.title)
+
+
+@rich_renderable.register
+def _(summary: RecompileSummary) -> Any:
+    from rich.console import Group
+    from rich.text import Text
+
+    if not summary.rows:
+        return Text("jaxscope: no recompiles recorded", style="dim")
+    parts = [
+        _summary_table(summary),
+        Text(
+            "calls: calls that missed JAX's C++ cache (cache hits never reach "
+            "Python, so watching costs nothing there)",
+            style="dim",
+        ),
+    ]
+    if summary.internal_compiles:
+        parts.append(
+            Text(
+                f"(+ {summary.internal_compiles} compiles of JAX's own "
+                "eager ops, not counted)",
+                style="dim",
+            )
+        )
+    return Group(*parts)
+
+
+@rich_renderable.register
+def _(log: RecompileLog) -> Any:
+    from rich.console import Group
+
+    return Group(
+        rich_renderable(log.summary()),
+        _events_text(log.events, "events:" if log.events else "", hints=False),
+    )
+
+
+# ------------------------------------------------------------------ HTML
+
+
+def _e(text: object) -> str:
+    return _html.escape(str(text))
+
+
+def _event_html(event: RecompileEvent) -> str:
+    where = (
+        f' <span class="hint">at {_e(event.call_site)}</span>'
+        if event.call_site
+        else ""
+    )
+    causes = "; ".join(describe_cause(c) for c in event.causes) or "unknown cause"
+    extra = (
+        " [compile only, no retrace]"
+        if not event.traced
+        else " [trace only]"
+        if not event.compiled
+        else ""
+    )
+    items = []
+    for c in event.causes:
+        items.append(
+            f'<li><span class="cause">{_e(describe_cause(c))}</span>'
+            + (f'<br><span class="hint">{_e(c.hint)}</span>' if c.hint else "")
+            + "</li>"
+        )
+    if event.defined_at is not None:
+        items.append(f"<li>defined at {_e(event.defined_at)}</li>")
+    if event.signature:
+        sig = ", ".join(f"{p}: {t}" for p, t in event.signature[:20])
+        more = f" (+{len(event.signature) - 20})" if len(event.signature) > 20 else ""
+        items.append(f"<li>arguments: {_e(sig)}{more}</li>")
+    return (
+        f'<details><summary><span class="fn">{_e(event.function)}</span>{where}: '
+        f'<span class="cause">{_e(causes)}</span>{_e(extra)} '
+        f'<span class="hint">({_ms(event.seconds)})</span></summary>'
+        f"<ul>{''.join(items)}</ul></details>"
+    )
+
+
+def _events_html(events: list[RecompileEvent], title: str = "") -> str:
+    shown = events[-MAX_EVENTS_SHOWN:]
+    head = f"<b>{_e(title)}</b>" if title else ""
+    more = (
+        f"<div class='hint'>... {len(events) - len(shown)} earlier events</div>"
+        if len(events) > len(shown)
+        else ""
+    )
+    return head + more + "".join(_event_html(e) for e in shown)
+
+
+def _summary_html(summary: RecompileSummary) -> str:
+    if not summary.rows:
+        return "<div>jaxscope: no recompiles recorded</div>"
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "function",
+            "defined at",
+            "calls",
+            "traces",
+            "compiles",
+            "seconds",
+            "top causes",
+        )
+    )
+    rows = "".join(
+        "<tr>"
+        f'<td class="fn">{_e(r.function)}</td><td>{_e(r.defined_at or "")}</td>'
+        f"<td>{r.calls}</td><td>{r.traces}</td><td>{r.compiles}</td>"
+        f"<td>{r.seconds:.3f}</td>"
+        f'<td class="cause">{_e(", ".join(f"{k}×{n}" for k, n in r.top_causes))}</td>'
+        "</tr>"
+        for r in summary.rows
+    )
+    note = (
+        f"<div class='hint'>(+ {summary.internal_compiles} compiles of JAX's own "
+        "eager ops, not counted)</div>"
+        if summary.internal_compiles
+        else ""
+    )
+    return (
+        f"<b>jaxscope: recompiles by function</b><table><tr>{head}</tr>{rows}"
+        f"</table>{note}"
+    )
+
+
+def _wrap(body: str) -> str:
+    return f'{_CSS}<div class="jaxscope-recompiles">{body}</div>'
+
+
+@html.register
+def _(event: RecompileEvent) -> str:
+    return _wrap(_event_html(event))
+
+
+@html.register
+def _(events: RecompileEvents) -> str:
+    return _wrap(_events_html(events.events, events.title))
+
+
+@html.register
+def _(summary: RecompileSummary) -> str:
+    return _wrap(_summary_html(summary))
+
+
+@html.register
+def _(log: RecompileLog) -> str:
+    return _wrap(_summary_html(log.summary()) + _events_html(log.events))

@@ -1,0 +1,1 @@
+"""Stepping mode: run a staged program equation by equation with concrete values."""

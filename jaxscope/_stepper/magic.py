@@ -1,0 +1,275 @@
+"""``%jaxstep CALL``: a pdb-like prompt in a terminal, a widget in a notebook kernel.
+
+``StepperPrompt`` is a plain ``cmd.Cmd`` over a ``Stepper`` taking ``stdin``/``stdout``
+file objects, so it runs (and is tested) without a terminal, as JAX's own ``jdb``.
+"""
+
+from __future__ import annotations
+
+import cmd
+import sys
+from typing import IO, Any
+
+from IPython.core.magic import line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from jaxscope._exceptions import JaxscopeError
+from jaxscope._ipython.callparse import parse_call
+from jaxscope._ipython.common import (
+    JaxscopeMagics,
+    call_argument,
+    parse_magic_args,
+    show,
+    usage_errors,
+)
+from jaxscope._stepper.render import (
+    listing_text,
+    location_text,
+    values_text,
+    where_text,
+)
+from jaxscope._stepper.stepper import Stepper, step
+
+_HELP = """commands (pdb style):
+  s(tep)            run the equation, or enter its nested jaxpr
+  n(ext)            run the equation, nested jaxprs included
+  f(inish)          run to the end of the current nested jaxpr
+  c(ontinue)        run to the next breakpoint or the end
+  u(ntil) TARGET    run until a line, file:line or primitive
+  b(reak) [ARG]     list breakpoints, or break at LINE, file:LINE, a primitive, nan, inf
+  cl(ear) [LINE]    clear one line breakpoint, or all breakpoints
+  p EXPR            print a variable (or an expression over the frame's variables)
+  v(ars)            the current frame's values: aval, min, max, mean, NaN count
+  l(ist)            source around the current equation
+  w(here)           the stack of nested jaxprs (loop iterations included)
+  q(uit)            leave the prompt (the stepper stays in _jaxstep)"""
+
+
+class StepperPrompt(cmd.Cmd):
+    """A pdb-like prompt driving a ``Stepper``; reads ``stdin``, writes ``stdout``."""
+
+    prompt = "(jaxstep) "
+
+    def __init__(
+        self,
+        stepper: Stepper,
+        stdin: IO[str] | None = None,
+        stdout: IO[str] | None = None,
+    ):
+        stdin = stdin if stdin is not None else sys.stdin
+        stdout = stdout if stdout is not None else sys.stdout
+        super().__init__(stdin=stdin, stdout=stdout)
+        self.use_rawinput = stdin is sys.__stdin__ and bool(
+            getattr(stdin, "isatty", lambda: False)()
+        )
+        self.stepper = stepper
+
+    # ---------------------------------------------------------------- plumbing
+
+    def _say(self, text: str) -> None:
+        self.stdout.write(text + "\n")
+
+    def run(self) -> Stepper:
+        """Show where the stepper is, then read commands until ``q`` or end of input."""
+        self._say(location_text(self.stepper))
+        self.cmdloop()
+        return self.stepper
+
+    def precmd(self, line: str) -> str:
+        if not self.use_rawinput and line != "EOF":
+            # Echo scripted input so a transcript reads like a terminal session.
+            self.stdout.write(line.rstrip("\n") + "\n")
+        return line
+
+    def default(self, line: str) -> None:
+        self._say(f"*** unknown command {line.split()[0]!r}; type help")
+
+    def emptyline(self) -> bool:
+        return bool(self.lastcmd) and self.onecmd(self.lastcmd)
+
+    def _move(self, action: Any, *args: Any) -> None:
+        try:
+            action(*args)
+        except JaxscopeError as exc:
+            self._say(f"*** {exc}")
+            return
+        self._say(location_text(self.stepper))
+
+    # ---------------------------------------------------------------- commands
+
+    def do_step(self, arg: str) -> None:
+        self._move(self.stepper.step)
+
+    do_s = do_step
+
+    def do_next(self, arg: str) -> None:
+        self._move(self.stepper.next)
+
+    do_n = do_next
+
+    def do_finish(self, arg: str) -> None:
+        self._move(self.stepper.finish)
+
+    do_f = do_finish
+
+    def do_continue(self, arg: str) -> None:
+        self._move(self.stepper.run)
+
+    do_c = do_cont = do_continue
+
+    def do_until(self, arg: str) -> None:
+        if not arg.strip():
+            self._say("*** until needs a target: a line, file:line or a primitive")
+            return
+        target: Any = int(arg) if arg.strip().isdigit() else arg.strip()
+        self._move(self.stepper.run, target)
+
+    do_u = do_until
+
+    def do_break(self, arg: str) -> None:
+        arg = arg.strip()
+        s = self.stepper
+        if not arg:
+            bps = s.breakpoints
+            parts = [f"line {b}" for b in bps["lines"]] + [
+                f"primitive {p}" for p in bps["primitives"]
+            ]
+            parts += [k for k in ("nan", "inf") if bps[k]]
+            self._say("breakpoints: " + (", ".join(parts) if parts else "none"))
+            return
+        try:
+            if arg in ("nan", "inf"):
+                s.break_on(**{arg: True})
+            elif arg.isdigit() or ":" in arg:
+                s.break_on(line=int(arg) if arg.isdigit() else arg)
+            else:
+                s.break_on(primitive=arg)
+        except JaxscopeError as exc:
+            self._say(f"*** {exc}")
+            return
+        self._say(f"breakpoint set: {arg}")
+
+    do_b = do_break
+
+    def do_clear(self, arg: str) -> None:
+        arg = arg.strip()
+        try:
+            self.stepper.clear_breakpoints(int(arg) if arg.isdigit() else (arg or None))
+        except JaxscopeError as exc:
+            self._say(f"*** {exc}")
+            return
+        self._say(f"cleared {'breakpoint ' + arg if arg else 'all breakpoints'}")
+
+    do_cl = do_clear
+
+    def do_p(self, arg: str) -> None:
+        expr = arg.strip()
+        if not expr:
+            self._say("*** p needs a variable name or an expression")
+            return
+        values = self.stepper.values
+        if expr in values:
+            self._say(f"{expr} = {values[expr]!r}")
+            return
+        import jax.numpy as jnp
+        import numpy as np
+
+        namespace = {"jnp": jnp, "np": np, **values}
+        try:
+            result = eval(compile(expr, "<jaxstep>", "eval"), namespace)
+        except Exception as exc:
+            known = ", ".join(values) or "none yet"
+            self._say(f"*** {type(exc).__name__}: {exc} (variables here: {known})")
+            return
+        self._say(repr(result))
+
+    do_print = do_p
+
+    def do_vars(self, arg: str) -> None:
+        self._say(values_text(self.stepper.summaries()))
+
+    do_v = do_vars
+
+    def do_list(self, arg: str) -> None:
+        self._say(listing_text(self.stepper))
+
+    do_l = do_list
+
+    def do_where(self, arg: str) -> None:
+        self._say(where_text(self.stepper))
+
+    do_w = do_bt = do_where
+
+    def do_quit(self, arg: str) -> bool:
+        return True
+
+    do_q = do_exit = do_quit
+
+    def do_EOF(self, arg: str) -> bool:
+        self._say("")
+        return True
+
+    def do_help(self, arg: str) -> None:
+        self._say(_HELP)
+
+    do_h = do_help
+
+
+def _in_kernel(shell: Any) -> bool:
+    return getattr(shell, "kernel", None) is not None
+
+
+@magics_class
+class StepperMagics(JaxscopeMagics):
+    @magic_arguments()
+    @argument(
+        "-b",
+        "--break",
+        dest="breaks",
+        action="append",
+        default=[],
+        help="break at LINE, file:LINE or a primitive (repeatable)",
+    )
+    @argument(
+        "--nan",
+        action="store_true",
+        help="break right after the equation that produces a NaN",
+    )
+    @argument(
+        "--inf",
+        action="store_true",
+        help="break right after the equation that produces an Inf",
+    )
+    @argument(
+        "--prompt", action="store_true", help="use the text prompt even in a notebook"
+    )
+    @argument(
+        "--widget", action="store_true", help="use the widget even without a kernel"
+    )
+    @call_argument("f(x, y)")
+    @line_magic
+    @usage_errors
+    def jaxstep(self, line: str) -> Any:
+        """Step through CALL equation by equation (jit disabled): a widget in notebooks,
+        a pdb-like prompt in a terminal. The stepper is kept in ``_jaxstep``."""
+        opts = parse_magic_args(self.jaxstep, line, verbatim="call")
+        parsed = parse_call(" ".join(opts.call), self.shell.user_ns, "jaxstep")
+        stepper = step(parsed.function)(*parsed.args, **parsed.kwargs)
+        for spec in opts.breaks:
+            if spec.isdigit() or ":" in spec:
+                stepper.break_on(line=int(spec) if spec.isdigit() else spec)
+            else:
+                stepper.break_on(primitive=spec)
+        stepper.break_on(nan=opts.nan, inf=opts.inf)
+        self.shell.user_ns["_jaxstep"] = stepper
+        use_widget = opts.widget or (_in_kernel(self.shell) and not opts.prompt)
+        if use_widget:
+            from jaxscope._stepper.widget import StepperWidget
+
+            show(StepperWidget(stepper))
+            return None
+        StepperPrompt(stepper, sys.stdin, sys.stdout).run()
+        return None
+
+
+MAGICS = StepperMagics
