@@ -31,6 +31,15 @@ _EXPORTS: dict[str, str] = {
     "TraceError": "._exceptions",
     "TracerLeakError": "._exceptions",
     "JaxscopeCompatError": "._exceptions",
+    "ShardingInputError": "._exceptions",
+    "ShardingValueError": "._exceptions",
+    "RecompileWatchError": "._exceptions",
+    "HloError": "._exceptions",
+    "GraphvizMissingError": "._exceptions",
+    "StepperFinishedError": "._exceptions",
+    "BreakpointError": "._exceptions",
+    "StepError": "._exceptions",
+    "JaxRecompileWarning": "._exceptions",
     # staging views
     "jaxpr": "._jaxpr.api",
     "hlo": "._hlo.api",
@@ -100,17 +109,51 @@ def unload_ipython_extension(ipython: Any) -> None:
     unload(ipython)
 
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from jaxscope._exceptions import InvalidCallError as InvalidCallError
-    from jaxscope._exceptions import JaxscopeCompatError as JaxscopeCompatError
-    from jaxscope._exceptions import JaxscopeError as JaxscopeError
-    from jaxscope._exceptions import TraceError as TraceError
-    from jaxscope._exceptions import TracerLeakError as TracerLeakError
-    from jaxscope._graph.api import graph as graph
-    from jaxscope._hlo.api import hlo as hlo
-    from jaxscope._hlo.view import HloView as HloView
-    from jaxscope._jaxpr.api import jaxpr as jaxpr
-    from jaxscope._jaxpr.view import JaxprView as JaxprView
-    from jaxscope._records import EqnInfo as EqnInfo
-    from jaxscope._records import OpInfo as OpInfo
-    from jaxscope._records import SourceLoc as SourceLoc
+if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
+    from ._exceptions import BreakpointError as BreakpointError
+    from ._exceptions import GraphvizMissingError as GraphvizMissingError
+    from ._exceptions import HloError as HloError
+    from ._exceptions import InvalidCallError as InvalidCallError
+    from ._exceptions import JaxRecompileWarning as JaxRecompileWarning
+    from ._exceptions import JaxscopeCompatError as JaxscopeCompatError
+    from ._exceptions import JaxscopeError as JaxscopeError
+    from ._exceptions import RecompileWatchError as RecompileWatchError
+    from ._exceptions import ShardingInputError as ShardingInputError
+    from ._exceptions import ShardingValueError as ShardingValueError
+    from ._exceptions import StepError as StepError
+    from ._exceptions import StepperFinishedError as StepperFinishedError
+    from ._exceptions import TraceError as TraceError
+    from ._exceptions import TracerLeakError as TracerLeakError
+    from ._explain.explainer import ErrorReport as ErrorReport
+    from ._explain.explainer import explain as explain
+    from ._graph.api import graph as graph
+    from ._graph.view import GraphView as GraphView
+    from ._hlo.api import hlo as hlo
+    from ._hlo.view import HloView as HloView
+    from ._jaxpr.api import jaxpr as jaxpr
+    from ._jaxpr.view import JaxprView as JaxprView
+    from ._leaks.checker import Leak as Leak
+    from ._leaks.checker import LeakReport as LeakReport
+    from ._leaks.checker import check_leaks as check_leaks
+    from ._purity.watcher import PurityFinding as PurityFinding
+    from ._purity.watcher import PurityLog as PurityLog
+    from ._purity.watcher import stale as stale
+    from ._purity.watcher import watch_purity as watch_purity
+    from ._recompiles.watcher import Cause as Cause
+    from ._recompiles.watcher import RecompileEvent as RecompileEvent
+    from ._recompiles.watcher import RecompileLog as RecompileLog
+    from ._recompiles.watcher import RecompileSummary as RecompileSummary
+    from ._recompiles.watcher import watch_recompiles as watch_recompiles
+    from ._records import EqnInfo as EqnInfo
+    from ._records import OpInfo as OpInfo
+    from ._records import SourceLoc as SourceLoc
+    from ._sharding.model import Collective as Collective
+    from ._sharding.model import OpSharding as OpSharding
+    from ._sharding.model import ProgramShardingView as ProgramShardingView
+    from ._sharding.model import ShardInfo as ShardInfo
+    from ._sharding.model import ShardingView as ShardingView
+    from ._sharding.model import sharding as sharding
+    from ._sharding.model import shardings as shardings
+    from ._stepper.stepper import Stepper as Stepper
+    from ._stepper.stepper import find_nan as find_nan
+    from ._stepper.stepper import step as step

@@ -25,3 +25,39 @@ class TracerLeakError(JaxscopeError, RuntimeError):
 
 class JaxscopeCompatError(JaxscopeError, RuntimeError):
     """A private JAX hook jaxscope relies on is missing in the installed JAX."""
+
+
+class ShardingInputError(JaxscopeError, TypeError):
+    """``js.sharding`` was given something that has no sharding (not an array)."""
+
+
+class ShardingValueError(JaxscopeError, ValueError):
+    """An array, spec or mesh given to ``js.sharding`` cannot be laid out as asked."""
+
+
+class RecompileWatchError(JaxscopeError, RuntimeError):
+    """A recompile watcher was used in a way it does not support."""
+
+
+class HloError(JaxscopeError, RuntimeError):
+    """JAX could not lower or compile a traced call (the cause is chained)."""
+
+
+class GraphvizMissingError(JaxscopeError, RuntimeError):
+    """The Graphviz ``dot`` program is needed (``to_svg``) but not installed."""
+
+
+class StepperFinishedError(JaxscopeError, RuntimeError):
+    """A stepping command was given after the program ran to its end."""
+
+
+class BreakpointError(JaxscopeError, ValueError):
+    """A breakpoint or ``until`` target names no equation of the program."""
+
+
+class StepError(JaxscopeError, RuntimeError):
+    """An equation raised while the stepper ran it (the cause is chained)."""
+
+
+class JaxRecompileWarning(UserWarning):
+    """A test recompiled a jitted function more often than the policy allows."""

@@ -1040,9 +1040,9 @@ def _nan_candidates(
 
 def _nan_origin(inner: _Entry, site: _Site, prim: str) -> _NanOrigin | None:
     """Step the failing call with concrete values to the first NaN/Inf-producing equation."""
-    from jaxscope._stepper.stepper import find_nan
-
     import jax
+
+    from jaxscope._stepper.stepper import find_nan
 
     for fn, args, kwargs in _nan_candidates(inner, site)[:2]:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from jaxscope._display import Renderable, mimebundle, widget_of
-from jaxscope._exceptions import JaxscopeError
+from jaxscope._exceptions import GraphvizMissingError, JaxscopeError
 from jaxscope._graph.model import (
     GraphEdge,
     GraphGroup,
@@ -18,10 +18,6 @@ from jaxscope._source import kernel_present
 
 # Nodes drawn by to_dot before it refuses (Graphviz itself slows to minutes beyond).
 DOT_MAX_NODES = 5000
-
-
-class GraphvizMissingError(JaxscopeError, RuntimeError):
-    """The Graphviz ``dot`` program is needed (``to_svg``) but not installed."""
 
 
 class GraphView(Renderable):

@@ -28,15 +28,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from jaxscope._exceptions import InvalidCallError, JaxscopeError
+from jaxscope._exceptions import HloError, InvalidCallError, JaxscopeError
 from jaxscope._records import OpInfo, SourceLoc
 from jaxscope._source import display_filename, is_user_file
 
 STAGES: tuple[str, ...] = ("stablehlo", "hlo", "optimized")
-
-
-class HloError(JaxscopeError, RuntimeError):
-    """JAX could not lower or compile a traced call (the cause is chained)."""
 
 
 def check_stage(stage: Any, api_name: str = "js.hlo") -> str:

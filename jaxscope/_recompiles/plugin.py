@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from jaxscope._exceptions import JaxRecompileWarning
 from jaxscope._recompiles.watcher import (
     RecompileEvent,
     RecompileLog,
@@ -32,10 +33,6 @@ _MARKER = "jax_max_recompiles"
 
 class _BadMarker(ValueError):
     """A ``jax_max_recompiles`` marker with arguments it does not take."""
-
-
-class JaxRecompileWarning(UserWarning):
-    """A test recompiled a jitted function more often than the policy allows."""
 
 
 _totals_key = pytest.StashKey[dict[str, list[Any]]]()

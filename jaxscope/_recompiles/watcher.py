@@ -42,7 +42,7 @@ from typing import Any
 import jax
 
 from jaxscope._display import Renderable
-from jaxscope._exceptions import JaxscopeError
+from jaxscope._exceptions import RecompileWatchError
 from jaxscope._records import SourceLoc
 from jaxscope._source import display_filename, loc_of_function, user_frame_of_stack
 from jaxscope.compat import recompiles as _crec
@@ -64,10 +64,6 @@ CAUSE_KINDS = (
 )
 
 _HISTORY_LIMIT = 64
-
-
-class RecompileWatchError(JaxscopeError, RuntimeError):
-    """A recompile watcher was used in a way it does not support."""
 
 
 # ----------------------------------------------------------------------------------

@@ -33,7 +33,11 @@ import jax
 import numpy as np
 
 from jaxscope._display import Renderable
-from jaxscope._exceptions import InvalidCallError, JaxscopeError
+from jaxscope._exceptions import (
+    InvalidCallError,
+    ShardingInputError,
+    ShardingValueError,
+)
 from jaxscope._hlo.model import (
     OP_NAME,
     OPCODE,
@@ -47,15 +51,6 @@ from jaxscope._source import display_filename
 from jaxscope._staging import _param_names as _staging_param_names
 from jaxscope._staging import check_callable, function_name, trace
 from jaxscope.compat import sharding as _csharding
-
-
-class ShardingInputError(JaxscopeError, TypeError):
-    """``js.sharding`` was given something that has no sharding (not an array)."""
-
-
-class ShardingValueError(JaxscopeError, ValueError):
-    """An array, spec or mesh given to ``js.sharding`` cannot be laid out as asked."""
-
 
 # --------------------------------------------------------------------------------------
 # records

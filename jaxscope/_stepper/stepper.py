@@ -26,7 +26,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxscope._display import Renderable
-from jaxscope._exceptions import InvalidCallError, JaxscopeError
+from jaxscope._exceptions import (
+    BreakpointError,
+    InvalidCallError,
+    StepError,
+    StepperFinishedError,
+)
 from jaxscope._jaxpr.model import Region, build_model
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import loc_of_function
@@ -50,18 +55,6 @@ __all__ = [
 
 _BEFORE = 0
 _BREAK_AFTER = 1
-
-
-class StepperFinishedError(JaxscopeError, RuntimeError):
-    """A stepping command was given after the program ran to its end."""
-
-
-class BreakpointError(JaxscopeError, ValueError):
-    """A breakpoint or ``until`` target names no equation of the program."""
-
-
-class StepError(JaxscopeError, RuntimeError):
-    """An equation raised while the stepper ran it (the cause is chained)."""
 
 
 # ---------------------------------------------------------------------------- records

@@ -11,7 +11,7 @@ import pytest
 
 import jaxscope as js
 from jaxscope._graph.render import json_for_script
-from jaxscope._graph.view import GraphView, GraphvizMissingError
+from jaxscope import GraphView, GraphvizMissingError
 
 
 def test_graph_returns_a_graph_view_with_nodes_edges_groups(nested):

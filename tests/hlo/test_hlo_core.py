@@ -12,7 +12,8 @@ import pytest
 from jax import lax
 
 import jaxscope as js
-from jaxscope._hlo.model import HloError, capture
+from jaxscope import HloError
+from jaxscope._hlo.model import capture
 from jaxscope._staging import trace
 
 HERE = os.path.abspath(__file__)

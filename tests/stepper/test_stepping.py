@@ -9,7 +9,7 @@ import pytest
 from jax import lax
 
 import jaxscope as js
-from jaxscope._stepper.stepper import BreakpointError, StepperFinishedError
+from jaxscope import BreakpointError, StepperFinishedError
 
 
 @jax.jit
