@@ -111,7 +111,6 @@ def test_errors_refine_builtins():
         "BreakpointError",
         "GraphvizMissingError",
         "HloError",
-        "JaxRecompileWarning",
         "RecompileWatchError",
         "ShardingInputError",
         "ShardingValueError",
