@@ -6,27 +6,30 @@ import functools
 import inspect
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import jax
 import numpy as np
 
 from jaxscope._exceptions import InvalidCallError, TraceError
+from jaxscope._format import qualname, short_repr, unwrap
 from jaxscope._source import user_frames_of_exception
 from jaxscope.compat import jaxpr as _cjaxpr
 
+R = TypeVar("R")
 _DEPENDS_ON = re.compile(r"depends on the value of the argument ([^\s.]+)")
 _ALLOWED_SCALARS = (bool, int, float, complex, np.generic)
 
 
 def _describe(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return short_repr(value, 40)
 
 
-def _param_names(fn: Any) -> list[str]:
+def param_names(fn: Any) -> list[str]:
+    """The positional parameter names of ``fn``, seen through ``jax.jit``,
+    ``functools.wraps`` and ``partial`` layers ([] when there is no signature)."""
     try:
-        sig = inspect.signature(fn)
+        sig = inspect.signature(unwrap(fn))
     except (TypeError, ValueError):
         return []
     return [
@@ -34,6 +37,63 @@ def _param_names(fn: Any) -> list[str]:
         for p in sig.parameters.values()
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
+
+
+def static_args(
+    static_argnums: int | Sequence[int] | None,
+    static_argnames: str | Sequence[str] | None,
+    api_name: str = "jaxscope",
+) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """``static_argnums`` / ``static_argnames`` as JAX accepts them, as two tuples.
+
+    Raises:
+        InvalidCallError: an entry that is not an int (a str for names).
+    """
+    if static_argnums is None:
+        nums: tuple[Any, ...] = ()
+    elif isinstance(static_argnums, int):
+        nums = (static_argnums,)
+    elif isinstance(static_argnums, Sequence):
+        nums = tuple(static_argnums)
+    else:
+        nums = (static_argnums,)
+    for i in nums:
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise InvalidCallError(
+                f"static_argnums must be ints, got {short_repr(i, 40)}; write e.g. "
+                f"{api_name}(f, static_argnums=(1,))"
+            )
+    if static_argnames is None:
+        names: tuple[Any, ...] = ()
+    elif isinstance(static_argnames, str):
+        names = (static_argnames,)
+    elif isinstance(static_argnames, Sequence):
+        names = tuple(static_argnames)
+    else:
+        names = (static_argnames,)
+    for name in names:
+        if not isinstance(name, str):
+            raise InvalidCallError(
+                f"static_argnames must be strings, got {short_repr(name, 40)}; write "
+                f"e.g. {api_name}(f, static_argnames=('n',))"
+            )
+    return nums, names
+
+
+def staged(
+    fun: Callable[..., Any],
+    api_name: str,
+    build: Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], R],
+) -> Callable[..., R]:
+    """The ``api(f)(*args)`` transform shape: check ``fun`` now, then each call of
+    the result builds ``build(fun, args, kwargs)``."""
+    check_callable(fun, api_name)
+
+    @functools.wraps(fun)
+    def call(*args: Any, **kwargs: Any) -> R:
+        return build(fun, args, kwargs)
+
+    return call
 
 
 def _is_traceable_leaf(leaf: Any) -> bool:
@@ -56,7 +116,7 @@ def check_example_args(
 ) -> None:
     """Raise ``InvalidCallError`` naming the first argument JAX cannot trace."""
     check_callable(fn, api_name)
-    names = _param_names(_user_function(fn))
+    names = param_names(fn)
     statics = {i % len(args) if args and i < 0 else i for i in static_argnums}
     for i, arg in enumerate(args):
         if i in statics:
@@ -89,18 +149,9 @@ def static_example(api_name: str, static: str) -> str:
     return f"{api_name}(f, {static})(...)"
 
 
-def _user_function(fn: Any) -> Any:
-    return getattr(fn, "__wrapped__", fn)
-
-
 def function_name(fn: Any) -> str:
     """The user's name for ``fn`` (through ``jax.jit`` and ``functools.wraps``)."""
-    inner = _user_function(fn)
-    return str(
-        getattr(inner, "__qualname__", None)
-        or getattr(inner, "__name__", None)
-        or type(fn).__name__
-    )
+    return qualname(fn)
 
 
 def check_callable(fn: Any, api_name: str) -> None:
@@ -128,15 +179,8 @@ def trace(
     caches that trace. Any other callable is traced through a fresh wrapper, so each
     call re-runs its Python (side effects included) against the current globals.
     """
-    nums = (
-        (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-    )
-    names = (
-        (static_argnames,)
-        if isinstance(static_argnames, str)
-        else tuple(static_argnames)
-    )
     check_callable(fn, api_name)
+    nums, names = static_args(static_argnums, static_argnames, api_name)
     _check_static_argnums(nums, len(args), api_name)
     own_statics = _own_static_args(fn)
     check_example_args(
@@ -168,11 +212,6 @@ def _fresh(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _check_static_argnums(nums: tuple[int, ...], n_args: int, api_name: str) -> None:
     for i in nums:
-        if not isinstance(i, int) or isinstance(i, bool):
-            raise InvalidCallError(
-                f"static_argnums must be ints, got {i!r}; write e.g. "
-                f"{api_name}(f, static_argnums=(1,))"
-            )
         if not -n_args <= i < n_args:
             raise InvalidCallError(
                 f"static_argnums=({i},) but the call has {n_args} positional "
@@ -182,7 +221,7 @@ def _check_static_argnums(nums: tuple[int, ...], n_args: int, api_name: str) -> 
 
 
 def _own_static_args(fn: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    return _cjaxpr.jit_static_args(fn)
+    return _cjaxpr.jit_static_args(fn) or ((), ())
 
 
 def first_line(message: str) -> str:
@@ -195,7 +234,7 @@ def first_line(message: str) -> str:
 
 def trace_error(fn: Any, exc: BaseException, api_name: str) -> TraceError:
     """A one-line ``TraceError`` for an exception raised while tracing ``fn``."""
-    fn_name = getattr(_user_function(fn), "__name__", type(fn).__name__)
+    fn_name = getattr(unwrap(fn), "__name__", type(fn).__name__)
     frames = user_frames_of_exception(exc)
     where = f" at {frames[-1]}" if frames else ""
     kind = type(exc).__name__
@@ -230,7 +269,7 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
         )
     arg = match.group(1)
     root = re.split(r"[\[.]", arg, maxsplit=1)[0]
-    user = _user_function(fn)
+    user = unwrap(fn)
     own_names = {getattr(user, "__name__", None), getattr(user, "__qualname__", None)}
     traced = _TRACING_FN.search(text)
     if traced and traced.group(1) not in own_names:
@@ -241,7 +280,7 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
             f"{arg}: mark it static where {inner} is jitted (jax.jit({inner}, "
             f"static_argnames=('{root}',))) or use lax.cond / jnp.where"
         )
-    names = _param_names(user)
+    names = param_names(user)
     static = (
         f"static_argnums=({names.index(root)},)"
         if root in names

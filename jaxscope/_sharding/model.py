@@ -48,8 +48,8 @@ from jaxscope._hlo.model import (
 )
 from jaxscope._records import SourceLoc
 from jaxscope._source import display_filename
-from jaxscope._staging import _param_names as _staging_param_names
 from jaxscope._staging import check_callable, function_name, trace
+from jaxscope._staging import param_names as staging_param_names
 from jaxscope.compat import sharding as _csharding
 
 # --------------------------------------------------------------------------------------
@@ -1518,16 +1518,6 @@ class ProgramShardingView(Renderable):
         )
 
 
-def _param_names(fn: Any) -> list[str]:
-    inner = fn
-    for _ in range(10):
-        nxt = getattr(inner, "__wrapped__", None)
-        if nxt is None:
-            break
-        inner = nxt
-    return _staging_param_names(inner)
-
-
 def _specs_with_paths(tree: Any, prefix: str) -> list[tuple[str, str]]:
     leaves = jax.tree_util.tree_flatten_with_path(
         tree, is_leaf=lambda s: isinstance(s, jax.sharding.Sharding) or s is None
@@ -1682,7 +1672,7 @@ def program_shardings(
         ) from None
     mesh, device_ids = _program_mesh(compiled)
     text = compiled.as_text()
-    param_names = _param_names(fn)
+    param_names = staging_param_names(fn)
     statics = _static_positions(fn, nums, len(args))
     dynamic = [i for i in range(len(args)) if i not in statics]
     in_args, in_kwargs = compiled.input_shardings

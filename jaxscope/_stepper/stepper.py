@@ -1124,7 +1124,7 @@ def _flatten_dynamic(
         if hasattr(fn, "trace") and not nums and not names
         else jax.jit(fn, static_argnums=nums, static_argnames=names)
     )
-    statics = _cs.jit_static_args(jitted) or (nums, names)
+    statics = _cj.jit_static_args(jitted) or (nums, names)
     snums = {n % len(args) if n < 0 and args else n for n in statics[0]}
     dyn_args = [a for i, a in enumerate(args) if i not in snums]
     dyn_kwargs = {k: v for k, v in kwargs.items() if k not in statics[1]}

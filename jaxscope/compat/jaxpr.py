@@ -9,31 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from jax.extend import core as _xcore
 
+from jaxscope._format import short_dtype
 from jaxscope.compat import require
-
-_SHORT_DTYPE = {
-    "bfloat16": "bf16",
-    "bool": "bool",
-}
-
-
-def short_dtype(dtype: Any) -> str:
-    """``float32`` → ``f32``, ``int8`` → ``i8``, ``uint32`` → ``u32``, ``bool`` → ``bool``."""
-    name = getattr(dtype, "name", None)
-    if not isinstance(name, str):
-        try:
-            name = np.dtype(dtype).name
-        except TypeError:
-            name = str(dtype)
-    if name in _SHORT_DTYPE:
-        return _SHORT_DTYPE[name]
-    for long, short in (("complex", "c"), ("float", "f"), ("uint", "u"), ("int", "i")):
-        if name.startswith(long):
-            return short + name[len(long) :]
-    return name
 
 
 def aval_str(aval: Any) -> str:
@@ -126,18 +105,22 @@ def jaxpr_result_paths(jaxpr: Any) -> tuple[str, ...] | None:
     return tuple(str(p) for p in paths)
 
 
-def jit_static_args(fn: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """``(static_argnums, static_argnames)`` a ``jax.jit``-wrapped ``fn`` declares.
+def jit_static_args(jitted: Any) -> tuple[tuple[int, ...], tuple[str, ...]] | None:
+    """The resolved ``(static_argnums, static_argnames)`` of a ``jax.jit`` wrapper.
 
-    ``((), ())`` for anything else, or where the installed JAX hides them.
+    ``jax.jit`` resolves names to positions and back through the signature; reading
+    the result keeps jaxscope's flattening of example arguments identical to JAX's.
+    None when ``jitted`` is not a ``jax.jit`` wrapper (or the installed JAX hides them).
 
-    Relies on: the private ``_jit_info`` (a ``PjitInfo``) of jit wrappers, present
-    with ``static_argnums`` / ``static_argnames`` fields in jax 0.9.0 and 0.10.2.
+    Relies on: the private ``_jit_info`` (a ``PjitInfo``) of jit wrappers, with
+    ``static_argnums`` / ``static_argnames`` fields in jax 0.9.0 and 0.10.2.
     """
-    info = getattr(fn, "_jit_info", None)
-    nums = getattr(info, "static_argnums", None) or ()
-    names = getattr(info, "static_argnames", None) or ()
+    info = getattr(jitted, "_jit_info", None)
+    nums = getattr(info, "static_argnums", None)
+    names = getattr(info, "static_argnames", None)
+    if nums is None or names is None:
+        return None
     try:
         return tuple(int(n) for n in nums), tuple(str(n) for n in names)
     except (TypeError, ValueError):
-        return (), ()
+        return None

@@ -25,7 +25,9 @@ from jax._src import core as _core
 from jax._src import pjit as _pjit
 from jax._src import util as _util
 
+from jaxscope._format import short_dtype, short_repr
 from jaxscope.compat import require
+from jaxscope.compat.source import is_jax_file
 
 # Monitoring events whose durations add up to the time one miss cost.
 DURATION_EVENTS = (
@@ -41,11 +43,6 @@ TEST_EVENTS = {
     "pxla_cached_compilation": "compile",
 }
 
-_JAX_DIRS = tuple(
-    os.path.join(os.path.dirname(os.path.abspath(m.__file__)), "")
-    for m in (jax, sys.modules.get("jaxlib"))
-    if m is not None and getattr(m, "__file__", None)
-)
 
 # Options that change what a trace produces, for JAX versions without names for them.
 _FALLBACK_CONFIG_NAMES = (
@@ -60,11 +57,6 @@ _FALLBACK_CONFIG_NAMES = (
     "jax_debug_key_reuse",
     "jax_use_direct_linearize",
 )
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _miss_entry_name() -> str:
@@ -226,11 +218,6 @@ def jaxpr_source(closed_jaxpr: Any) -> str:
     return str(info) if info else ""
 
 
-def is_jax_file(filename: str) -> bool:
-    """Whether ``filename`` is inside the installed ``jax``/``jaxlib`` packages."""
-    return filename.startswith(_JAX_DIRS)
-
-
 def is_jax_internal(fun: Any) -> bool:
     """Whether ``fun`` is defined inside JAX itself (eager op dispatch, ``jnp`` helpers).
 
@@ -240,7 +227,7 @@ def is_jax_internal(fun: Any) -> bool:
     while seen < 10:
         code = getattr(fun, "__code__", None)
         if code is not None:
-            return code.co_filename.startswith(_JAX_DIRS)
+            return is_jax_file(code.co_filename)
         inner = getattr(fun, "__wrapped__", None) or getattr(fun, "func", None)
         if inner is None:
             module = getattr(fun, "__module__", "") or ""
@@ -296,7 +283,7 @@ def jit_options(jit_info: Any) -> dict[str, str]:
     }
     fields = getattr(jit_info, "_fields", ())
     return {
-        name: _short(getattr(jit_info, name)) for name in fields if name not in skip
+        name: short_repr(getattr(jit_info, name)) for name in fields if name not in skip
     }
 
 
@@ -331,23 +318,8 @@ def leaf_type(x: Any) -> tuple[str, str, bool]:
     aval = require(_core, "shaped_abstractify", "watch_recompiles")(x)
     shape = ",".join(str(d) for d in getattr(aval, "shape", ()))
     dtype = getattr(aval, "dtype", None)
-    dtype_s = _short_dtype(dtype) if dtype is not None else type(aval).__name__
+    dtype_s = short_dtype(dtype) if dtype is not None else type(aval).__name__
     return shape, dtype_s, bool(getattr(aval, "weak_type", False))
-
-
-def _short_dtype(dtype: Any) -> str:
-    import numpy as np
-
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        return str(dtype)
-    kind = {"f": "f", "i": "i", "u": "u", "c": "c", "b": "bool"}.get(dt.kind)
-    if kind is None or dt.name.startswith("bfloat"):
-        return dt.name
-    if kind == "bool":
-        return "bool"
-    return f"{kind}{dt.itemsize * 8}"
 
 
 def leaf_placement(x: Any) -> tuple[str, str, bool]:
@@ -393,7 +365,7 @@ def describe_sharding(sharding: Any) -> str:
             return f"{dev.platform}:{dev.id}"
         return f"{type(sharding).__name__} over {len(devices)} devices"
     except Exception:
-        return _short(sharding)
+        return short_repr(sharding)
 
 
 def trace_config() -> tuple[tuple[str, str], ...]:
@@ -416,7 +388,7 @@ def trace_config() -> tuple[tuple[str, str], ...]:
             out = []
             for name, value in zip(names, values):
                 if name.startswith("jax_"):
-                    out.append((name, _short(value, 40)))
+                    out.append((name, short_repr(value, 40)))
                 elif name == "abstract_mesh_context_manager":
                     out.append((MESH_CONTEXT, _mesh_str(value)))
             return tuple(out)
@@ -426,7 +398,7 @@ def trace_config() -> tuple[tuple[str, str], ...]:
             value = getattr(jax.config, name)
         except AttributeError:
             continue
-        out.append((name, _short(value, 40)))
+        out.append((name, short_repr(value, 40)))
     get_mesh = getattr(jax.sharding, "get_abstract_mesh", None)
     if get_mesh is not None:
         out.append((MESH_CONTEXT, _mesh_str(get_mesh())))
@@ -444,4 +416,4 @@ def _mesh_str(mesh: Any) -> str:
     try:
         return " ".join(f"{k}={v}" for k, v in dict(mesh.shape).items())
     except Exception:
-        return _short(mesh, 60)
+        return short_repr(mesh, 60)

@@ -10,10 +10,37 @@ from __future__ import annotations
 import os
 from typing import Any, NamedTuple
 
+import jax
 from jax._src import source_info_util as _siu
 from jax._src import traceback_util as _tbu
 
 from jaxscope.compat import require
+
+
+def _package_dirs() -> tuple[str, ...]:
+    dirs = [os.path.dirname(os.path.abspath(jax.__file__))]
+    try:
+        import jaxlib
+
+        dirs.append(os.path.dirname(os.path.abspath(jaxlib.__file__)))
+    except ImportError:  # pragma: no cover - jaxlib always comes with jax
+        pass
+    return tuple(os.path.join(d, "") for d in dirs)
+
+
+_JAX_DIRS = _package_dirs()
+
+
+def is_jax_file(filename: str) -> bool:
+    """Whether ``filename`` is part of JAX or jaxlib itself.
+
+    Relies on: the installed location of the ``jax`` and ``jaxlib`` packages.
+    """
+    try:
+        path = os.path.abspath(filename)
+    except (TypeError, ValueError):
+        return False
+    return path.startswith(_JAX_DIRS)
 
 
 class RawFrame(NamedTuple):

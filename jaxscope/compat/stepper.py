@@ -92,22 +92,3 @@ def binder(eqn: Any) -> Callable[[Sequence[Any]], list[Any]]:
         return list(out) if multiple else [out]
 
     return run_in_context
-
-
-def jit_static_args(jitted: Any) -> tuple[tuple[int, ...], tuple[str, ...]] | None:
-    """The resolved ``(static_argnums, static_argnames)`` of a ``jax.jit`` wrapper.
-
-    ``jax.jit`` resolves names to positions and back through the signature; reading
-    the result keeps jaxscope's flattening of example arguments identical to JAX's.
-    None when ``jitted`` is not a ``jax.jit`` wrapper.
-
-    Relies on: ``JitWrapped._jit_info`` (``PjitInfo.static_argnums/static_argnames``).
-    """
-    info = getattr(jitted, "_jit_info", None)
-    if info is None:
-        return None
-    nums = getattr(info, "static_argnums", None)
-    names = getattr(info, "static_argnames", None)
-    if nums is None or names is None:
-        return None
-    return tuple(int(n) for n in nums), tuple(str(n) for n in names)

@@ -108,4 +108,4 @@ def test_jit_static_args():
     jitted = jax.jit(f, static_argnums=1, static_argnames="k")
     assert cj.jit_static_args(jitted) == ((1,), ("k",))
     assert cj.jit_static_args(jax.jit(f)) == ((), ())
-    assert cj.jit_static_args(f) == ((), ())
+    assert cj.jit_static_args(f) is None

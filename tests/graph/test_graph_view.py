@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import pytest
 
 import jaxscope as js
-from jaxscope._graph.render import json_for_script
 from jaxscope import GraphView, GraphvizMissingError
+from jaxscope._graph.render import json_for_script
 
 
 def test_graph_returns_a_graph_view_with_nodes_edges_groups(nested):
