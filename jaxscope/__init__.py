@@ -18,7 +18,7 @@ from jaxscope.compat import source as _csource
 __version__ = "0.1.0.dev0"
 
 # jaxscope's own frames must never be taken for the user's line.
-_csource.register_own_frames(os.path.dirname(os.path.abspath(__file__)))
+_csource.register_own_frames_at_import(os.path.dirname(os.path.abspath(__file__)))
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {

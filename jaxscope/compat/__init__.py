@@ -13,9 +13,38 @@ This package is internal: it is not part of jaxscope's public API.
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import Any
 
 from jaxscope._exceptions import JaxscopeCompatError
+
+_FIX = (
+    "install a JAX version jaxscope supports (see pyproject.toml) or report this at "
+    "the jaxscope issue tracker"
+)
+
+
+def _jax_version() -> str:
+    import jax
+
+    return jax.__version__
+
+
+def private(module: str, needed_by: str) -> ModuleType:
+    """Import the private JAX module ``module`` (``"jax._src.pjit"``) at first use.
+
+    Compat modules call this inside functions, never at import, so a module that a
+    JAX release moves breaks the one jaxscope function that needs it, with a
+    ``JaxscopeCompatError`` naming both, and ``import jaxscope`` keeps working.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise JaxscopeCompatError(
+            f"jaxscope.{needed_by} needs {module}, absent in jax {_jax_version()}; "
+            f"{_FIX}"
+        ) from None
 
 
 def require(owner: Any, name: str, needed_by: str) -> Any:
@@ -23,11 +52,8 @@ def require(owner: Any, name: str, needed_by: str) -> Any:
     try:
         return getattr(owner, name)
     except AttributeError:
-        import jax
-
         owner_name = getattr(owner, "__name__", type(owner).__name__)
         raise JaxscopeCompatError(
             f"jaxscope.{needed_by} needs {owner_name}.{name}, absent in jax "
-            f"{jax.__version__}; install a JAX version jaxscope supports "
-            "(see pyproject.toml) or report this at the jaxscope issue tracker"
+            f"{_jax_version()}; {_FIX}"
         ) from None

@@ -8,12 +8,20 @@ rather than failing when a symbol is missing, except where ``require`` says othe
 
 from __future__ import annotations
 
-import jax
-from jax._src import source_info_util as _siu
-from jax._src import traceback_util as _tbu
+from typing import Any
 
-from jaxscope.compat import require
+import jax
+
+from jaxscope.compat import private, require
 from jaxscope.compat.source import is_jax_file as is_jax_file
+
+
+def _siu() -> Any:
+    return private("jax._src.source_info_util", "compat.errors")
+
+
+def _tbu() -> Any:
+    return private("jax._src.traceback_util", "compat.errors")
 
 
 def before_transformation_cause(exc: BaseException) -> BaseException | None:
@@ -24,7 +32,7 @@ def before_transformation_cause(exc: BaseException) -> BaseException | None:
 
     Relies on: ``source_info_util.JaxStackTraceBeforeTransformation``.
     """
-    cls = getattr(_siu, "JaxStackTraceBeforeTransformation", None)
+    cls = getattr(_siu(), "JaxStackTraceBeforeTransformation", None)
     seen = 0
     cause = exc.__cause__
     while cause is not None and seen < 8:
@@ -42,7 +50,7 @@ def unfiltered_cause(exc: BaseException) -> BaseException | None:
 
     Relies on: ``traceback_util.UnfilteredStackTrace``.
     """
-    cls = getattr(_tbu, "UnfilteredStackTrace", None)
+    cls = getattr(_tbu(), "UnfilteredStackTrace", None)
     cause = exc.__cause__
     if cls is not None and isinstance(cause, cls):
         return cause
@@ -58,8 +66,8 @@ def is_jax_wrapper_exception(exc: BaseException) -> bool:
     classes = tuple(
         c
         for c in (
-            getattr(_tbu, "UnfilteredStackTrace", None),
-            getattr(_siu, "JaxStackTraceBeforeTransformation", None),
+            getattr(_tbu(), "UnfilteredStackTrace", None),
+            getattr(_siu(), "JaxStackTraceBeforeTransformation", None),
         )
         if c is not None
     )
@@ -71,7 +79,7 @@ def simplified_traceback_note() -> str:
 
     Relies on: ``traceback_util._simplified_tb_msg``.
     """
-    return str(getattr(_tbu, "_simplified_tb_msg", ""))
+    return str(getattr(_tbu(), "_simplified_tb_msg", ""))
 
 
 def jax_notes(exc: BaseException) -> list[str]:
@@ -86,7 +94,7 @@ def filtering_mode() -> str:
 
     Relies on: ``traceback_util._filtering_mode``.
     """
-    return str(require(_tbu, "_filtering_mode", "compat.errors.filtering_mode")())
+    return str(require(_tbu(), "_filtering_mode", "compat.errors.filtering_mode")())
 
 
 def jax_error_types() -> tuple[type[BaseException], ...]:

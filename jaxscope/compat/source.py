@@ -11,10 +11,12 @@ import os
 from typing import Any, NamedTuple
 
 import jax
-from jax._src import source_info_util as _siu
-from jax._src import traceback_util as _tbu
 
-from jaxscope.compat import require
+from jaxscope._exceptions import JaxscopeCompatError
+from jaxscope.compat import private, require
+
+_SIU = "jax._src.source_info_util"
+_TBU = "jax._src.traceback_util"
 
 
 def _package_dirs() -> tuple[str, ...]:
@@ -61,11 +63,30 @@ def register_own_frames(path: str) -> None:
     Relies on: ``source_info_util.register_exclusion`` (public via jax.extend) and
     ``traceback_util.register_exclusion`` (private).
     """
+    needed_by = "compat.source.register_own_frames"
     path = os.path.join(os.path.abspath(path), "")
-    if path not in _siu._exclude_paths:
-        _siu.register_exclusion(path)
-    if path not in _tbu._exclude_paths:
-        _tbu.register_exclusion(path)
+    for module in (private(_SIU, needed_by), private(_TBU, needed_by)):
+        if path not in require(module, "_exclude_paths", needed_by):
+            require(module, "register_exclusion", needed_by)(path)
+
+
+_deferred_error: JaxscopeCompatError | None = None
+
+
+def register_own_frames_at_import(path: str) -> None:
+    """``register_own_frames`` for ``import jaxscope``: a missing JAX hook is kept
+    and raised by the first source-mapping call, so the import itself never fails."""
+    global _deferred_error
+    try:
+        register_own_frames(path)
+    except JaxscopeCompatError as exc:
+        _deferred_error = exc
+
+
+def _source_info_util(needed_by: str) -> Any:
+    if _deferred_error is not None:
+        raise _deferred_error
+    return private(_SIU, needed_by)
 
 
 def is_user_file(filename: str) -> bool:
@@ -73,7 +94,9 @@ def is_user_file(filename: str) -> bool:
 
     Relies on: ``source_info_util.is_user_filename``.
     """
-    return bool(require(_siu, "is_user_filename", "compat.is_user_file")(filename))
+    needed_by = "compat.source.is_user_file"
+    siu = _source_info_util(needed_by)
+    return bool(require(siu, "is_user_filename", needed_by)(filename))
 
 
 def user_frames(traceback: Any) -> list[RawFrame]:
@@ -83,7 +106,8 @@ def user_frames(traceback: Any) -> list[RawFrame]:
     """
     if traceback is None:
         return []
-    frames = require(_siu, "user_frames", "compat.user_frames")(traceback)
+    needed_by = "compat.source.user_frames"
+    frames = require(_source_info_util(needed_by), "user_frames", needed_by)(traceback)
     return [
         RawFrame(fr.file_name, fr.start_line, fr.start_column, fr.function_name)
         for fr in frames
@@ -97,7 +121,8 @@ def innermost_user_frame(traceback: Any) -> RawFrame | None:
     """
     if traceback is None:
         return None
-    fr = require(_siu, "user_frame", "compat.innermost_user_frame")(traceback)
+    needed_by = "compat.source.innermost_user_frame"
+    fr = require(_source_info_util(needed_by), "user_frame", needed_by)(traceback)
     if fr is None:
         return None
     return RawFrame(fr.file_name, fr.start_line, fr.start_column, fr.function_name)

@@ -1,0 +1,68 @@
+"""The compat promise: a JAX release that moves a private symbol breaks the one
+jaxscope function that needs it, at first use, with a ``JaxscopeCompatError`` that
+names the symbol; ``import jaxscope`` (and every module of it) keeps working."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# Hide a private JAX module or attribute, then import all of jaxscope, then use it.
+_SCRIPT = """
+import importlib, pkgutil, sys
+import jax, jax.extend, jax.numpy as jnp  # JAX itself loads before the hiding
+{hide}
+import jaxscope as js
+for info in pkgutil.walk_packages(js.__path__, "jaxscope."):
+    if info.name.rsplit(".", 1)[-1] in ("magic", "plugin", "widget"):
+        continue  # front-ends import IPython/pytest/anywidget, not JAX internals
+    importlib.import_module(info.name)
+print("IMPORTED")
+try:
+    js.jaxpr(lambda x: jnp.sin(x))(jnp.ones(3)).eqns[0].source
+except js.JaxscopeCompatError as exc:
+    print("COMPAT:", exc)
+else:
+    print("NO ERROR")
+"""
+
+
+def run_hidden(hide: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", _SCRIPT.format(hide=textwrap.dedent(hide))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("hide", "named"),
+    [
+        (
+            "import jax._src.source_info_util as m; del m.user_frame",
+            "jax._src.source_info_util.user_frame",
+        ),
+        (
+            "sys.modules['jax._src.source_info_util'] = None",
+            "jax._src.source_info_util",
+        ),
+    ],
+    ids=["attribute", "module"],
+)
+def test_a_moved_private_symbol_fails_at_first_use_naming_it(hide, named):
+    out = run_hidden(hide)
+    assert "IMPORTED" in out
+    compat_lines = [line for line in out.splitlines() if line.startswith("COMPAT:")]
+    assert compat_lines, out
+    assert named in compat_lines[0] and "absent in jax" in compat_lines[0]
+
+
+def test_without_anything_hidden_the_same_call_works():
+    out = run_hidden("")
+    assert "IMPORTED" in out and "NO ERROR" in out
