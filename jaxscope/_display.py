@@ -94,12 +94,36 @@ def new_console(width: int = 100, *, color: bool = False, file: Any = None) -> A
     )
 
 
+def safe_repr(obj: Any) -> str:
+    """``repr(obj)``, or ``<TypeName object>`` when that raises too."""
+    try:
+        return repr(obj)
+    except Exception:
+        return f"<{type(obj).__name__} object>"
+
+
+def _renderer_failed(kind: str, obj: Any, exc: BaseException, instead: str) -> None:
+    warnings.warn(
+        f"jaxscope: the {kind} renderer for {type(obj).__name__} failed "
+        f"({type(exc).__name__}: {exc}); showing {instead} instead",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
 def to_text(obj: Any, width: int | None = None) -> str:
-    """Plain text: the rich rendering of ``obj`` through a colourless console."""
+    """Plain text: the rich rendering of ``obj`` through a colourless console.
+
+    Never raises: a failing renderer gives ``repr(obj)`` and a ``RuntimeWarning``.
+    """
     if width is None:
         width = _terminal_width()
     console = new_console(width)
-    console.print(get_rich(obj))
+    try:
+        console.print(get_rich(obj))
+    except Exception as exc:  # rendering must never kill a cell
+        _renderer_failed("text", obj, exc, "its repr")
+        return safe_repr(obj)
     return console.file.getvalue().rstrip("\n")
 
 
@@ -109,18 +133,24 @@ def to_html(obj: Any) -> str:
         load_renderers_for(type(obj))
         return html(obj)
     except Exception as exc:  # rendering must never kill a cell
-        warnings.warn(
-            f"jaxscope: the HTML renderer for {type(obj).__name__} failed "
-            f"({type(exc).__name__}: {exc}); showing text instead",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        _renderer_failed("HTML", obj, exc, "text")
         return pre(to_text(obj))
 
 
 def mimebundle(obj: Any) -> dict[str, str]:
     """``text/plain`` always, ``text/html`` too (for ``_repr_mimebundle_``)."""
     return {"text/plain": to_text(obj), "text/html": to_html(obj)}
+
+
+def safe_rich(obj: Any) -> Any:
+    """``get_rich(obj)``, or its repr as plain rich ``Text`` if the renderer fails."""
+    try:
+        return get_rich(obj)
+    except Exception as exc:  # rendering must never kill a cell
+        from rich.text import Text
+
+        _renderer_failed("text", obj, exc, "its repr")
+        return Text(safe_repr(obj))
 
 
 def _terminal_width() -> int:
@@ -139,7 +169,7 @@ class Renderable:
         return to_text(self)
 
     def __rich__(self) -> Any:
-        return get_rich(self)
+        return safe_rich(self)
 
     def _repr_mimebundle_(
         self, include: Any = None, exclude: Any = None
