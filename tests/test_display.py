@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 
 import jaxscope as js
+from jaxscope import _display
 from jaxscope._display import Renderable, html, rich_renderable
 
 
