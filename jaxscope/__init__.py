@@ -79,7 +79,7 @@ _EXPORTS: dict[str, str] = {
     "ErrorReport": "._explain.explainer",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS)  # pyright: ignore[reportUnsupportedDunderAll]
 
 
 def __getattr__(name: str) -> Any:

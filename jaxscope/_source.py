@@ -78,7 +78,7 @@ def loc_of_code(code: types.CodeType, line: int | None = None) -> SourceLoc:
     return SourceLoc(
         file=display_filename(code.co_filename),
         line=line if line is not None else code.co_firstlineno,
-        function=code.co_qualname if hasattr(code, "co_qualname") else code.co_name,
+        function=getattr(code, "co_qualname", code.co_name),  # co_qualname: 3.11+
     )
 
 

@@ -187,8 +187,9 @@ def trace(
         fn, args, kwargs, nums + own_statics[0], names + own_statics[1], api_name
     )
     try:
-        if hasattr(fn, "trace") and not nums and not names:
-            return fn.trace(*args, **kwargs)
+        own_trace = getattr(fn, "trace", None)
+        if own_trace is not None and not nums and not names:
+            return own_trace(*args, **kwargs)
         target = fn if hasattr(fn, "trace") else _fresh(fn)
         return jax.jit(target, static_argnums=nums, static_argnames=names).trace(
             *args, **kwargs
