@@ -1,4 +1,4 @@
-"""The public surface is the contract of SPEC.md: written out here so every change to
+"""The public surface is the product contract: written out here so every change to
 it is deliberate, and every name must resolve to a real object."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def test_all_is_exactly_the_contract():
     missing = sorted(set(EXPECTED) - set(jaxscope.__all__))
     assert not extra, (
         f"new public names {extra}: if intended, add them to EXPECTED in "
-        "tests/test_public_api.py (and to SPEC.md)"
+        "tests/test_public_api.py (and to the README/user guide)"
     )
     assert not missing, f"public names {missing} vanished from jaxscope.__all__"
     assert jaxscope.__all__ == sorted(jaxscope.__all__)
