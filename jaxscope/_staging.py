@@ -6,6 +6,7 @@ import functools
 import inspect
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import jax
@@ -15,6 +16,7 @@ from jaxscope._exceptions import InvalidCallError, TraceError
 from jaxscope._format import qualname, short_repr, unwrap
 from jaxscope._source import user_frames_of_exception
 from jaxscope.compat import jaxpr as _cjaxpr
+from jaxscope.compat import libraries as _clib
 
 R = TypeVar("R")
 _DEPENDS_ON = re.compile(r"depends on the value of the argument ([^\s.]+)")
@@ -163,6 +165,19 @@ def check_callable(fn: Any, api_name: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Staged:
+    """A traced call: JAX's ``Traced`` and the pytree of values it was traced with.
+
+    ``inputs`` is what the staged function receives, once static arguments (or, for
+    ``eqx.filter_jit``, non-array leaves; for ``nnx.jit``, the graph's static parts)
+    are taken out: its leaves line up, in order, with the jaxpr's input variables.
+    """
+
+    traced: Any
+    inputs: Any
+
+
 def trace(
     fn: Callable[..., Any],
     args: Sequence[Any],
@@ -176,28 +191,92 @@ def trace(
 
     A ``jax.jit``-wrapped ``fn`` (given no extra static arguments here) is traced through
     its own ``.trace``, so its statics, shardings and donation are respected; JAX
-    caches that trace. Any other callable is traced through a fresh wrapper, so each
-    call re-runs its Python (side effects included) against the current globals.
+    caches that trace. ``nnx.jit`` and ``eqx.filter_jit`` functions are traced as
+    those libraries trace them. Any other callable is traced through a fresh wrapper,
+    so each call re-runs its Python (side effects included) against the current
+    globals.
     """
+    return stage(
+        fn,
+        args,
+        kwargs,
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        api_name=api_name,
+    ).traced
+
+
+def stage(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    *,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    api_name: str = "jaxscope",
+) -> Staged:
+    """``trace``, also returning the values the staged function was traced with."""
     check_callable(fn, api_name)
     nums, names = static_args(static_argnums, static_argnames, api_name)
-    _check_static_argnums(nums, len(args), api_name)
-    own_statics = _own_static_args(fn)
-    check_example_args(
-        fn, args, kwargs, nums + own_statics[0], names + own_statics[1], api_name
-    )
+    args = tuple(args)
     try:
-        own_trace = getattr(fn, "trace", None)
-        if own_trace is not None and not nums and not names:
-            return own_trace(*args, **kwargs)
-        target = fn if hasattr(fn, "trace") else _fresh(fn)
-        return jax.jit(target, static_argnums=nums, static_argnames=names).trace(
-            *args, **kwargs
-        )
+        if not nums and not names and _clib.is_equinox_filter_jit(fn):
+            return _stage_equinox(fn, args, kwargs)
+        if not nums and not names and _clib.is_nnx_jit(fn):
+            traced = _clib.jax_stage(fn.trace(*args, **kwargs))
+            return Staged(traced, _clib.nnx_pure_arguments(fn, args, kwargs))
     except InvalidCallError:
         raise
     except Exception as exc:
         raise trace_error(fn, exc, api_name) from exc
+    _check_static_argnums(nums, len(args), api_name)
+    own_statics = _own_static_args(fn)
+    all_nums, all_names = nums + own_statics[0], names + own_statics[1]
+    check_example_args(fn, args, kwargs, all_nums, all_names, api_name)
+    try:
+        own_trace = getattr(fn, "trace", None)
+        if own_trace is not None and not nums and not names:
+            traced = _clib.jax_stage(own_trace(*args, **kwargs))
+        else:
+            target = fn if own_trace is not None else _fresh(fn)
+            jitted = jax.jit(target, static_argnums=nums, static_argnames=names)
+            traced = jitted.trace(*args, **kwargs)
+            all_nums, all_names = _cjaxpr.jit_static_args(jitted) or (nums, names)
+    except InvalidCallError:
+        raise
+    except Exception as exc:
+        raise trace_error(fn, exc, api_name) from exc
+    return Staged(traced, _dynamic_part(args, kwargs, all_nums, all_names))
+
+
+def _dynamic_part(
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    static_argnums: Sequence[int],
+    static_argnames: Sequence[str],
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    statics = {n % len(args) if n < 0 and args else n for n in static_argnums}
+    dynamic_args = tuple(a for i, a in enumerate(args) if i not in statics)
+    dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
+    return dynamic_args, dynamic_kwargs
+
+
+def _stage_equinox(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Staged:
+    # eqx.filter_jit traces array leaves and treats every other leaf (ints, functions,
+    # activation choices) as static; the static part is closed over, never hashed.
+    import equinox as eqx
+
+    user_fn = unwrap(fn)
+    dynamic, static = eqx.partition((args, kwargs), eqx.is_array)
+
+    @functools.wraps(user_fn)
+    def with_static(dynamic: Any) -> Any:
+        call_args, call_kwargs = eqx.combine(dynamic, static)
+        return eqx.filter(user_fn(*call_args, **call_kwargs), eqx.is_array)
+
+    return Staged(jax.jit(with_static).trace(dynamic), dynamic)
 
 
 def _fresh(fn: Callable[..., Any]) -> Callable[..., Any]:

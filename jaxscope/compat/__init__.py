@@ -20,15 +20,20 @@ from typing import Any
 from jaxscope._exceptions import JaxscopeCompatError
 
 _FIX = (
-    "install a JAX version jaxscope supports (see pyproject.toml) or report this at "
-    "the jaxscope issue tracker"
+    "install a version jaxscope supports (see the README) or report this at the "
+    "jaxscope issue tracker"
 )
 
 
-def _jax_version() -> str:
-    import jax
+def _version_of(module: str) -> str:
+    """``"jax 0.10.2"`` / ``"flax 0.12.8"``: the distribution that owns ``module``."""
+    from importlib import metadata
 
-    return jax.__version__
+    package = module.split(".", 1)[0]
+    try:
+        return f"{package} {metadata.version(package)}"
+    except metadata.PackageNotFoundError:
+        return package
 
 
 def private(module: str, needed_by: str) -> ModuleType:
@@ -42,7 +47,7 @@ def private(module: str, needed_by: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError:
         raise JaxscopeCompatError(
-            f"jaxscope.{needed_by} needs {module}, absent in jax {_jax_version()}; "
+            f"jaxscope.{needed_by} needs {module}, absent in {_version_of(module)}; "
             f"{_FIX}"
         ) from None
 
@@ -53,7 +58,8 @@ def require(owner: Any, name: str, needed_by: str) -> Any:
         return getattr(owner, name)
     except AttributeError:
         owner_name = getattr(owner, "__name__", type(owner).__name__)
+        owner_module = getattr(owner, "__name__", type(owner).__module__)
         raise JaxscopeCompatError(
-            f"jaxscope.{needed_by} needs {owner_name}.{name}, absent in jax "
-            f"{_jax_version()}; {_FIX}"
+            f"jaxscope.{needed_by} needs {owner_name}.{name}, absent in "
+            f"{_version_of(owner_module)}; {_FIX}"
         ) from None
