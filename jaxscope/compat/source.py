@@ -7,7 +7,9 @@ unchanged, from jax 0.4.35 to 0.10.2.
 
 from __future__ import annotations
 
+import functools
 import os
+import types
 from typing import Any, NamedTuple
 
 import jax
@@ -114,18 +116,86 @@ def user_frames(traceback: Any) -> list[RawFrame]:
     ]
 
 
-def innermost_user_frame(traceback: Any) -> RawFrame | None:
-    """The innermost user frame of a JAX ``Traceback`` (cached by JAX), or None.
+_MISSING: Any = object()
+_FRAMES: dict[tuple[types.CodeType, int], RawFrame | None] = {}
+_POSITIONS: dict[types.CodeType, list[tuple[int | None, int | None]]] = {}
+_CACHE_LIMIT = 200_000
 
-    Relies on: ``source_info_util.user_frame`` (an ``lru_cache``d function).
+
+def _position(code: types.CodeType, lasti: int) -> tuple[int, int]:
+    # One (line, column) table per code object, built once from co_positions(): JAX's
+    # code_addr2location walks the line table on every call, which made mapping a long
+    # function quadratic.
+    table = _POSITIONS.get(code)
+    if table is None:
+        if len(_POSITIONS) > _CACHE_LIMIT:
+            _POSITIONS.clear()
+        table = [(line, column) for line, _, column, _ in code.co_positions()]
+        _POSITIONS[code] = table
+    index = lasti // 2  # lasti is a byte offset; co_positions() has one row per unit
+    line, column = table[index] if 0 <= index < len(table) else (None, None)
+    return (line if line is not None else code.co_firstlineno), (
+        column if column is not None else -1
+    )
+
+
+def _frame(code: types.CodeType, lasti: int, is_user: Any) -> RawFrame | None:
+    key = (code, lasti)
+    frame = _FRAMES.get(key, _MISSING)
+    if frame is _MISSING:
+        if len(_FRAMES) > _CACHE_LIMIT:
+            _FRAMES.clear()
+        frame = None
+        if is_user(code.co_filename):
+            line, column = _position(code, lasti)
+            frame = RawFrame(code.co_filename, line, column, code.co_qualname)
+        _FRAMES[key] = frame
+    return frame
+
+
+def frames_of(traceback: Any) -> list[RawFrame]:
+    """Every frame of a JAX ``Traceback`` that JAX would attribute code to (not
+    JAX's, the stdlib's or jaxscope's), innermost first; library frames included.
+
+    Relies on: ``Traceback.raw_frames()`` (``(code objects, byte offsets)``, innermost
+    first) and ``source_info_util.is_user_filename``.
     """
     if traceback is None:
-        return None
-    needed_by = "compat.source.innermost_user_frame"
-    fr = require(_source_info_util(needed_by), "user_frame", needed_by)(traceback)
-    if fr is None:
-        return None
-    return RawFrame(fr.file_name, fr.start_line, fr.start_column, fr.function_name)
+        return []
+    needed_by = "compat.source.frames_of"
+    is_user = require(_source_info_util(needed_by), "is_user_filename", needed_by)
+    codes, lastis = require(traceback, "raw_frames", needed_by)()
+    frames = (_frame(c, i, is_user) for c, i in zip(codes, lastis, strict=True))
+    return [f for f in frames if f is not None]
+
+
+def innermost_user_frame(traceback: Any) -> RawFrame | None:
+    """The innermost frame of a JAX ``Traceback`` in the user's own code: not JAX's,
+    and not an installed library's (see ``is_library_file``) where the stack has
+    such a frame; else JAX's choice (a library frame), or None.
+
+    Relies on: what ``frames_of`` relies on.
+    """
+    frames = frames_of(traceback)
+    for frame in frames:
+        if not is_library_file(frame.file):
+            return frame
+    return frames[0] if frames else None
+
+
+_LIBRARY_DIRS = ("site-packages", "dist-packages")
+
+
+@functools.cache
+def is_library_file(filename: str) -> bool:
+    """Whether ``filename`` belongs to an installed library (site-packages or a path
+    listed in ``$JAXSCOPE_LIBRARY_PATHS``) rather than the user's own project."""
+    parts = filename.replace("\\", "/").split("/")
+    if any(part in _LIBRARY_DIRS for part in parts):
+        return True
+    extra = os.environ.get("JAXSCOPE_LIBRARY_PATHS", "")
+    prefixes = [os.path.abspath(p) for p in extra.split(os.pathsep) if p]
+    return any(os.path.abspath(filename).startswith(p) for p in prefixes)
 
 
 def eqn_traceback(eqn: Any) -> Any:

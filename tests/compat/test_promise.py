@@ -45,8 +45,12 @@ def run_hidden(hide: str) -> str:
     ("hide", "named"),
     [
         (
-            "import jax._src.source_info_util as m; del m.user_frame",
-            "jax._src.source_info_util.user_frame",
+            # JAX keeps using its own module object; jaxscope gets a copy without it.
+            "import types, jax._src.source_info_util as real\n"
+            "fake = types.ModuleType(real.__name__)\n"
+            "fake.__dict__.update(vars(real)); del fake.is_user_filename\n"
+            "sys.modules[real.__name__] = fake",
+            "jax._src.source_info_util.is_user_filename",
         ),
         (
             "sys.modules['jax._src.source_info_util'] = None",

@@ -49,7 +49,7 @@ def nnx_loss_fn(model: CNN, batch: dict[str, Any]):
 @nnx.jit
 def nnx_train_step(model: CNN, optimizer: nnx.Optimizer, batch: dict[str, Any]):
     grad_fn = nnx.value_and_grad(nnx_loss_fn, has_aux=True)
-    (loss, logits), grads = grad_fn(model, batch)
+    (loss, _logits), grads = grad_fn(model, batch)
     optimizer.update(model, grads)
     return loss
 
@@ -77,7 +77,9 @@ class ResNetBlock(linen.Module):
         y = linen.BatchNorm(use_running_average=not train)(y)
         y = linen.relu(y)
         y = linen.Conv(self.filters, (3, 3))(y)
-        y = linen.BatchNorm(use_running_average=not train, scale_init=linen.initializers.zeros)(y)
+        y = linen.BatchNorm(
+            use_running_average=not train, scale_init=linen.initializers.zeros
+        )(y)
         return linen.relu(residual + y)
 
 
@@ -106,7 +108,9 @@ def linen_resnet() -> tuple[Any, tuple[Any, ...]]:
                 x,
                 mutable=["batch_stats"],
             )
-            loss = optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+            loss = optax.softmax_cross_entropy_with_integer_labels(
+                logits, labels
+            ).mean()
             return loss, updates
 
         (loss, updates), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
@@ -272,7 +276,9 @@ def eqx_gru() -> tuple[Any, tuple[Any, ...]]:
 
 
 def eqx_mlp() -> tuple[Any, tuple[Any, ...]]:
-    mlp = eqx.nn.MLP(in_size=3, out_size=2, width_size=8, depth=2, key=jax.random.key(0))
+    mlp = eqx.nn.MLP(
+        in_size=3, out_size=2, width_size=8, depth=2, key=jax.random.key(0)
+    )
 
     @eqx.filter_jit
     def forward(model, x):
