@@ -132,7 +132,7 @@ class DecoderBlock(linen.Module):
     @linen.compact
     def __call__(self, x):
         y = linen.LayerNorm()(x)
-        y = linen.SelfAttention(num_heads=self.heads, qkv_features=self.dim)(
+        y = linen.MultiHeadDotProductAttention(num_heads=self.heads, qkv_features=self.dim)(
             y, mask=linen.make_causal_mask(jnp.ones(x.shape[:2]))
         )
         x = x + y
