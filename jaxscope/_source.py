@@ -28,6 +28,23 @@ def kernel_present() -> bool:
     return getattr(running_shell(), "kernel", None) is not None
 
 
+def running_cell_number() -> int | None:
+    """The number of the IPython cell whose code is running now (on the stack), or
+    None outside IPython. IPython 9 counts ``execution_count`` up before a cell runs
+    and 8 after, so the number is read from the running cell's own frame."""
+    shell = running_shell()
+    filename_map = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    if not filename_map:
+        return None
+    frame = sys._getframe(1)
+    while frame is not None:
+        number = filename_map.get(frame.f_code.co_filename)
+        if number is not None:
+            return int(number)
+        frame = frame.f_back
+    return None
+
+
 def display_filename(filename: str) -> str:
     """``"In [N]"`` for a file IPython compiled from cell N; ``filename`` otherwise.
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jaxscope._exceptions import InvalidCallError
+from jaxscope._source import running_cell_number, running_shell
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,8 +25,23 @@ class ParsedCall:
     kwargs: dict[str, Any]
 
 
-def _eval(node: ast.expr, source: str, namespace: dict[str, Any], what: str) -> Any:
-    code = compile(ast.Expression(body=node), "<jaxscope-call>", "eval")
+def cell_filename(source: str) -> str:
+    """The file name IPython gives the running cell's code, registered with the
+    shell's compiler so a lambda typed in a magic maps to ``In [N]`` like any cell."""
+    cache = getattr(getattr(running_shell(), "compile", None), "cache", None)
+    number = running_cell_number()
+    if cache is None or number is None:
+        return "<jaxscope-call>"
+    try:
+        return str(cache(source, number))
+    except Exception:  # an unusual shell: the call still works, unmapped
+        return "<jaxscope-call>"
+
+
+def _eval(
+    node: ast.expr, source: str, namespace: dict[str, Any], what: str, filename: str
+) -> Any:
+    code = compile(ast.Expression(body=node), filename, "eval")
     try:
         return eval(code, namespace)
     except NameError as exc:
@@ -60,7 +76,8 @@ def parse_call(source: str, namespace: dict[str, Any], magic: str) -> ParsedCall
             f"%{magic} needs a call expression, got `{text}`; write e.g. "
             f"`%{magic} {text}(x)` with example arguments"
         )
-    function = _eval(call.func, text, namespace, "the function")
+    filename = cell_filename(text + "\n")
+    function = _eval(call.func, text, namespace, "the function", filename)
     if not callable(function):
         raise InvalidCallError(
             f"`{ast.get_source_segment(text, call.func)}` is a "
@@ -69,7 +86,7 @@ def parse_call(source: str, namespace: dict[str, Any], magic: str) -> ParsedCall
     args: list[Any] = []
     for node in call.args:
         if isinstance(node, ast.Starred):
-            value = _eval(node.value, text, namespace, "the argument")
+            value = _eval(node.value, text, namespace, "the argument", filename)
             try:
                 args.extend(value)
             except TypeError:
@@ -78,10 +95,10 @@ def parse_call(source: str, namespace: dict[str, Any], magic: str) -> ParsedCall
                     f"{type(value).__name__}, not an iterable; unpack a list or tuple"
                 ) from None
         else:
-            args.append(_eval(node, text, namespace, "the argument"))
+            args.append(_eval(node, text, namespace, "the argument", filename))
     kwargs: dict[str, Any] = {}
     for keyword in call.keywords:
-        value = _eval(keyword.value, text, namespace, "the argument")
+        value = _eval(keyword.value, text, namespace, "the argument", filename)
         if keyword.arg is None:
             if not hasattr(value, "keys"):
                 raise InvalidCallError(

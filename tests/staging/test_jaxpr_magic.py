@@ -218,3 +218,13 @@ def test_bad_unpacking_is_a_usage_error(shell):
 def test_an_argument_raising_while_evaluated(shell):
     msg = usage_error(shell, "jnp.sin(1 / 0)")
     assert "evaluating the argument `1 / 0` raised ZeroDivisionError" in msg
+
+
+def test_a_lambda_typed_in_the_magic_maps_to_its_cell(shell):
+    with capture_output() as cap:
+        result = shell.run_cell("%jaxpr (lambda v: jnp.cos(v))(x)", store_history=True)
+    result.raise_error()
+    text = cap.outputs[-1].data["text/plain"]
+    n = result.execution_count
+    assert re.search(rf"= cos a  # In \[{n}\]:1$", text, re.M), text
+    assert "<jaxscope-call>" not in text
