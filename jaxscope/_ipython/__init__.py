@@ -50,8 +50,11 @@ def load(shell: Any) -> None:
     """Register magics, events and formatters of every feature (idempotent)."""
     if id(shell) in _STATES:
         return
+    from jaxscope._ipython.common import keep_user_exception
+
     state = ExtensionState(shell)
     _STATES[id(shell)] = state
+    state.register_event("post_run_cell", keep_user_exception)
     for module in _feature_modules():
         state.features.append(module)
         magics_cls = getattr(module, "MAGICS", None)

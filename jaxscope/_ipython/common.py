@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,12 @@ class HelpShown(Exception):
 
 
 def usage_errors(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn a ``JaxscopeError`` (and argument parse exits) into a one-line ``UsageError``."""
+    """Turn a ``JaxscopeError`` (and argument parse exits) into a one-line ``UsageError``.
+
+    When the error wraps the user's own exception (their function raised while being
+    traced), that exception rides along as ``user_exception`` so the extension can
+    hand it to ``%debug`` and ``%tb`` (see ``keep_user_exception``).
+    """
 
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -35,9 +41,23 @@ def usage_errors(method: Callable[..., Any]) -> Callable[..., Any]:
         except HelpShown:
             return None
         except JaxscopeError as exc:
-            raise UsageError(str(exc)) from None
+            usage = UsageError(str(exc))
+            usage.user_exception = exc.__cause__  # type: ignore[attr-defined]
+            raise usage from None
 
     return wrapper
+
+
+def keep_user_exception(result: Any) -> None:
+    """``post_run_cell`` hook: after a magic's one-line error, make the user's own
+    exception the "last" one, so ``%debug`` opens in the user's frame and ``%tb``
+    shows their traceback rather than jaxscope's wrapper."""
+    user = getattr(getattr(result, "error_in_exec", None), "user_exception", None)
+    if isinstance(user, BaseException):
+        sys.last_type, sys.last_value = type(user), user
+        sys.last_traceback = user.__traceback__
+        if sys.version_info >= (3, 12):
+            sys.last_exc = user
 
 
 def split_options(magic_fn: Any, line: str) -> tuple[str, str]:

@@ -228,3 +228,16 @@ def test_a_lambda_typed_in_the_magic_maps_to_its_cell(shell):
     n = result.execution_count
     assert re.search(rf"= cos a  # In \[{n}\]:1$", text, re.M), text
     assert "<jaxscope-call>" not in text
+
+
+def test_after_a_failing_magic_the_users_exception_is_the_last_one(shell):
+    import sys
+
+    run(shell, "def broken(v):\n    return {}['missing'] + v\n")
+    result = shell.run_cell("%jaxpr broken(x)", store_history=True)
+    assert isinstance(result.error_in_exec, UsageError)  # shown as one line
+    assert isinstance(sys.last_value, KeyError)  # %debug / %tb reach the user's error
+    tb = sys.last_traceback
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    assert tb.tb_frame.f_code.co_name == "broken"
