@@ -58,8 +58,8 @@ def format_bytes(n: int) -> str:
         ('512 B', '1.5 KiB', '3 MiB')
     """
     value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
             if unit == "B":
                 return f"{int(value)} B"
             text = f"{value:.1f}".rstrip("0").rstrip(".")
