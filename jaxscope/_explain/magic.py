@@ -12,13 +12,16 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._ipython.common import JaxscopeMagics, usage_errors
+
+if TYPE_CHECKING:
+    from jaxscope._explain.report import ErrorReport
 
 _KEY_PREVIOUS = "errors.previous"
 _KEY_MODE = "errors.mode"
@@ -94,7 +97,8 @@ def _handle(
     report = None
     if mode != "off":
         try:
-            from jaxscope._explain.explainer import explain, is_jax_error
+            from jaxscope._explain.classify import is_jax_error
+            from jaxscope._explain.explainer import explain
 
             if is_jax_error(value):
                 report = explain(value)
@@ -153,7 +157,7 @@ def _colour(shell: Any) -> bool:
     return colors not in ("nocolor", "none", "") and sys.stdout.isatty()
 
 
-def _report_text(report: Any, colour: bool) -> str:
+def _report_text(report: ErrorReport, colour: bool) -> str:
     from jaxscope._explain.render import text_of
 
     return text_of(report, _width(), color=colour, soft_wrap=True)
@@ -166,7 +170,12 @@ def _width() -> int:
 
 
 def _show(
-    shell: Any, report: Any, etype: type, value: BaseException, full: str, mode: str
+    shell: Any,
+    report: ErrorReport,
+    etype: type,
+    value: BaseException,
+    full: str,
+    mode: str,
 ) -> None:
     if getattr(shell, "kernel", None) is not None:
         # Jupyter: the HTML report (full traceback folded inside), then a short error

@@ -50,8 +50,10 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
         return
     exc = excinfo.value
     try:
-        from jaxscope._explain.explainer import explain, is_jax_error, relativize
+        from jaxscope._explain.classify import is_jax_error
+        from jaxscope._explain.explainer import explain
         from jaxscope._explain.render import text_of
+        from jaxscope._explain.report import relativize
 
         if not is_jax_error(exc):
             return

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from jaxscope._display import html, new_console, rich_renderable
-from jaxscope._explain.explainer import ErrorReport
+from jaxscope._explain.report import ErrorReport
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 

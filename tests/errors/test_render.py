@@ -7,7 +7,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from jaxscope import ErrorReport, SourceLoc
 from jaxscope._display import to_html, to_text
-from jaxscope._explain.explainer import Operand
+from jaxscope._explain.report import Operand
 
 
 class TextSnapshot(SingleFileSnapshotExtension):

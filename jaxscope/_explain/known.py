@@ -1,0 +1,97 @@
+"""Well-known JAX messages whose generic hint would mislead: their kind and their fix."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from jaxscope._explain.report import ErrorKind, Operand
+
+
+@dataclass(frozen=True, slots=True)
+class KnownMessage:
+    """The kind of a well-known JAX message and the fix that goes with it."""
+
+    kind: ErrorKind
+    hint: str
+
+
+_BRANCH_TYPES = KnownMessage(
+    ErrorKind.STRUCTURE,
+    "Both branches must return the same pytree of shapes and dtypes: pad, slice or "
+    "cast one branch's result (jax.eval_shape(branch_fn, x) shows what each returns)",
+)
+_SCAN_CARRY = KnownMessage(
+    ErrorKind.STRUCTURE,
+    "The scan carry must keep its shape and dtype: start it with the type the body "
+    "returns (e.g. 0.0 rather than 0, or jnp.zeros_like(...)) or cast inside the body",
+)
+_NONSCALAR_GRAD = KnownMessage(
+    ErrorKind.TRANSFORMATION,
+    "jax.grad needs a scalar output: reduce it (e.g. return loss.sum() or .mean()), "
+    "or use jax.jacrev / jax.vjp for a non-scalar output",
+)
+_INT_GRAD = KnownMessage(
+    ErrorKind.DTYPE,
+    "Differentiate with respect to floats: pass 1.0 instead of 1 (or "
+    "x.astype(jnp.float32)); use jax.grad(f, allow_int=True) to get float0 zeros",
+)
+_UNHASHABLE_STATIC = KnownMessage(
+    ErrorKind.STATIC_ARG,
+    "Static arguments are hashed to key the compile cache: pass a hashable value "
+    "(a tuple instead of a list, a tuple of pairs or a frozen dataclass instead of a "
+    "dict) or make it a regular traced argument",
+)
+
+
+def known_message(
+    first: str, text: str, operands: tuple[Operand, ...]
+) -> KnownMessage | None:
+    """The kind and fix of a well-known message (``first``: its first line, ``text``:
+    all of it), with the operands' shapes where they help; None for any other."""
+    avals = [f"{o.expr} is {o.aval}" for o in operands if o.aval]
+    if "branches must have equal output types" in first or (
+        "branch" in first and "output" in first and "type" in first
+    ):
+        return _BRANCH_TYPES
+    if (
+        "carry input and carry output must have equal types" in text
+        or "carry output" in first
+    ):
+        return _SCAN_CARRY
+    if first.startswith("Gradient only defined for scalar-output functions"):
+        return _NONSCALAR_GRAD
+    if first.startswith("grad requires real- or complex-valued inputs"):
+        return _INT_GRAD
+    if first.startswith("vmap got inconsistent sizes"):
+        sizes = f" ({'; '.join(avals)})" if avals else ""
+        return KnownMessage(
+            ErrorKind.SHAPE,
+            f"Every mapped argument needs the same size along its mapped axis{sizes}: fix "
+            "the sizes, or mark an argument that is not batched with in_axes=None for it "
+            "(e.g. jax.vmap(f, in_axes=(0, None)))",
+        )
+    if first.startswith("Non-hashable static arguments"):
+        return _UNHASHABLE_STATIC
+    if first.startswith("Error interpreting argument to"):
+        return _untraceable_argument(first)
+    if first.startswith("cannot reshape array"):
+        return KnownMessage(
+            ErrorKind.SHAPE,
+            "A reshape must keep the number of elements: "
+            + (avals[0] + ", " if avals else "")
+            + "so choose a target shape with the same size (-1 infers one dimension)",
+        )
+    return None
+
+
+def _untraceable_argument(first: str) -> KnownMessage:
+    path = re.search(r"at path (\S+?)\.?$", first)
+    kind = re.search(r"of type <class '([\w.]+)'>", first)
+    name = path.group(1) if path else "the argument"
+    what = f" a {kind.group(1)}" if kind else " not an array"
+    return KnownMessage(
+        ErrorKind.STATIC_ARG,
+        f"{name} is{what}, which JAX cannot trace: pass it as a static argument "
+        f"(jax.jit(f, static_argnames='{name}')) or convert it to an array",
+    )
