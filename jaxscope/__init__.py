@@ -76,7 +76,7 @@ _EXPORTS: dict[str, str] = {
     "PurityFinding": "._purity.watcher",
     # errors
     "explain": "._explain.explainer",
-    "ErrorReport": "._explain.explainer",
+    "ErrorReport": "._explain.report",
 }
 
 __all__ = sorted(_EXPORTS)  # pyright: ignore[reportUnsupportedDunderAll]
@@ -124,7 +124,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from ._exceptions import StepperFinishedError as StepperFinishedError
     from ._exceptions import TraceError as TraceError
     from ._exceptions import TracerLeakError as TracerLeakError
-    from ._explain.explainer import ErrorReport as ErrorReport
+    from ._explain.report import ErrorReport as ErrorReport
     from ._explain.explainer import explain as explain
     from ._graph.api import graph as graph
     from ._graph.view import GraphView as GraphView
