@@ -67,6 +67,24 @@ def widget_of(obj: Any) -> Any:
     return widget(obj)
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F)}
+
+
+def printable(text: str) -> str:
+    """``text`` with terminal control characters (ESC of ANSI/OSC sequences, BEL,
+    ...) spelled out as ``\\x1b`` etc., so a user string cannot drive the terminal.
+    Newlines and tabs stay."""
+    return str(text).translate(_CONTROL)
+
+
+def plain(text: str, style: str = "") -> Any:
+    """A user string as rich ``Text``: never parsed as markup, control characters
+    spelled out. Every user string in a text renderer goes through this."""
+    from rich.text import Text
+
+    return Text(printable(text), style=style)
+
+
 def pre(text: str, css_class: str = "jaxscope-text") -> str:
     """Plain text as an escaped ``<pre>`` block."""
     return f'<pre class="{css_class}">{_html.escape(text)}</pre>'

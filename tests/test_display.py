@@ -81,3 +81,14 @@ def test_a_real_view_whose_renderer_breaks_falls_back():
     with pytest.warns(RuntimeWarning) as record:
         assert "JaxprView" in _display.to_html(view)
     assert any("HTML renderer for BrokenJaxprView" in str(w.message) for w in record)
+
+
+def test_user_strings_are_plain_text_without_terminal_controls():
+    console = Console(file=io.StringIO(), width=80, color_system="standard")
+    console.print(
+        _display.plain("[bold red]x[/] cache[/data] \x1b[31mred\x1b]8;;http://x\x1b\\")
+    )
+    out = console.file.getvalue()
+    assert "[bold red]x[/] cache[/data]" in out
+    assert "\\x1b[31mred" in out and "\x1b]8" not in out
+    assert _display.printable("a\tb\nc\x07") == "a\tb\nc\\x07"
