@@ -168,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         sys.stderr.write("jaxscope: missing command; usage: " + _USAGE + "\n")
         return 2
+    if argv[0] == "run" and all(a.startswith("-") for a in argv[1:]):
+        sys.stderr.write(f"jaxscope run: no script given; usage: {_USAGE}\n")
+        return 2
     try:
         opts = parser.parse_args(_split_own_flags(argv))
     except SystemExit as exc:  # argparse already printed the message to stderr
