@@ -38,9 +38,9 @@ from jaxscope._exceptions import (
     ShardingInputError,
     ShardingValueError,
 )
-from jaxscope._hlo.model import (
-    OP_NAME,
-    OPCODE,
+from jaxscope._hlo.parse import _OP_NAME as OP_NAME
+from jaxscope._hlo.parse import _OPCODE as OPCODE
+from jaxscope._hlo.parse import (
     inline_frame,
     iter_lines,
     read_frame_tables,
