@@ -51,6 +51,7 @@ from jaxscope._staging import (
     trace,
     trace_error,
 )
+from jaxscope.compat import jaxpr as _cjaxpr
 
 _PROPAGATED = "after sharding propagation"
 
@@ -272,15 +273,9 @@ def _specs_with_paths(
 
 
 def _static_positions(fn: Any, static_argnums: Sequence[int], n_args: int) -> set[int]:
-    own = getattr(fn, "_static_argnums", None) or ()
-    nums = set()
-    for i in (*static_argnums, *own):
-        try:
-            i = int(i)
-        except (TypeError, ValueError):
-            continue
-        nums.add(i % n_args if i < 0 and n_args else i)
-    return nums
+    """Positions of static arguments: the ones given here and ``jax.jit``'s own."""
+    own = _cjaxpr.jit_static_args(fn) or ((), ())
+    return {i % n_args if i < 0 and n_args else i for i in (*static_argnums, *own[0])}
 
 
 def _input_specs(
