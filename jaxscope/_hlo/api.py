@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxscope._hlo.view import hlo_transform
+from jaxscope._hlo.model import capture, check_stage
+from jaxscope._hlo.view import HloView
+from jaxscope._staging import function_name, staged, trace
 
 
 def hlo(
@@ -14,11 +16,26 @@ def hlo(
     stage: str = "hlo",
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
-) -> Callable[..., Any]:
+) -> Callable[..., HloView]:
     """Lower (and for ``stage="optimized"`` compile) ``fun``; return an ``HloView``.
 
-    ``stage`` is ``"stablehlo"``, ``"hlo"`` or ``"optimized"`` (post-fusion HLO).
+    ``stage`` is ``"stablehlo"``, ``"hlo"`` or ``"optimized"`` (post-fusion HLO). The
+    callable and the stage are checked here, before anything is traced.
     """
-    return hlo_transform(
-        fun, stage=stage, static_argnums=static_argnums, static_argnames=static_argnames
-    )
+
+    def build(
+        fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> HloView:
+        traced = trace(
+            fn,
+            args,
+            kwargs,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            api_name="js.hlo",
+        )
+        return HloView(capture(traced, stage), function_name=function_name(fn))
+
+    transform = staged(fun, "js.hlo", build)
+    check_stage(stage, "js.hlo")
+    return transform

@@ -8,6 +8,7 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
+from jaxscope._hlo.model import STAGES
 from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
@@ -16,8 +17,6 @@ from jaxscope._ipython.common import (
     show,
     usage_errors,
 )
-
-_STAGES = ("stablehlo", "hlo", "optimized")
 
 
 @magics_class
@@ -33,13 +32,14 @@ class HloMagics(JaxscopeMagics):
     def hlo(self, line: str) -> Any:
         """Show the StableHLO / HLO / optimized HLO of CALL with source lines."""
         opts = parse_magic_args(self.hlo, line, verbatim="call")
-        if opts.stage not in _STAGES:
+        if opts.stage not in STAGES:
             raise InvalidCallError(
                 f"unknown stage {opts.stage!r}; use --stage stablehlo, hlo or optimized"
             )
         from jaxscope._hlo.api import hlo
 
-        parsed = parse_call(" ".join(opts.call), self.shell.user_ns, "hlo")
+        namespace = self.shell.user_ns if self.shell is not None else {}
+        parsed = parse_call(" ".join(opts.call), namespace, "hlo")
         view = hlo(parsed.function, stage=opts.stage)(*parsed.args, **parsed.kwargs)
         view.show_cost = opts.cost
         show(view)

@@ -21,7 +21,8 @@ import re
 from typing import Any
 
 from jaxscope._display import html, rich_renderable
-from jaxscope._hlo.model import COMPUTATION_HEADER, FUNC_HEADER, HLO_SECTIONS
+from jaxscope._hlo.parse import COMPUTATION_HEADER, HLO_SECTIONS, instruction_parts
+from jaxscope._hlo.stablehlo import FUNC_HEADER
 from jaxscope._hlo.view import HloView
 from jaxscope._records import OpInfo, SourceLoc
 
@@ -33,12 +34,8 @@ FOLD_FUSED_OVER_LINES = 300
 MAX_CSS_KEYS = 2000
 _PALETTE = 12
 
-_HLO_OP = re.compile(
-    r"^(\s+)(ROOT\s+)?(%?[\w.\-]+)( = )(\(.*?\)(?=\s[\w\-]+\()|\S+)(\s)([\w\-]+)(\(.*)$"
-)
 _MLIR_OP = re.compile(r"^(\s*)((?:%[\w#:$.\-]+(?:, )?)+)( = )(\"?[\w.]+\"?)(.*)$")
 _MLIR_NO_RESULT = re.compile(r"^(\s*)([a-z_]+\.[\w.]+|return)(\b.*)$")
-_METADATA = re.compile(r", metadata=\{.*?\}(?=,|$)")
 
 _ids = itertools.count()
 
@@ -120,10 +117,10 @@ def _spans(line: str, stage: str) -> list[tuple[str, str]]:
             indent, opcode, rest = match.groups()
             return [(indent, ""), (opcode, "bold magenta"), (rest, "")]
         return [(line, "dim" if line.startswith("#loc") else "")]
-    match = _HLO_OP.match(line)
-    if match is None:
+    parts = instruction_parts(line)
+    if parts is None:
         return [(line, "bold" if COMPUTATION_HEADER.match(line) else "")]
-    indent, root, name, eq, shape, space, opcode, rest = match.groups()
+    indent, root, name, eq, shape, space, opcode, rest = parts
     spans = [
         (indent, ""),
         (root or "", "bold"),
@@ -303,9 +300,9 @@ def _e(text: str) -> str:
 
 def _html_line(line: str, stage: str) -> str:
     if stage != "stablehlo":
-        match = _HLO_OP.match(line)
-        if match is not None:
-            indent, root, name, eq, shape, space, opcode, rest = match.groups()
+        parts = instruction_parts(line)
+        if parts is not None:
+            indent, root, name, eq, shape, space, opcode, rest = parts
             meta = rest.find(", metadata={")
             tail = (
                 _e(rest[:meta]) + f'<span class="jxh-meta">{_e(rest[meta:])}</span>'
@@ -347,48 +344,68 @@ def _cost_html(view: HloView) -> str:
     return f'<table class="jxh-cost">{rows}</table>'
 
 
-@html.register
-def _(view: HloView) -> str:
-    lines, hidden = _display_lines(view)
-    at_line = _ops_by_line(view)
-    keys: dict[tuple[str, int], int] = {}
+Keys = dict[tuple[str, int], int]  # source line -> its number among the shown ones
+
+
+def _source_keys(at_line: dict[int, OpInfo]) -> Keys:
+    """Each source line of the displayed ops, numbered in order of first display."""
+    keys: Keys = {}
     for index in sorted(at_line):
         op = at_line[index]
         if op.source is not None and op.source.key not in keys:
             keys[op.source.key] = len(keys)
-    fused = {op.computation for op in view.ops if op.fusion is not None}
-    fold_fused = len(lines) > FOLD_FUSED_OVER_LINES
+    return keys
 
-    digest = hashlib.sha1(f"{view.stage}\n{view.text}".encode()).hexdigest()[:10]
-    rid = f"jxh-{digest}-{next(_ids)}"
-    root = f"#{rid}"
 
-    # source pane: every source line the displayed ops come from, in source order
-    src_rows: list[str] = []
+def _source_pane(view: HloView, at_line: dict[int, OpInfo], keys: Keys) -> list[str]:
+    """Every source line the displayed ops come from, in source order."""
     counts: dict[tuple[str, int], int] = {}
+    functions: dict[tuple[str, int], str | None] = {}
     for op in at_line.values():
         if op.source is not None:
             counts[op.source.key] = counts.get(op.source.key, 0) + 1
-    functions = {
-        op.source.key: op.source.function
-        for op in at_line.values()
-        if op.source is not None
-    }
+            functions[op.source.key] = op.source.function
+    rows: list[str] = []
     for key in sorted(keys, key=lambda k: (k[0], k[1])):
         k = keys[key]
         file, line = key
         code = view.source_line(file, line)
         function = functions.get(key) or ""
         title = f"{file}:{line}" + (f" in {function}" if function else "")
-        src_rows.append(
+        rows.append(
             f'<div class="jxh-s" data-k="{k}" style="background:{_TINTS[k % _PALETTE]}" '
             f'title="{_e(title)}"><span class="jxh-loc">{_e(_short(SourceLoc(file=file, line=line)))}</span> '
             f'{_e(code)} <span class="jxh-n">({counts.get(key, 0)} ops)</span></div>'
         )
-    if not src_rows:
-        src_rows.append('<div class="jxh-note">no op carries a source line</div>')
+    if not rows:
+        rows.append('<div class="jxh-note">no op carries a source line</div>')
+    return rows
 
-    # code pane
+
+def _code_line(line: str, op: OpInfo | None, keys: Keys, stage: str) -> str:
+    content = _html_line(line, stage)
+    if op is None or op.source is None:
+        return f'<div class="jxh-l"><span class="jxh-at"></span>{content}</div>'
+    k = keys[op.source.key]
+    fusion = f" (in fusion {op.fusion})" if op.fusion else ""
+    title = f"{op.source}{fusion}" + (f" {op.op_name}" if op.op_name else "")
+    return (
+        f'<div class="jxh-l jxh-op" data-k="{k}" '
+        f'style="background:{_TINTS[k % _PALETTE]}" title="{_e(title)}">'
+        f'<span class="jxh-at">{_e(_short(op.source))}</span>{content}</div>'
+    )
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _code_pane(
+    view: HloView, lines: list[str], at_line: dict[int, OpInfo], keys: Keys
+) -> list[str]:
+    """The module's lines, computations (and the source tables) as ``<details>``."""
+    fused = {op.computation for op in view.ops if op.fusion is not None}
+    fold_fused = len(lines) > FOLD_FUSED_OVER_LINES
     out: list[str] = []
     block_indent: str | None = None
     in_tables = False
@@ -405,54 +422,55 @@ def _(view: HloView) -> str:
             in_tables = False
             out.append("</details>")
         if name is not None:
-            block_indent = line[: len(line) - len(line.lstrip())]
+            block_indent = _indent(line)
             folded = fold_fused and name in fused
             out.append(
                 f'<details class="jxh-comp"{"" if folded else " open"}>'
                 f"<summary>{_e(line)}</summary>"
             )
             continue
-        op = at_line.get(index)
-        content = _html_line(line, view.stage)
-        if op is not None and op.source is not None:
-            k = keys[op.source.key]
-            fusion = f" (in fusion {op.fusion})" if op.fusion else ""
-            title = f"{op.source}{fusion}" + (f" {op.op_name}" if op.op_name else "")
-            out.append(
-                f'<div class="jxh-l jxh-op" data-k="{k}" '
-                f'style="background:{_TINTS[k % _PALETTE]}" title="{_e(title)}">'
-                f'<span class="jxh-at">{_e(_short(op.source))}</span>{content}</div>'
-            )
-        else:
-            out.append(
-                f'<div class="jxh-l"><span class="jxh-at"></span>{content}</div>'
-            )
+        out.append(_code_line(line, at_line.get(index), keys, view.stage))
         if (
             block_indent is not None
             and line.strip().startswith("}")
-            and line[: len(line) - len(line.lstrip())] == block_indent
+            and _indent(line) == block_indent
         ):
             out.append("</details>")
             block_indent = None
     if block_indent is not None or in_tables:
         out.append("</details>")
-    if hidden:
-        out.append(
-            f'<div class="jxh-note">... {hidden} more lines not shown '
-            "(view.text has them all)</div>"
-        )
+    return out
 
+
+def _style(root: str, n_keys: int) -> str:
+    """The CSS of one display: the layout, and a hover rule per source line."""
     rules = [_CSS.format(root=root)]
-    for k in range(min(len(keys), MAX_CSS_KEYS)):
+    for k in range(min(n_keys, MAX_CSS_KEYS)):
         rules.append(
             f'{root}:has([data-k="{k}"]:hover) [data-k="{k}"]'
             "{outline:1px solid rgba(255,140,0,.9);background:rgba(255,165,0,.35)!important}"
         )
+    return "".join(rules)
+
+
+@html.register
+def _(view: HloView) -> str:
+    lines, hidden = _display_lines(view)
+    at_line = _ops_by_line(view)
+    keys = _source_keys(at_line)
+    digest = hashlib.sha1(f"{view.stage}\n{view.text}".encode()).hexdigest()[:10]
+    rid = f"jxh-{digest}-{next(_ids)}"
+    code = _code_pane(view, lines, at_line, keys)
+    if hidden:
+        code.append(
+            f'<div class="jxh-note">... {hidden} more lines not shown '
+            "(view.text has them all)</div>"
+        )
     cost = _cost_html(view) if view.show_cost else ""
     return (
-        f'<div class="jaxscope-hlo" id="{rid}"><style>{"".join(rules)}</style>'
+        f'<div class="jaxscope-hlo" id="{rid}"><style>{_style(f"#{rid}", len(keys))}</style>'
         f'<div class="jxh-head">{_e(_summary(view))}</div>{cost}'
-        f'<div class="jxh-panes"><div class="jxh-src">{"".join(src_rows)}</div>'
-        f'<div class="jxh-code">{"".join(out)}</div></div>'
+        f'<div class="jxh-panes"><div class="jxh-src">{"".join(_source_pane(view, at_line, keys))}</div>'
+        f'<div class="jxh-code">{"".join(code)}</div></div>'
         f"<script>{_JS.format(rid=rid)}</script></div>"
     )

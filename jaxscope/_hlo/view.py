@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from jaxscope._display import Renderable
-from jaxscope._hlo.model import (
-    STAGES,
-    HloCapture,
-    by_line,
-    capture,
-    check_stage,
-    source_text,
-)
+from jaxscope._hlo.model import HloCapture
+from jaxscope._hlo.ops import source_text
 from jaxscope._records import OpInfo
-from jaxscope._staging import check_callable, function_name, trace
 
 
 class HloView(Renderable):
@@ -38,7 +29,7 @@ class HloView(Renderable):
     The op table, cost and memory are computed on first access.
     """
 
-    __slots__ = ("_by_line", "_capture", "function_name", "show_cost")
+    __slots__ = ("_capture", "function_name", "show_cost")
 
     def __init__(
         self,
@@ -48,7 +39,6 @@ class HloView(Renderable):
         show_cost: bool = False,
     ) -> None:
         self._capture = hlo_capture
-        self._by_line: dict[tuple[str, int], list[OpInfo]] | None = None
         self.function_name = function_name
         self.show_cost = show_cost
 
@@ -67,13 +57,11 @@ class HloView(Renderable):
     @property
     def op_lines(self) -> list[int]:
         """``op_lines[i]``: the 0-based line of ``text`` where ``ops[i]`` is printed (-1: none)."""
-        return self._capture.parsed().lines
+        return self._capture.parsed.lines
 
     @property
     def by_line(self) -> dict[tuple[str, int], list[OpInfo]]:
-        if self._by_line is None:
-            self._by_line = by_line(self.ops)
-        return self._by_line
+        return self._capture.by_line
 
     @property
     def cost(self) -> dict[str, float] | None:
@@ -96,7 +84,7 @@ class HloView(Renderable):
 
     def source_line(self, file: str, line: int) -> str:
         """The user's source text at ``(file, line)`` (notebook cells included), or ``""``."""
-        raw = self._capture.parsed().raw_files.get(file, file)
+        raw = self._capture.parsed.raw_files.get(file, file)
         return source_text(raw, line)
 
     def __repr__(self) -> str:
@@ -104,33 +92,4 @@ class HloView(Renderable):
         return f"<HloView{name}: stage={self.stage!r}, {len(self.text.splitlines())} lines>"
 
 
-def hlo_transform(
-    fun: Callable[..., Any],
-    *,
-    stage: str = "hlo",
-    static_argnums: int | Sequence[int] = (),
-    static_argnames: str | Sequence[str] = (),
-) -> Callable[..., HloView]:
-    """``js.hlo(fun, stage=...)``: a function that stages ``fun`` and returns an ``HloView``.
-
-    The stage and the callable are checked here, before anything is traced.
-    """
-    check_callable(fun, "js.hlo")
-    check_stage(stage, "js.hlo")
-
-    @functools.wraps(fun)
-    def staged(*args: Any, **kwargs: Any) -> HloView:
-        traced = trace(
-            fun,
-            args,
-            kwargs,
-            static_argnums=static_argnums,
-            static_argnames=static_argnames,
-            api_name="js.hlo",
-        )
-        return HloView(capture(traced, stage), function_name=function_name(fun))
-
-    return staged
-
-
-__all__ = ["STAGES", "HloView", "hlo_transform"]
+__all__ = ["HloView"]

@@ -101,21 +101,22 @@ class ShardingMagics(JaxscopeMagics):
                 "`%sharding f(x)` (a call's program)"
             )
         dims = _dims(opts.dims)
-        from jaxscope._sharding import model as _sharding
-
+        namespace = self.shell.user_ns if self.shell is not None else {}
         if is_call(text) and not opts.array:
             if dims is not None:
                 raise InvalidCallError(
                     "--dims applies to array views; drop it, or add --array to show "
                     "the array the call returns"
                 )
-            parsed = parse_call(text, self.shell.user_ns, "sharding")
-            view: Any = _sharding.shardings(parsed.function)(
-                *parsed.args, **parsed.kwargs
-            )
+            from jaxscope._sharding.program import shardings
+
+            parsed = parse_call(text, namespace, "sharding")
+            view: Any = shardings(parsed.function)(*parsed.args, **parsed.kwargs)
         else:
-            value = _evaluate(text, self.shell.user_ns)
-            view = _sharding.sharding_view(value, name=text, dims=dims)
+            from jaxscope._sharding.array import sharding_view
+
+            value = _evaluate(text, namespace)
+            view = sharding_view(value, name=text, dims=dims)
         show(view)
         return None
 

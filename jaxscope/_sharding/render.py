@@ -10,14 +10,11 @@ import html as _html
 from typing import Any
 
 from jaxscope._display import html, rich_renderable
-from jaxscope._sharding.model import (
-    LayoutCell,
-    MeshGrid,
-    ProgramShardingView,
-    ShardingLayout,
-    ShardingView,
-    format_bytes,
-)
+from jaxscope._format import format_bytes
+from jaxscope._sharding.array import ShardingView
+from jaxscope._sharding.layout import LayoutCell, ShardingLayout
+from jaxscope._sharding.mesh import MeshGrid
+from jaxscope._sharding.program import ProgramShardingView
 
 # Pastel backgrounds, dark text: readable in light and dark notebook themes.
 PALETTE = (
@@ -229,7 +226,7 @@ def _mesh_rich(
     table.add_column("")
     for label in grid.col_labels:
         table.add_column(label, justify="center")
-    for label, row in zip(grid.row_labels, grid.rows):
+    for label, row in zip(grid.row_labels, grid.rows, strict=True):
         cells = []
         for device in row:
             group = groups.get(device)
@@ -247,7 +244,7 @@ def mesh_html(
     """The mesh as a small table of device ids, coloured like the array's tiles."""
     head = "<th></th>" + "".join(f"<th>{_e(c)}</th>" for c in grid.col_labels)
     body = []
-    for label, row in zip(grid.row_labels, grid.rows):
+    for label, row in zip(grid.row_labels, grid.rows, strict=True):
         tds = []
         for device in row:
             group = groups.get(device)
@@ -421,7 +418,7 @@ def _fr(edges: tuple[int, ...], picks: list[int]) -> str:
     total = sum(sizes) or 1
     return " ".join(
         f"{max(0.5, 10 * s / total):.2f}fr" if i >= 0 else "0.5fr"
-        for s, i in zip(sizes, picks)
+        for s, i in zip(sizes, picks, strict=True)
     )
 
 

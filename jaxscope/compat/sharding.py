@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
-
 from jaxscope.compat import require
 
 
@@ -18,5 +16,7 @@ def is_tracer(value: Any) -> bool:
 
     Relies on: ``jax.core.Tracer``.
     """
-    tracer_cls = require(jax.core, "Tracer", "compat.sharding.is_tracer")
+    from jax import core  # a submodule, which `jax` does not export as an attribute
+
+    tracer_cls = require(core, "Tracer", "compat.sharding.is_tracer")
     return isinstance(value, tracer_cls)

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from jaxscope._hlo.model import (
-    normalize_cost,
-    normalize_memory,
-    parse_hlo,
-    parse_stablehlo,
-    short_shape,
-)
+from jaxscope._hlo.model import normalize_cost, normalize_memory
+from jaxscope._hlo.ops import parse_hlo
+from jaxscope._hlo.parse import short_shape
+from jaxscope._hlo.stablehlo import parse_stablehlo
 
 COMPACT = """\
 HloModule jit_f, entry_computation_layout={(f32[8]{0})->f32[]}
@@ -248,3 +245,40 @@ module @m {
         "tensor<f32>",
         3,
     )
+
+
+def test_one_instruction_line_read_piece_by_piece():
+    from jaxscope._hlo.parse import instruction_parts, parse_instruction
+
+    line = (
+        "  ROOT %ags.1 = (f32[4,4]{1,0}, f32[16,4]{1,0}) all-gather-start("
+        "f32[4,4]{1,0} %p, /*index=1*/(f32[2]{0}, s32[]) %t), channel_id=1, "
+        "replica_groups=mesh['a'=4] {'a'}, dimensions={0}, "
+        'sharding={devices=[4,1]<=[4]}, metadata={op_name="jit(f)/\\"q\\"" '
+        "stack_frame_id=3}"
+    )
+    instr = parse_instruction(line, 7, "main")
+    assert (instr.index, instr.computation, instr.name) == (7, "main", "ags.1")
+    assert instr.shape == "(f32[4,4]{1,0}, f32[16,4]{1,0})"
+    assert instr.opcode == "all-gather-start"
+    assert instr.operands == ["p", "t"]
+    assert instr.attr("replica_groups") == "mesh['a'=4] {'a'}"
+    assert instr.attr("sharding") == "{devices=[4,1]<=[4]}"
+    assert instr.attr("dimensions") == "{0}"
+    assert instr.attr("channel_id") == "1"
+    assert instr.metadata.startswith("metadata={")
+    assert "".join(instruction_parts(line)) == line
+    assert instruction_parts(line)[2:4] == ("%ags.1", " = ")
+    assert parse_instruction("HloModule m") is None
+
+
+def test_sharding_attributes_decoded_to_tiles():
+    from jaxscope._hlo.parse import parse_sharding
+
+    tiled = parse_sharding("{devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}")
+    assert tiled.kind == "tiled" and tiled.data_dims == 2
+    assert tiled.tiles.tolist() == [[[0, 2, 4, 6]], [[1, 3, 5, 7]]]
+    assert parse_sharding("{maximal device=3}").device == 3
+    assert parse_sharding("{{replicated}, {manual}}").kind == "tuple"
+    assert parse_sharding("{devices=[2,2]0,1,2}") is None
+    assert parse_sharding("{unknown}") is None

@@ -23,7 +23,7 @@ jax.distributed.initialize(
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import NamedSharding  # noqa: E402
-from jax.sharding import PartitionSpec as P
+from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import jaxscope as js  # noqa: E402
 

@@ -10,16 +10,14 @@ from jax.sharding import NamedSharding, SingleDeviceSharding
 from jax.sharding import PartitionSpec as P
 
 import jaxscope as js
-from jaxscope._sharding.model import (
-    ShardInfo,
-    ShardingInputError,
-    ShardingValueError,
-    build_layout,
-)
+from jaxscope._exceptions import ShardingInputError, ShardingValueError
+from jaxscope._sharding.layout import ShardInfo, build_layout
 
 
 def norm(index, shape):
-    return tuple((s.indices(d)[0], s.indices(d)[1]) for s, d in zip(index, shape))
+    return tuple(
+        (s.indices(d)[0], s.indices(d)[1]) for s, d in zip(index, shape, strict=True)
+    )
 
 
 def assert_matches_addressable_shards(view, x):
@@ -141,7 +139,7 @@ def test_shape_dtype_struct_with_sharding(mesh):
 
 
 def test_spec_text_is_stable_across_jax_versions():
-    from jaxscope._sharding.model import spec_text
+    from jaxscope._sharding.mesh import spec_text
 
     assert spec_text(P("data", None, ("a", "b"))) == "P('data', None, ('a', 'b'))"
     assert spec_text(P()) == "P()"

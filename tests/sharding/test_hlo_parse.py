@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from jaxscope._sharding.model import (
-    axes_of_groups,
-    format_bytes,
-    parse_collectives,
-    parse_replica_groups,
-    parse_stack_frames,
-    shape_bytes,
-    spec_of_hlo_sharding,
-)
+from jaxscope._format import format_bytes
+from jaxscope._hlo.parse import parse_replica_groups, shape_bytes
+from jaxscope._sharding.collectives import parse_collectives
+from jaxscope._sharding.mesh import axes_of_groups, spec_of_hlo_sharding
+from jaxscope._sharding.ops import parse_stack_frames
 
 MESH = {"data": 4, "model": 2}
 
@@ -165,3 +161,9 @@ def test_empty_replica_groups_mean_every_device():
     (c,) = parse_collectives(text, mesh={"x": 2})
     assert c.replica_groups == ((0, 1),)
     assert c.axes == ("x",)
+
+
+def test_op_names_are_unescaped_as_the_hlo_view_shows_them():
+    text = OLD_FORMAT.replace('op_name="jit(f)/psum"', 'op_name="jit(f)/\\"q\\"/psum"')
+    (c,) = parse_collectives(text)
+    assert c.op_name == 'jit(f)/"q"/psum'

@@ -48,7 +48,7 @@ def test_two_processes_mark_non_addressable_shards():
                 proc.kill()
     results = []
     for out in outputs:
-        line = next(l for l in out.splitlines() if l.startswith("RESULT "))
+        line = next(s for s in out.splitlines() if s.startswith("RESULT "))
         results.append(json.loads(line[len("RESULT ") :]))
     assert [r["process_index"] for r in results] == [0, 1]
     for r in results:
@@ -56,7 +56,7 @@ def test_two_processes_mark_non_addressable_shards():
         assert len(r["shards"]) == 8
         own = sorted(d for d, p, addressable, _ in r["shards"] if addressable)
         assert own == r["own"]  # addressable == jax's addressable_shards
-        for device_id, process, addressable, _ in r["shards"]:
+        for _, process, addressable, _ in r["shards"]:
             assert addressable == (process == me)
         assert {p for _, p, _, _ in r["shards"]} == {0, 1}
         # 16 rows over 8 devices, 2 rows each, in mesh order

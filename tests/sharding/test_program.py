@@ -138,6 +138,14 @@ def test_static_argnums_are_skipped_in_input_names(mesh):
     assert [p for p, _ in v.inputs] == ["x"]
 
 
+def test_a_jitted_functions_own_static_args_are_skipped_in_input_names():
+    def f(n, x):
+        return x * n
+
+    v = js.shardings(jax.jit(f, static_argnums=0))(3, jnp.ones(8))
+    assert [p for p, _ in v.inputs] == ["x"]
+
+
 def shmap_body(a):
     s = jax.lax.psum(a, "i")  # PSUM
     g = jax.lax.all_gather(a, "i", tiled=True)  # GATHER

@@ -10,15 +10,15 @@ from jax.sharding import PartitionSpec as P
 
 import jaxscope as js
 from jaxscope._display import to_html, to_text
+from jaxscope._format import format_bytes
 from jaxscope._records import SourceLoc
+from jaxscope._sharding.layout import build_layout
 from jaxscope._sharding.model import (
     Collective,
     OpSharding,
     ProgramShardingView,
     ShardInfo,
     ShardingView,
-    build_layout,
-    format_bytes,
 )
 
 

@@ -1,0 +1,140 @@
+"""The op table of an HLO module: every instruction, its fusion and its source line.
+
+Sources are the innermost *user* frame of each op's stack (``LocResolver``), read
+from the ``StackFrames`` tables or the older inline metadata by ``_hlo.parse``.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+from dataclasses import dataclass
+
+from jaxscope._hlo.parse import (
+    Frame,
+    FrameTable,
+    fused_computation,
+    inline_frame,
+    instructions,
+    op_name,
+    read_frame_tables,
+    short_shape,
+    stack_frame_id,
+)
+from jaxscope._records import OpInfo, SourceLoc
+from jaxscope._source import display_filename, is_user_file
+
+# Front-end machinery JAX counts as user code: a call site traced through ``%hlo`` or a
+# pytest run must show the cell / test line, not IPython's or pytest's own frames.
+_MACHINERY = re.compile(
+    r"[/\\](?:site|dist)-packages[/\\](?:IPython|ipykernel|ipykernel_launcher\.py|"
+    r"traitlets|tornado|zmq|_pytest|pytest|pluggy|nbclient|jupyter_client|debugpy)"
+    r"(?:[/\\]|$)"
+)
+
+
+class LocResolver:
+    """Raw frames → ``SourceLoc`` (innermost user frame), remembering raw file names.
+
+    With a ``FrameTable``, ``of_metadata`` resolves an op's metadata (compact or
+    inline), each stack frame once.
+    """
+
+    def __init__(self, table: FrameTable | None = None) -> None:
+        self.raw_files: dict[str, str] = {}
+        self.table = table if table is not None else FrameTable()
+        self._user: dict[str, bool] = {}
+        self._display: dict[str, str] = {}
+        self._by_frame_id: dict[int, SourceLoc | None] = {}
+
+    def _is_user(self, file: str) -> bool:
+        known = self._user.get(file)
+        if known is None:
+            known = self._user[file] = (
+                is_user_file(file)
+                and not file.startswith("<frozen ")
+                and _MACHINERY.search(file) is None
+            )
+        return known
+
+    def loc(self, frames: list[Frame]) -> SourceLoc | None:
+        """The innermost user frame of ``frames`` (innermost first), else the innermost."""
+        if not frames:
+            return None
+        chosen = next((fr for fr in frames if self._is_user(fr.file)), frames[0])
+        shown = self._display.get(chosen.file)
+        if shown is None:
+            shown = self._display[chosen.file] = display_filename(chosen.file)
+            self.raw_files.setdefault(shown, chosen.file)
+        return SourceLoc(
+            file=shown,
+            line=chosen.line,
+            column=chosen.column if chosen.column >= 0 else None,
+            function=chosen.function,
+        )
+
+    def of_metadata(self, metadata: str) -> SourceLoc | None:
+        """The source of an HLO op's ``metadata={...}`` text, if it records one."""
+        frame_id = stack_frame_id(metadata)
+        if frame_id is None:
+            frame = inline_frame(metadata)
+            return self.loc([frame]) if frame is not None else None
+        if frame_id not in self._by_frame_id:
+            self._by_frame_id[frame_id] = self.loc(self.table.frames(frame_id))
+        return self._by_frame_id[frame_id]
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedOps:
+    """The op table of one module, plus where each op sits in the text."""
+
+    ops: list[OpInfo]
+    lines: list[int]  # ops[i] is printed on text line lines[i] (0-based)
+    raw_files: dict[str, str]  # display file ("In [3]") -> file as JAX recorded it
+
+
+def parse_hlo(text: str) -> ParsedOps:
+    """The op table of an HLO module's text (``hlo`` or ``optimized`` stage).
+
+    Every instruction of every computation is listed; an op inside a fused
+    computation has ``fusion`` set to the name of the fusion instruction calling it.
+    Sources come from the ``StackFrames`` tables or the older inline metadata.
+    """
+    lines = text.splitlines()
+    resolver = LocResolver(read_frame_tables(lines))
+    instrs = list(instructions(lines))
+    fusion_of_computation: dict[str, str] = {}
+    for instr in instrs:
+        if instr.opcode == "fusion":
+            called = fused_computation(instr)
+            if called is not None:
+                fusion_of_computation.setdefault(called, instr.name)
+    ops = []
+    for instr in instrs:
+        metadata = instr.metadata
+        ops.append(
+            OpInfo(
+                name=instr.name,
+                opcode=instr.opcode,
+                shape=short_shape(instr.shape),
+                source=resolver.of_metadata(metadata),
+                fusion=fusion_of_computation.get(instr.computation),
+                op_name=op_name(metadata),
+                computation=instr.computation,
+            )
+        )
+    return ParsedOps(ops, [instr.index for instr in instrs], resolver.raw_files)
+
+
+def by_line(ops: list[OpInfo]) -> dict[tuple[str, int], list[OpInfo]]:
+    """``{(file, line): [ops]}`` in op order, for ops with a known source."""
+    table: dict[tuple[str, int], list[OpInfo]] = {}
+    for op in ops:
+        if op.source is not None:
+            table.setdefault(op.source.key, []).append(op)
+    return table
+
+
+def source_text(raw_file: str, line: int) -> str:
+    """The text of ``raw_file`` at ``line`` (IPython cells included), or ``""``."""
+    return linecache.getline(raw_file, line).strip()

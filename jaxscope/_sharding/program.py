@@ -1,0 +1,363 @@
+"""``shardings(f)(*args)``: what one compiled program does across devices.
+
+Compiles (never runs) ``f`` and reads three things:
+- the input/output shardings of the compiled executable;
+- the sharding of every op after XLA's sharding propagation, taken from the module
+  XLA hands to its SPMD partitioner (dumped for this one compile with the
+  ``xla_dump_to`` / ``xla_dump_hlo_pass_re`` compiler options; the final optimized
+  HLO no longer carries per-op shardings);
+- every collective in the optimized, partitioned HLO (``Compiled.as_text()``), with
+  the bytes it handles per device, its replica groups, the mesh axes they span and the
+  user's source line (from the HLO ``StackFrames`` metadata tables).
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import jax
+
+from jaxscope._display import Renderable
+from jaxscope._exceptions import InvalidCallError, ShardingValueError
+from jaxscope._hlo.parse import module_devices
+from jaxscope._records import SourceLoc
+from jaxscope._sharding.collectives import (
+    COLLECTIVE_KINDS,
+    Collective,
+    LineSummary,
+    line_summary,
+    parse_collectives,
+)
+from jaxscope._sharding.mesh import (
+    MeshGrid,
+    mesh_grid,
+    sharding_text,
+    spec_of_hlo_sharding,
+)
+from jaxscope._sharding.ops import OpSharding, parse_op_shardings, parse_stack_frames
+from jaxscope._staging import (
+    first_line,
+    function_name,
+    param_names,
+    staged,
+    static_args,
+    trace,
+    trace_error,
+)
+from jaxscope.compat import jaxpr as _cjaxpr
+
+_PROPAGATED = "after sharding propagation"
+
+
+class _HasSource(Protocol):
+    @property
+    def source(self) -> SourceLoc | None: ...
+
+
+_S = TypeVar("_S", bound=_HasSource)
+
+
+def _by_line(items: Iterable[_S]) -> dict[tuple[str, int], list[_S]]:
+    out: dict[tuple[str, int], list[_S]] = {}
+    for item in items:
+        if item.source is not None:
+            out.setdefault(item.source.key, []).append(item)
+    return out
+
+
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class ProgramShardingView(Renderable):
+    """What one compiled program does across devices.
+
+    Attributes:
+        inputs, outputs: ``[(path in the user's names, spec string), ...]``.
+        ops: ``OpSharding`` of every op after XLA's sharding propagation.
+        collectives: every ``Collective`` in the optimized, partitioned HLO.
+        by_line: ``{(file, line): [Collective, ...]}``.
+        ops_by_line: ``{(file, line): [OpSharding, ...]}``.
+        line_summary: one ``LineSummary`` per source line (heaviest first).
+        mesh: ``{axis: size}`` of the program's mesh, or None.
+        device_ids: the physical device id of each logical id (the ids in
+            ``Collective.replica_groups``), in mesh order; None without a mesh.
+        hlo_text: the optimized HLO (``Compiled.as_text()``).
+        num_devices: the number of devices the program runs on.
+    """
+
+    function_name: str
+    inputs: list[tuple[str, str]]
+    outputs: list[tuple[str, str]]
+    ops: list[OpSharding]
+    collectives: list[Collective]
+    mesh: dict[str, int] | None
+    hlo_text: str
+    num_devices: int
+    ops_stage: str = ""
+    device_ids: tuple[int, ...] | None = None
+
+    @property
+    def by_line(self) -> dict[tuple[str, int], list[Collective]]:
+        return _by_line(self.collectives)
+
+    @property
+    def collective_bytes(self) -> int:
+        """Bytes per device all collectives handle per call (loop runs counted)."""
+        return sum(c.total_bytes for c in self.collectives)
+
+    @property
+    def ops_by_line(self) -> dict[tuple[str, int], list[OpSharding]]:
+        """``{(file, line): [OpSharding, ...]}``: the ops each source line produced."""
+        return _by_line(self.ops)
+
+    @property
+    def line_summary(self) -> list[LineSummary]:
+        return line_summary(self.collectives)
+
+    @property
+    def mesh_grid(self) -> MeshGrid | None:
+        """The program's mesh as a table of device ids with axis labels, or None."""
+        return mesh_grid(self.mesh, self.device_ids)
+
+    def summary(self) -> str:
+        """One line per source line: ``"line In [3]:42: 2 all-gathers, 48 MiB"``."""
+        return "\n".join(r.text for r in self.line_summary)
+
+    def count(self, kind: str) -> int:
+        """How many collectives of ``kind`` (e.g. ``"all-reduce"``) the program has."""
+        if kind not in COLLECTIVE_KINDS:
+            raise ShardingValueError(
+                f"kind={kind!r} is not a collective kind; use one of "
+                + ", ".join(COLLECTIVE_KINDS)
+            )
+        return sum(1 for c in self.collectives if c.kind == kind)
+
+    def __repr__(self) -> str:
+        return (
+            f"<ProgramShardingView of {self.function_name}: {len(self.ops)} ops, "
+            f"{len(self.collectives)} collectives>"
+        )
+
+
+# ------------------------------------------------------------------ compiling
+
+
+def _compile_with_dump(lowered: Any) -> tuple[Any, str, str]:
+    """Compile ``lowered``; return (compiled, pre-partitioning HLO text, its stage).
+
+    A persistent-compilation-cache hit skips XLA's passes, so nothing is dumped; the
+    compile is then redone once with that cache switched off (and switched back).
+    """
+    compiled, text, stage = _compile_dumping(lowered)
+    config: Any = jax.config  # its flags are attributes pyright cannot see
+    if stage == _PROPAGATED or not config.jax_enable_compilation_cache:
+        return compiled, text, stage
+    if not getattr(config, "jax_compilation_cache_dir", None):
+        return compiled, text, stage
+    previous = config.jax_enable_compilation_cache
+    try:
+        config.update("jax_enable_compilation_cache", False)
+        again = _compile_dumping(lowered)
+    finally:
+        config.update("jax_enable_compilation_cache", previous)
+    return again if again[2] == _PROPAGATED else (compiled, text, stage)
+
+
+def _compile_dumping(lowered: Any) -> tuple[Any, str, str]:
+    with tempfile.TemporaryDirectory(prefix="jaxscope-sharding-") as tmp:
+        options = {
+            "xla_dump_to": tmp,
+            "xla_dump_hlo_pass_re": "spmd-partitioning",
+            "xla_dump_hlo_as_text": True,
+        }
+        try:
+            compiled = lowered.compile(compiler_options=options)
+        except TypeError:  # a Lowered without compiler_options
+            compiled = lowered.compile()
+        for pattern, stage in (
+            ("*before_spmd-partitioning.txt", _PROPAGATED),
+            ("*before_optimizations.txt", "before optimizations"),
+        ):
+            found = sorted(glob.glob(os.path.join(tmp, pattern)))
+            if found:
+                with open(found[-1], encoding="utf-8") as fh:
+                    return compiled, fh.read(), stage
+    try:
+        text = lowered.as_text(dialect="hlo", debug_info=True)
+    except TypeError:
+        text = lowered.as_text(dialect="hlo")
+    return compiled, text, "before optimizations"
+
+
+def _lower(
+    fn: Any,
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    nums: tuple[int, ...],
+    names: tuple[str, ...],
+) -> Any:
+    """``fn`` traced and lowered on the example arguments (pmap lowers directly)."""
+    if hasattr(fn, "lower") and not hasattr(fn, "trace"):
+        try:
+            return fn.lower(*args, **kwargs)
+        except Exception as exc:
+            raise trace_error(fn, exc, "js.shardings") from exc
+    traced = trace(
+        fn,
+        args,
+        kwargs,
+        static_argnums=nums,
+        static_argnames=names,
+        api_name="js.shardings",
+    )
+    try:
+        return traced.lower()
+    except Exception as exc:
+        raise trace_error(fn, exc, "js.shardings") from exc
+
+
+# ------------------------------------------------------------------ input and output specs
+
+
+def _program_mesh(
+    compiled: Any,
+) -> tuple[dict[str, int] | None, tuple[int, ...] | None]:
+    """The program's one mesh as ``{axis: size}`` and its device ids, or Nones."""
+    shardings = jax.tree_util.tree_leaves(
+        (compiled.input_shardings, compiled.output_shardings),
+        is_leaf=lambda s: isinstance(s, jax.sharding.Sharding),
+    )
+    meshes = {
+        (
+            tuple(dict(s.mesh.shape).items()),
+            tuple(int(d.id) for d in s.mesh.devices.flat),
+        )
+        for s in shardings
+        if isinstance(s, jax.sharding.NamedSharding)
+        and isinstance(s.mesh, jax.sharding.Mesh)
+    }
+    if len(meshes) == 1:
+        items, ids = next(iter(meshes))
+        return dict(items), ids
+    return None, None
+
+
+_GSPMD = re.compile(r"^GSPMDSharding\((\{.*\})")
+
+
+def _as_spec(sharding: Any, mesh: dict[str, int] | None) -> str:
+    """A sharding's text; ``GSPMDSharding({devices=[8,1]<=[8]}, ...)`` in mesh
+    terms where it maps onto ``mesh``."""
+    text = sharding_text(sharding)
+    match = _GSPMD.match(text)
+    if match is None:
+        return text
+    mapped = spec_of_hlo_sharding(match.group(1), mesh)
+    if mapped == "replicated":
+        return "P()"
+    return mapped if mapped is not None and mapped.startswith("P(") else text
+
+
+def _specs_with_paths(
+    tree: Any, prefix: str, mesh: dict[str, int] | None
+) -> list[tuple[str, str]]:
+    leaves = jax.tree_util.tree_flatten_with_path(
+        tree, is_leaf=lambda s: isinstance(s, jax.sharding.Sharding) or s is None
+    )[0]
+    return [(prefix + jax.tree_util.keystr(p), _as_spec(s, mesh)) for p, s in leaves]
+
+
+def _static_positions(fn: Any, static_argnums: Sequence[int], n_args: int) -> set[int]:
+    """Positions of static arguments: the ones given here and ``jax.jit``'s own."""
+    own = _cjaxpr.jit_static_args(fn) or ((), ())
+    return {i % n_args if i < 0 and n_args else i for i in (*static_argnums, *own[0])}
+
+
+def _input_specs(
+    fn: Any,
+    compiled: Any,
+    nums: tuple[int, ...],
+    n_args: int,
+    mesh: dict[str, int] | None,
+) -> list[tuple[str, str]]:
+    """Each input leaf's sharding, named by the parameter it is passed as."""
+    names = param_names(fn)
+    statics = _static_positions(fn, nums, n_args)
+    dynamic = [i for i in range(n_args) if i not in statics]
+    in_args, in_kwargs = compiled.input_shardings
+    inputs: list[tuple[str, str]] = []
+    for k, tree in enumerate(in_args):
+        pos = dynamic[k] if k < len(dynamic) else k
+        name = names[pos] if pos < len(names) else f"args[{pos}]"
+        inputs.extend(_specs_with_paths(tree, name, mesh))
+    for key, tree in sorted(in_kwargs.items()):
+        inputs.extend(_specs_with_paths(tree, str(key), mesh))
+    return inputs
+
+
+# ------------------------------------------------------------------ the transform
+
+
+def program_shardings(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    *,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+) -> ProgramShardingView:
+    """Build the ``ProgramShardingView`` of ``fn(*args, **kwargs)`` (compiled, not run)."""
+    nums, names = static_args(static_argnums, static_argnames, "js.shardings")
+    lowered = _lower(fn, args, kwargs, nums, names)
+    try:
+        compiled, pre_text, stage = _compile_with_dump(lowered)
+    except Exception as exc:
+        raise InvalidCallError(
+            f"XLA could not compile {function_name(fn)}: "
+            f"{first_line(str(exc)) or type(exc).__name__}"
+        ) from None
+    mesh, device_ids = _program_mesh(compiled)
+    text = compiled.as_text()
+    return ProgramShardingView(
+        function_name=function_name(fn),
+        inputs=_input_specs(fn, compiled, nums, len(args), mesh),
+        outputs=_specs_with_paths(compiled.output_shardings, "out", mesh),
+        ops=parse_op_shardings(pre_text, mesh),
+        collectives=parse_collectives(text, parse_stack_frames(text), mesh),
+        mesh=mesh,
+        hlo_text=text,
+        num_devices=module_devices(text),
+        ops_stage=stage,
+        device_ids=device_ids,
+    )
+
+
+def shardings(
+    fun: Callable[..., Any],
+    *,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+) -> Callable[..., ProgramShardingView]:
+    """Compile ``fun`` on example arguments; show its shardings and collectives.
+
+    The function is traced, lowered and compiled, never run. Works for ``jax.jit``
+    (with ``in_shardings``/``out_shardings``), ``with_sharding_constraint``,
+    ``device_put``-sharded arguments, ``shard_map`` and ``pmap``.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, jaxscope as js
+        >>> p = js.shardings(lambda x: x * 2)(jnp.ones(4))
+        >>> p.collectives
+        []
+    """
+    build = functools.partial(
+        program_shardings,
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+    )
+    return staged(fun, "js.shardings", build)
