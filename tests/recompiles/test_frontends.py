@@ -72,7 +72,9 @@ def test_summary_table_text_and_html():
         internal_compiles=2,
     )
     text = to_text(summary, width=120)
-    assert "step<b>" in text and "shape×3, first_call×1" in text and "1.500" in text
+    times = "\N{MULTIPLICATION SIGN}"
+    assert "step<b>" in text and f"shape{times}3, first_call{times}1" in text
+    assert "1.500" in text
     html = to_html(summary)
     assert "step&lt;b&gt;" in html and "<table>" in html
 
