@@ -409,7 +409,7 @@ def test_clean_block_does_not_raise_and_reports_nothing():
     with js.check_leaks() as report:
         jax.jit(jnp.sin)(1.0)
     assert report.leaks == [] and len(report) == 0
-    assert report.summary() == "no tracer leaked"
+    assert report.summary().headline == "no tracer leaked"
 
 
 def test_config_and_hooks_are_restored_after_an_exception_in_the_block():
