@@ -2,7 +2,7 @@
 
 Relies on: ``jax._src.interpreters.partial_eval.trace_to_jaxpr`` (a
 ``weakref_lru_cache``d function that ``jit`` calls, through the module attribute, with
-the user's Python callable first; present with that call shape in jax 0.9.0–0.10.2).
+the user's Python callable first; present with that call shape in jax 0.9.0 to 0.10.2).
 It is reached only on a miss of jit's C++ fast path, so the hook costs nothing on a
 compiled call's cache hit.
 """

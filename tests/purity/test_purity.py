@@ -33,7 +33,8 @@ def load(tmp_path):
 
 
 def line_of(module, text: str) -> int:
-    lines = open(module.__file__).read().splitlines()
+    with open(module.__file__) as f:
+        lines = f.read().splitlines()
     return next(i for i, line in enumerate(lines, 1) if text in line)
 
 
@@ -219,9 +220,9 @@ def test_ordinary_code_has_no_findings(load, body):
 
 def test_stale_on_a_function_never_traced_while_watching_says_how_to_fix():
     fn = jax.jit(lambda x: x + 1)
-    with pytest.raises(js.InvalidCallError, match="start js.watch_purity"):
+    with pytest.raises(js.InvalidCallError, match=r"start js\.watch_purity"):
         js.stale(fn)
-    with pytest.raises(js.InvalidCallError, match="expects a .*function"):
+    with pytest.raises(js.InvalidCallError, match=r"expects a .*function"):
         js.stale(42)
 
 
