@@ -120,6 +120,12 @@ def test_magic_on_shows_recompiles_after_the_cell(ip):
     with capture_output() as cap:
         ip.run_line_magic("recompiles", "status")
     assert "on, 0 events" in cap.stdout
+    with capture_output():
+        ip.run_cell("rf(jnp.ones(5))")
+    assert len(session.events) == 1
+    with capture_output() as cap:
+        ip.run_line_magic("recompiles", "clear")  # the same as reset
+    assert "cleared" in cap.stdout and session.events == []
     ip.run_line_magic("recompiles", "off")
     from jaxscope._recompiles.watcher import hooks_installed
 

@@ -48,6 +48,17 @@ def test_double_start_is_a_clear_error():
         log.start()
 
 
+def test_reentering_an_active_log_is_rejected_and_keeps_the_outer_block():
+    f = jax.jit(lambda x: x + 1)
+    log = js.watch_recompiles()
+    with log:
+        with pytest.raises(RecompileWatchError, match="already watching"), log:
+            pass  # pragma: no cover - not reached
+        assert log.active and hooks_installed()
+        f(jnp.ones(2))
+    assert not log.active and len(log.events) == 1
+
+
 def test_nested_watchers_each_see_their_own_events():
     f = jax.jit(lambda x: x + 1)
     with js.watch_recompiles() as outer:
