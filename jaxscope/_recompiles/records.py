@@ -77,17 +77,6 @@ class RecompileEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TraceInfo:
-    """What a trace listener learns about one trace of a jitted user function."""
-
-    function: str
-    defined_at: SourceLoc | None
-    call_site: SourceLoc | None
-    args: tuple[tuple[str, str], ...]
-    nested: bool
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class SummaryRow:
     """Per function: C++ cache misses seen, traces, compiles, seconds, top causes."""
 

@@ -1,8 +1,8 @@
-"""The process-wide state of recompile watching: active logs, trace listeners, the miss
-hooks and, per thread, a stack of the misses in progress.
+"""The process-wide state of recompile watching: active logs, the miss hooks and, per
+thread, a stack of the misses in progress.
 
 The hooks (``jaxscope.compat.recompiles.MissHooks``) are installed while any log
-watches or any trace listener is registered. A miss pushes a ``_Frame`` on its
+watches. A miss pushes a ``_Frame`` on its
 thread's stack; trace/lower/compile events and durations are counted on the top frame;
 the end of the miss pops it and, for a top-level user function that traced or
 compiled, classifies it against the shared history and hands the event to every log.
@@ -17,12 +17,11 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jaxscope._format import qualname
 from jaxscope._recompiles.history import CompileHistory
-from jaxscope._recompiles.records import Cause, RecompileEvent, TraceInfo
+from jaxscope._recompiles.records import Cause, RecompileEvent
 from jaxscope._recompiles.signature import Signature, eager_signature, signature_of
 from jaxscope._records import SourceLoc
 from jaxscope._source import display_filename, loc_of_function, user_frame_of_stack
@@ -30,8 +29,6 @@ from jaxscope.compat import recompiles as _crec
 
 if TYPE_CHECKING:
     from jaxscope._recompiles.watcher import RecompileLog
-
-TraceListener = Callable[[str, Any, TraceInfo], None]
 
 _SOURCE = re.compile(r"^(?P<fn>.*?) at (?P<file>.*):(?P<line>\d+)$")
 
@@ -53,7 +50,6 @@ class _Frame:
         "nested",
         "sig",
         "start",
-        "trace_started",
         "traces",
         "user_ref",
     )
@@ -74,14 +70,12 @@ class _Frame:
         self.lowers = 0
         self.compiles = 0
         self.monitored = 0.0
-        self.trace_started = False
 
 
 class _State:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.logs: list[RecompileLog] = []
-        self.trace_listeners: list[TraceListener] = []
         self.local = threading.local()
         self.generation = 0
         self.history = CompileHistory()
@@ -99,7 +93,7 @@ class _State:
         return stack
 
     def refresh_hooks(self) -> None:
-        if self.logs or self.trace_listeners:
+        if self.logs:
             if not self.hooks.installed:
                 self.generation += 1
                 self.hooks.install()
@@ -159,7 +153,7 @@ def _start(
         frame.fun_name = (
             f"pmap({qualname(user)})" if user is not None else qualname(fun)
         )
-        if not frame.nested or STATE.trace_listeners:
+        if not frame.nested:
             try:
                 frame.sig = signature_of(jit_info, args, kwargs, user)
             except Exception as exc:  # never break the user's call
@@ -206,14 +200,6 @@ def _on_test_event(what: str) -> None:
     frame = stack[-1]
     if what == "trace":
         frame.traces += 1
-        if (
-            not frame.trace_started
-            and not frame.internal
-            and STATE.trace_listeners
-            and frame.fun_ref is not None
-        ):
-            frame.trace_started = True
-            _notify_trace("trace_start", frame)
     elif what == "lower":
         frame.lowers += 1
     else:
@@ -257,32 +243,8 @@ def _end(fun: Any, error: BaseException | None) -> None:
                 for log in STATE.logs:
                     log._add_internal(frame.compiles)
         return
-    if frame.traces and STATE.trace_listeners and frame.fun_ref is not None:
-        _notify_trace("trace_end", frame)
     if not frame.nested:
         _record(frame)
-
-
-def _notify_trace(phase: str, frame: _Frame) -> None:
-    fun = frame.user_ref() if frame.user_ref is not None else None
-    if fun is None:
-        return
-    info = TraceInfo(
-        function=frame.fun_name,
-        defined_at=loc_of_function(fun),
-        call_site=frame.call_site,
-        args=frame.sig.flat() if frame.sig is not None else (),
-        nested=frame.nested,
-    )
-    for cb in list(STATE.trace_listeners):
-        try:
-            cb(phase, fun, info)
-        except Exception as exc:
-            warnings.warn(
-                f"jaxscope: trace listener {cb!r} failed ({type(exc).__name__}: {exc})",
-                RuntimeWarning,
-                stacklevel=2,
-            )
 
 
 def _record(frame: _Frame) -> None:
@@ -325,29 +287,6 @@ def _classify(frame: _Frame, fun: Any) -> tuple[SourceLoc | None, list[Cause]]:
 
 
 STATE = _State()
-
-
-# ----------------------------------------------------------------------------------
-# Internal API for other features
-
-
-def add_trace_listener(callback: TraceListener) -> None:
-    """Call ``callback(phase, function, info)`` around each trace of a jitted function.
-
-    See ``jaxscope._recompiles.watcher`` for the phases. Installs the miss hooks while
-    registered.
-    """
-    with STATE.lock:
-        STATE.trace_listeners.append(callback)
-        STATE.refresh_hooks()
-
-
-def remove_trace_listener(callback: TraceListener) -> None:
-    """Unregister a callback given to ``add_trace_listener`` (no-op if absent)."""
-    with STATE.lock:
-        with contextlib.suppress(ValueError):
-            STATE.trace_listeners.remove(callback)
-        STATE.refresh_hooks()
 
 
 def hooks_installed() -> bool:

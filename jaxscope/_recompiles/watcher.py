@@ -17,14 +17,6 @@ not recorded. Watchers are process-wide: a watcher sees the misses of every thre
 it is active, and the compile history used to explain a miss is shared by all watchers
 (kept by weak reference to each function, so nothing user-owned is held alive).
 
-Internal API for other features (purity checks): ``add_trace_listener(callback)`` /
-``remove_trace_listener(callback)``. ``callback(phase, function, info)`` is called on
-the tracing thread with ``phase`` ``"trace_start"`` (JAX is about to trace ``function``,
-the user's Python callable, for a jit cache miss; nested jitted functions included) and
-``"trace_end"`` (that trace, and the lowering/compile of the miss, finished
-successfully). ``info`` is a ``TraceInfo``. The callback must not keep ``function``
-alive. While any listener is registered the miss hooks stay installed.
-
 This module holds the log; the parts live beside it: ``records`` (causes, events,
 summaries), ``signature`` (what a call is keyed on), ``causes`` (two signatures
 diffed), ``history`` (the shared compile history a miss is explained against) and
@@ -47,17 +39,12 @@ from jaxscope._recompiles.records import (
     RecompileEvents,
     RecompileSummary,
     SummaryRow,
-    TraceInfo,
     describe_cause,
     describe_event,
     function_matches,
 )
 from jaxscope._recompiles.state import STATE as _STATE
-from jaxscope._recompiles.state import (
-    add_trace_listener,
-    hooks_installed,
-    remove_trace_listener,
-)
+from jaxscope._recompiles.state import hooks_installed
 
 __all__ = [
     "CAUSE_KINDS",
@@ -68,13 +55,10 @@ __all__ = [
     "RecompileSummary",
     "RecompileWatchError",
     "SummaryRow",
-    "TraceInfo",
-    "add_trace_listener",
     "describe_cause",
     "describe_event",
     "function_matches",
     "hooks_installed",
-    "remove_trace_listener",
     "watch_recompiles",
 ]
 
