@@ -76,7 +76,6 @@ class _Assignment:
 @dataclass(slots=True)
 class _TraceRecord:
     function: str
-    fn_ref: Any
     captures: list[_Capture] = field(default_factory=list)
 
 
@@ -242,7 +241,7 @@ def _on_exit(pending: _Pending | None, completed: bool) -> None:
         if finding is not None:
             effects.append(finding)
     if completed:
-        _last_trace[fn] = _TraceRecord(name, weakref.ref(fn), pending.captures)
+        _last_trace[fn] = _TraceRecord(name, pending.captures)
     with _registry_lock:
         logs = list(_active_logs)
     for log in logs:

@@ -80,13 +80,3 @@ def add_trace_listener(
 def trace_hook_installed() -> bool:
     """Whether the hook currently stands in for ``trace_to_jaxpr``."""
     return isinstance(getattr(_pe, "trace_to_jaxpr", None), _TraceHook)
-
-
-def clear_trace_cache(fun: Any) -> None:
-    """Forget JAX's cached traces of ``fun`` so its next call traces again.
-
-    Relies on: ``trace_to_jaxpr.evict_weakref`` (``weakref_lru_cache``).
-    """
-    evict = getattr(_pe.trace_to_jaxpr, "evict_weakref", None)
-    if evict is not None:
-        evict(fun)
