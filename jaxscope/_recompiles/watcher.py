@@ -43,7 +43,7 @@ from jaxscope._recompiles.records import (
     describe_event,
     function_matches,
 )
-from jaxscope._recompiles.state import STATE as _STATE
+from jaxscope._recompiles.state import STATE as _STATE  # bench_recompiles reads it
 from jaxscope._recompiles.state import hooks_installed
 
 __all__ = [
