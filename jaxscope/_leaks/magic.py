@@ -52,11 +52,12 @@ class LeakMagics(JaxscopeMagics):
             )
         from jaxscope._leaks.checker import check_leaks
 
-        checker = check_leaks(raise_on_leak=False)
-        with checker as report:
-            result = self.shell.run_cell(cell, store_history=False)
+        shell: Any = self.shell
+        report = check_leaks(raise_on_leak=False)
+        with report:
+            result = shell.run_cell(cell, store_history=False)
         if opts.name is not None:
-            self.shell.user_ns[opts.name] = report
+            shell.user_ns[opts.name] = report
         if report.leaks or not opts.quiet:
             show(report)
         del result

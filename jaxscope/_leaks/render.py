@@ -1,4 +1,5 @@
-"""Rendering of ``LeakReport``: a table of aval, transformation, created at, found in.
+"""Rendering of ``LeakReport`` (a table of aval, transformation, created at, found in)
+and of its ``LeakSummary`` (a table of leaks by function).
 
 Text goes through rich (imported lazily); HTML escapes every user string.
 """
@@ -9,7 +10,8 @@ import html as _html
 from typing import Any
 
 from jaxscope._display import html, rich_renderable
-from jaxscope._leaks.checker import Leak, LeakReport
+from jaxscope._leaks.checker import LeakReport
+from jaxscope._leaks.records import Leak, LeakSummary, LeakSummaryRow, count_text
 
 _CSS = (
     "<style>.jaxscope-leaks{font-family:monospace;font-size:12px}"
@@ -54,7 +56,7 @@ def _(report: LeakReport) -> Any:
 
     if not report.leaks:
         return Text("jaxscope: no tracer leaked", style="green")
-    title = Text(f"jaxscope: {report.summary().split(':', 1)[0]}", style="bold red")
+    title = Text(f"jaxscope: {count_text(len(report.leaks))}", style="bold red")
     table = Table(show_edge=False, pad_edge=False, expand=False)
     table.add_column("#", justify="right", style="dim")
     table.add_column("aval", style="cyan", no_wrap=True)
@@ -87,7 +89,7 @@ def _(report: LeakReport) -> str:
         "</tr>"
         for i, leak in enumerate(report.leaks, 1)
     )
-    summary = esc(report.summary().split(":", 1)[0])
+    summary = esc(count_text(len(report.leaks)))
     return (
         f'{_CSS}<div class="jaxscope-leaks">'
         f'<div class="summary bad">jaxscope: {summary}</div>'
@@ -101,3 +103,57 @@ def _(report: LeakReport) -> str:
 @html.register
 def _(leak: Leak) -> str:
     return f'<span class="jaxscope-leak">{_html.escape(leak.describe())}</span>'
+
+
+_SUMMARY_COLUMNS = ("function", "leaks", "transformations", "created at", "found in")
+
+
+def _summary_cells(row: LeakSummaryRow) -> tuple[str, str, str, str, str]:
+    return (
+        row.function,
+        str(row.leaks),
+        ", ".join(f"{t} ({n})" for t, n in row.transformations),
+        str(row.created_at) if row.created_at is not None else "?",
+        "; ".join(row.found_in) or "(not found: seen when used)",
+    )
+
+
+@rich_renderable.register
+def _(summary: LeakSummary) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    if not summary.rows:
+        return Text("jaxscope: no tracer leaked", style="green")
+    table = Table(
+        title=f"jaxscope: {count_text(summary.total_leaks)}, by function",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+    )
+    for column in _SUMMARY_COLUMNS:
+        table.add_column(column, justify="right" if column == "leaks" else "left")
+    for row in summary.rows:
+        table.add_row(*_summary_cells(row))
+    return Group(table, Text(summary.headline, style="dim"))
+
+
+@html.register
+def _(summary: LeakSummary) -> str:
+    esc = _html.escape
+    if not summary.rows:
+        return f'{_CSS}<div class="jaxscope-leaks"><span class="clean">jaxscope: no tracer leaked</span></div>'
+    head = "".join(f"<th>{c}</th>" for c in _SUMMARY_COLUMNS)
+    rows = "".join(
+        "<tr>"
+        + "".join(f"<td>{esc(cell)}</td>" for cell in _summary_cells(r))
+        + "</tr>"
+        for r in summary.rows
+    )
+    title = esc(f"jaxscope: {count_text(summary.total_leaks)}, by function")
+    return (
+        f'{_CSS}<div class="jaxscope-leaks"><div class="summary bad">{title}</div>'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        f'<div class="hint">{esc(summary.headline)}</div></div>'
+    )

@@ -1,4 +1,4 @@
-"""``%purity on|off|report``: after each cell, warn about stale captured values."""
+"""``%purity on|off|report|clear``: after each cell, warn about stale captured values."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from jaxscope._ipython.common import (
     show,
     usage_errors,
 )
-from jaxscope._purity.watcher import PurityFinding, PurityLog
+from jaxscope._purity.records import PurityFinding
+from jaxscope._purity.watcher import PurityLog
 
 _KEY = "purity"
 
@@ -26,6 +27,11 @@ class _SessionPurity:
         self.shell = shell
         self.log = PurityLog()
         self.shown: set[tuple[str, str, str, str]] = set()
+        self.effects_seen = 0
+
+    def clear(self) -> None:
+        self.log.clear()
+        self.shown.clear()
         self.effects_seen = 0
 
     def after_cell(self, result: Any = None) -> None:
@@ -80,7 +86,8 @@ class PurityMagics(JaxscopeMagics):
         "action",
         nargs="?",
         default="report",
-        help="on: watch traces and check after each cell; off: stop; report: show findings",
+        help="on: watch traces and check after each cell; off: stop; report: show "
+        "findings; clear: forget what was recorded",
     )
     @line_magic
     @usage_errors
@@ -89,7 +96,8 @@ class PurityMagics(JaxscopeMagics):
         opts = parse_magic_args(self.purity, line)
         session = _session(self.state)
         if opts.action == "on":
-            session.log.start()
+            if not session.log.active:
+                session.log.start()
             print(
                 "jaxscope purity: watching traces; stale values are reported after each cell"
             )
@@ -98,9 +106,12 @@ class PurityMagics(JaxscopeMagics):
             print("jaxscope purity: off")
         elif opts.action == "report":
             show(session.log)
+        elif opts.action == "clear":
+            session.clear()
+            print("jaxscope purity: log cleared")
         else:
             raise InvalidCallError(
-                f"unknown action {opts.action!r}; use %purity on, %purity off or %purity report"
+                f"unknown action {opts.action!r}; use %purity on, off, report or clear"
             )
 
 

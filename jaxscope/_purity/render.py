@@ -1,4 +1,5 @@
-"""Rendering of purity findings: a compact table (rich) and an escaped HTML table."""
+"""Rendering of purity findings and of their per-function summary: a compact table
+(rich) and an escaped HTML table."""
 
 from __future__ import annotations
 
@@ -6,7 +7,18 @@ import html as _html
 from typing import Any
 
 from jaxscope._display import html, rich_renderable
-from jaxscope._purity.watcher import PurityFinding, PurityLog
+from jaxscope._purity.records import PurityFinding, PuritySummary, PuritySummaryRow
+from jaxscope._purity.watcher import PurityLog
+
+_CSS = (
+    "<style>.jaxscope-purity table{border-collapse:collapse}"
+    ".jaxscope-purity td,.jaxscope-purity th{border:1px solid #ccc;padding:2px 6px;"
+    "text-align:left;font-family:monospace;font-size:12px}</style>"
+)
+
+_NONE_FOUND = "jaxscope purity: no stale values or trace-time side effects"
+_SUMMARY_COLUMNS = ("function", "side effects", "stale values", "names")
+_COUNT_COLUMNS = ("side effects", "stale values")
 
 _KIND_LABEL = {
     "stale_constant": "stale value",
@@ -58,7 +70,7 @@ def _(log: PurityLog) -> Any:
 
     findings = log.findings
     if not findings:
-        return Text("jaxscope purity: no stale values or trace-time side effects")
+        return Text(_NONE_FOUND)
     hints = [Text(f"• {f.name}: {f.hint}", style="dim") for f in findings]
     return Group(_table(findings, f"jaxscope purity: {len(findings)} findings"), *hints)
 
@@ -79,12 +91,10 @@ def findings_html(findings: list[PurityFinding], title: str) -> str:
     )
     body = "".join(
         "<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in (*row, f.hint)) + "</tr>"
-        for row, f in zip(_rows(findings), findings)
+        for row, f in zip(_rows(findings), findings, strict=True)
     )
     return (
-        '<div class="jaxscope-purity"><style>.jaxscope-purity table{border-collapse:collapse}'
-        ".jaxscope-purity td,.jaxscope-purity th{border:1px solid #ccc;padding:2px 6px;"
-        "text-align:left;font-family:monospace;font-size:12px}</style>"
+        f'<div class="jaxscope-purity">{_CSS}'
         f"<b>{esc(title)}</b><table><tr>{head}</tr>{body}</table></div>"
     )
 
@@ -93,10 +103,56 @@ def findings_html(findings: list[PurityFinding], title: str) -> str:
 def _(log: PurityLog) -> str:
     findings = log.findings
     if not findings:
-        return '<div class="jaxscope-purity">jaxscope purity: no stale values or trace-time side effects</div>'
+        return f'<div class="jaxscope-purity">{_NONE_FOUND}</div>'
     return findings_html(findings, f"jaxscope purity: {len(findings)} findings")
 
 
 @html.register
 def _(finding: PurityFinding) -> str:
     return findings_html([finding], "jaxscope purity")
+
+
+def _summary_cells(row: PuritySummaryRow) -> tuple[str, str, str, str]:
+    return (
+        row.function,
+        str(row.side_effects),
+        str(row.stale_values),
+        ", ".join(row.names),
+    )
+
+
+def _summary_title(summary: PuritySummary) -> str:
+    return f"jaxscope purity: {summary.total_findings} findings by function"
+
+
+@rich_renderable.register
+def _(summary: PuritySummary) -> Any:
+    from rich.table import Table
+    from rich.text import Text
+
+    if not summary.rows:
+        return Text(_NONE_FOUND)
+    table = Table(title=_summary_title(summary), title_justify="left")
+    for column in _SUMMARY_COLUMNS:
+        table.add_column(
+            column, justify="right" if column in _COUNT_COLUMNS else "left"
+        )
+    for row in summary.rows:
+        table.add_row(*_summary_cells(row))
+    return table
+
+
+@html.register
+def _(summary: PuritySummary) -> str:
+    esc = _html.escape
+    if not summary.rows:
+        return f'<div class="jaxscope-purity">{_NONE_FOUND}</div>'
+    head = "".join(f"<th>{c}</th>" for c in _SUMMARY_COLUMNS)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in _summary_cells(r)) + "</tr>"
+        for r in summary.rows
+    )
+    return (
+        f'<div class="jaxscope-purity">{_CSS}<b>{esc(_summary_title(summary))}</b>'
+        f"<table><tr>{head}</tr>{body}</table></div>"
+    )

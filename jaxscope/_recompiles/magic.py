@@ -1,4 +1,4 @@
-"""``%recompiles on|off|report|reset``: a session-wide recompile watcher.
+"""``%recompiles on|off|report|clear``: a session-wide recompile watcher.
 
 While on, the recompiles a cell caused are shown right after it, one compact line
 each (expandable details in HTML front-ends).
@@ -18,9 +18,10 @@ from jaxscope._ipython.common import (
     show,
     usage_errors,
 )
-from jaxscope._recompiles.watcher import RecompileEvents, RecompileLog
+from jaxscope._recompiles.records import RecompileEvents
+from jaxscope._recompiles.watcher import RecompileLog
 
-_ACTIONS = ("on", "off", "report", "reset", "status", "log")
+_ACTIONS = ("on", "off", "report", "clear", "reset", "status", "log")
 _KEY = "recompiles"
 
 
@@ -54,7 +55,7 @@ class RecompileMagics(JaxscopeMagics):
         default="status",
         help="on: start watching; off: stop; report: the per-function summary "
         "(returned, so `s = %%recompiles report` keeps it); log: the "
-        "session's RecompileLog; reset: forget what was recorded; status "
+        "session's RecompileLog; clear (or reset): forget what was recorded; status "
         "(default): say whether on",
     )
     @line_magic
@@ -65,7 +66,7 @@ class RecompileMagics(JaxscopeMagics):
         action = opts.action
         if action not in _ACTIONS:
             raise InvalidCallError(
-                f"unknown action {action!r}; use %recompiles on, off, report or reset"
+                f"unknown action {action!r}; use %recompiles on, off, report or clear"
             )
         session = _session(self.state)
         if action == "on":
@@ -76,7 +77,7 @@ class RecompileMagics(JaxscopeMagics):
         elif action == "off":
             session.log.stop()
             print("jaxscope: stopped watching recompiles")
-        elif action == "reset":
+        elif action in ("clear", "reset"):
             session.log.clear()
             session.shown = 0
             print("jaxscope: recompile log cleared")
@@ -95,7 +96,7 @@ class RecompileMagics(JaxscopeMagics):
 
 def on_load(shell: Any, state: Any) -> None:
     from jaxscope._display import to_html
-    from jaxscope._recompiles.watcher import RecompileEvent
+    from jaxscope._recompiles.records import RecompileEvent
 
     # Bare event records (log.events[i]) show as one expandable line in notebooks.
     state.register_formatter("text/html", RecompileEvent, to_html)

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 
 from jaxscope._exceptions import JaxRecompileWarning
-from jaxscope._recompiles.watcher import (
+from jaxscope._recompiles.records import (
     RecompileEvent,
-    RecompileLog,
     describe_event,
     function_matches,
 )
+from jaxscope._recompiles.watcher import RecompileLog
 
 _POLICIES = ("off", "warn", "fail")
 _MARKER = "jax_max_recompiles"

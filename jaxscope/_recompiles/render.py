@@ -10,16 +10,19 @@ import html as _html
 from typing import Any
 
 from jaxscope._display import html, rich_renderable
-from jaxscope._recompiles.watcher import (
+from jaxscope._recompiles.records import (
     RecompileEvent,
     RecompileEvents,
-    RecompileLog,
     RecompileSummary,
+    SummaryRow,
     describe_cause,
 )
+from jaxscope._recompiles.watcher import RecompileLog
 
 # A display shows at most this many events (the log keeps them all).
 MAX_EVENTS_SHOWN = 50
+
+_TIMES = "\N{MULTIPLICATION SIGN}"  # between a cause kind and its count
 
 _CSS = (
     "<style>.jaxscope-recompiles{font-family:monospace;font-size:12px}"
@@ -35,6 +38,10 @@ _CSS = (
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
+
+
+def _top_causes(row: SummaryRow) -> str:
+    return ", ".join(f"{kind}{_TIMES}{n}" for kind, n in row.top_causes)
 
 
 def _event_text(event: RecompileEvent) -> Any:
@@ -105,7 +112,7 @@ def _summary_table(summary: RecompileSummary) -> Any:
             str(r.traces),
             str(r.compiles),
             f"{r.seconds:.3f}",
-            ", ".join(f"{k}×{n}" for k, n in r.top_causes),
+            _top_causes(r),
         )
     return table
 
@@ -229,7 +236,7 @@ def _summary_html(summary: RecompileSummary) -> str:
         f'<td class="fn">{_e(r.function)}</td><td>{_e(r.defined_at or "")}</td>'
         f"<td>{r.calls}</td><td>{r.traces}</td><td>{r.compiles}</td>"
         f"<td>{r.seconds:.3f}</td>"
-        f'<td class="cause">{_e(", ".join(f"{k}×{n}" for k, n in r.top_causes))}</td>'
+        f'<td class="cause">{_e(_top_causes(r))}</td>'
         "</tr>"
         for r in summary.rows
     )

@@ -2,7 +2,7 @@
 
 Relies on: ``jax._src.interpreters.partial_eval.trace_to_jaxpr`` (a
 ``weakref_lru_cache``d function that ``jit`` calls, through the module attribute, with
-the user's Python callable first; present with that call shape in jax 0.9.0–0.10.2).
+the user's Python callable first; present with that call shape in jax 0.9.0 to 0.10.2).
 It is reached only on a miss of jit's C++ fast path, so the hook costs nothing on a
 compiled call's cache hit.
 """
@@ -80,13 +80,3 @@ def add_trace_listener(
 def trace_hook_installed() -> bool:
     """Whether the hook currently stands in for ``trace_to_jaxpr``."""
     return isinstance(getattr(_pe, "trace_to_jaxpr", None), _TraceHook)
-
-
-def clear_trace_cache(fun: Any) -> None:
-    """Forget JAX's cached traces of ``fun`` so its next call traces again.
-
-    Relies on: ``trace_to_jaxpr.evict_weakref`` (``weakref_lru_cache``).
-    """
-    evict = getattr(_pe.trace_to_jaxpr, "evict_weakref", None)
-    if evict is not None:
-        evict(fun)

@@ -14,6 +14,7 @@ Every function here is small and names what it relies on; tested on jax 0.9.0 an
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -110,65 +111,21 @@ class MissHooks:
         orig_entry = require(_pjit, self._entry_name, "watch_recompiles")
         orig_run = require(_pjit, "_run_python_pjit", "watch_recompiles")
         require(_util, "test_event_listener", "watch_recompiles")
-        on_start, on_end = self.on_start, self.on_end
-        on_test_event, on_duration = self.on_test_event, self.on_duration
-        getframe = sys._getframe
-
-        def entry(fun: Any, jit_info: Any, args: Any, kwargs: Any, *rest: Any) -> Any:
-            if rest or getframe(1).f_code.co_name != "cache_miss":
-                return orig_entry(fun, jit_info, args, kwargs, *rest)
-            on_start(fun, jit_info, args, kwargs)
-            try:
-                return orig_entry(fun, jit_info, args, kwargs)
-            except BaseException as exc:
-                on_end(fun, exc)
-                raise
-
-        def run(p: Any, args_flat: Any, fun: Any, *rest: Any) -> Any:
-            if getframe(1).f_code.co_name != "cache_miss":
-                return orig_run(p, args_flat, fun, *rest)
-            try:
-                result = orig_run(p, args_flat, fun, *rest)
-            except BaseException as exc:
-                on_end(fun, exc)
-                raise
-            on_end(fun, None)
-            return result
-
         orig_impl = getattr(_pjit, "_pjit_call_impl_python", None)
-        on_eager_start = self.on_eager_start
-
-        def impl(*args: Any, **params: Any) -> Any:
-            if (
-                on_eager_start is None
-                or getframe(1).f_code.co_name != "call_impl_cache_miss"
-            ):
-                return orig_impl(*args, **params)
-            token = on_eager_start(
-                str(params.get("name", "")), jaxpr_source(params.get("jaxpr")), args
-            )
-            if token is None:
-                return orig_impl(*args, **params)
-            try:
-                result = orig_impl(*args, **params)
-            except BaseException as exc:
-                on_end(token, exc)
-                raise
-            on_end(token, None)
-            return result
-
         prev = _util.test_event_listener
+        entry = _entry_wrapper(orig_entry, self.on_start, self.on_end)
+        run = _run_wrapper(orig_run, self.on_end)
+        impl = (
+            _impl_wrapper(orig_impl, self.on_eager_start, self.on_end)
+            if orig_impl is not None and self.on_eager_start is not None
+            else None
+        )
+        listener = _listener_wrapper(prev, self.on_test_event)
+        on_duration = self.on_duration
 
-        def listener(name: str, *args: Any) -> None:
-            what = TEST_EVENTS.get(name)
-            if what is not None:
-                on_test_event(what)
-            if prev is not None:
-                prev(name, *args)
-
-        def duration(event: str, seconds: float, **kwargs: Any) -> None:
+        def duration(event: str, duration_secs: float, **kwargs: Any) -> None:
             if event in DURATION_EVENTS:
-                on_duration(seconds)
+                on_duration(duration_secs)
 
         self._orig_entry, self._orig_run, self._prev_listener = (
             orig_entry,
@@ -179,7 +136,7 @@ class MissHooks:
         self._wrappers = (entry, run, listener, duration, impl)
         setattr(_pjit, self._entry_name, entry)
         _pjit._run_python_pjit = run
-        if orig_impl is not None and on_eager_start is not None:
+        if impl is not None:
             _pjit._pjit_call_impl_python = impl
         _util.test_event_listener = listener
         jax.monitoring.register_event_duration_secs_listener(duration)
@@ -190,7 +147,7 @@ class MissHooks:
         if not self.installed or self._wrappers is None:
             return
         entry, run, listener, duration, impl = self._wrappers
-        if getattr(_pjit, "_pjit_call_impl_python", None) is impl:
+        if impl is not None and getattr(_pjit, "_pjit_call_impl_python", None) is impl:
             _pjit._pjit_call_impl_python = self._orig_impl
         if getattr(_pjit, self._entry_name, None) is entry:
             setattr(_pjit, self._entry_name, self._orig_entry)
@@ -200,12 +157,80 @@ class MissHooks:
             _util.test_event_listener = self._prev_listener
         unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
         if unregister is not None:
-            try:
+            with contextlib.suppress(AssertionError, ValueError):
                 unregister(duration)
-            except (AssertionError, ValueError):
-                pass
         self._wrappers = None
         self.installed = False
+
+
+# The replacements, each closing over the original it stands in for. A miss is told
+# from other calls by the name of the calling frame (``cache_miss``).
+
+
+def _entry_wrapper(orig_entry: Any, on_start: Any, on_end: Any) -> Any:
+    getframe = sys._getframe
+
+    def entry(fun: Any, jit_info: Any, args: Any, kwargs: Any, *rest: Any) -> Any:
+        if rest or getframe(1).f_code.co_name != "cache_miss":
+            return orig_entry(fun, jit_info, args, kwargs, *rest)
+        on_start(fun, jit_info, args, kwargs)
+        try:
+            return orig_entry(fun, jit_info, args, kwargs)
+        except BaseException as exc:
+            on_end(fun, exc)
+            raise
+
+    return entry
+
+
+def _run_wrapper(orig_run: Any, on_end: Any) -> Any:
+    getframe = sys._getframe
+
+    def run(p: Any, args_flat: Any, fun: Any, *rest: Any) -> Any:
+        if getframe(1).f_code.co_name != "cache_miss":
+            return orig_run(p, args_flat, fun, *rest)
+        try:
+            result = orig_run(p, args_flat, fun, *rest)
+        except BaseException as exc:
+            on_end(fun, exc)
+            raise
+        on_end(fun, None)
+        return result
+
+    return run
+
+
+def _impl_wrapper(orig_impl: Any, on_eager_start: Any, on_end: Any) -> Any:
+    getframe = sys._getframe
+
+    def impl(*args: Any, **params: Any) -> Any:
+        if getframe(1).f_code.co_name != "call_impl_cache_miss":
+            return orig_impl(*args, **params)
+        token = on_eager_start(
+            str(params.get("name", "")), jaxpr_source(params.get("jaxpr")), args
+        )
+        if token is None:
+            return orig_impl(*args, **params)
+        try:
+            result = orig_impl(*args, **params)
+        except BaseException as exc:
+            on_end(token, exc)
+            raise
+        on_end(token, None)
+        return result
+
+    return impl
+
+
+def _listener_wrapper(prev: Any, on_test_event: Any) -> Any:
+    def listener(name: str, *args: Any) -> None:
+        what = TEST_EVENTS.get(name)
+        if what is not None:
+            on_test_event(what)
+        if prev is not None:
+            prev(name, *args)
+
+    return listener
 
 
 def jaxpr_source(closed_jaxpr: Any) -> str:
@@ -251,10 +276,11 @@ def pmap_user_function(fun: Any) -> Any:
     code = getattr(inner, "__code__", None)
     if code is None or os.path.basename(code.co_filename) != "pmap.py":
         return None
-    if "fun" not in code.co_freevars or not inner.__closure__:
+    closure = getattr(inner, "__closure__", None)
+    if "fun" not in code.co_freevars or not closure:
         return None
     try:
-        wrapped = inner.__closure__[code.co_freevars.index("fun")].cell_contents
+        wrapped = closure[code.co_freevars.index("fun")].cell_contents
     except (ValueError, IndexError):
         return None
     user = getattr(wrapped, "f", None)
@@ -386,7 +412,7 @@ def trace_config() -> tuple[tuple[str, str], ...]:
             names, values = (), ()
         if len(names) == len(values):
             out = []
-            for name, value in zip(names, values):
+            for name, value in zip(names, values, strict=True):
                 if name.startswith("jax_"):
                     out.append((name, short_repr(value, 40)))
                 elif name == "abstract_mesh_context_manager":

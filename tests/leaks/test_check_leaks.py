@@ -13,7 +13,7 @@ import pytest
 from jax import lax
 
 import jaxscope as js
-from jaxscope._leaks.checker import hooks_installed
+from jaxscope._leaks.checker import LeakSummary, hooks_installed
 
 
 def line_of(marker: str) -> int:
@@ -409,7 +409,7 @@ def test_clean_block_does_not_raise_and_reports_nothing():
     with js.check_leaks() as report:
         jax.jit(jnp.sin)(1.0)
     assert report.leaks == [] and len(report) == 0
-    assert report.summary() == "no tracer leaked"
+    assert report.summary().headline == "no tracer leaked"
 
 
 def test_config_and_hooks_are_restored_after_an_exception_in_the_block():
@@ -539,3 +539,84 @@ def test_retrace_false_blocks_share_one_cache():
     with js.check_leaks(raise_on_leak=False, retrace=False) as shared2:
         jitted(1.0)
     assert len(shared1.leaks) == 1 and shared2.leaks == []  # cached in shared1's trace
+
+
+# ------------------------------------------------------------------ the report's API
+
+
+def test_check_leaks_returns_the_report_which_is_its_own_context_manager():
+    report = js.check_leaks(raise_on_leak=False)
+    assert isinstance(report, js.LeakReport) and not report.active
+    with report as entered:
+        assert entered is report and report.active and hooks_installed()
+        jax.jit(leaky)(1.0)
+    assert not report.active
+    assert only_leak(report).transformation == "jit"
+
+
+def test_the_report_form_raises_on_a_leak_with_the_report_attached():
+    report = js.check_leaks()
+    with pytest.raises(js.TracerLeakError) as info:
+        with report:
+            jax.jit(leaky)(1.0)
+    assert info.value.report is report
+    assert str(info.value).startswith("1 leaked tracer: f32[] tracer from jit")
+
+
+def test_a_report_can_check_again_after_its_block_and_accumulates():
+    report = js.check_leaks(raise_on_leak=False)
+    with report:
+        jax.jit(leaky)(1.0)
+    with report:
+        jax.vmap(leaky)(jnp.ones(2))
+    assert [leak.transformation for leak in report] == ["jit", "vmap"]
+
+
+def test_reentering_an_active_report_is_rejected_and_keeps_the_outer_block():
+    report = js.check_leaks(raise_on_leak=False)
+    with report:
+        with pytest.raises(js.InvalidCallError, match="already active"):
+            report.__enter__()
+        assert report.active and hooks_installed()
+        jax.jit(leaky)(1.0)
+    assert len(report) == 1
+
+
+def test_clear_forgets_the_leaks_found_so_far():
+    with js.check_leaks(raise_on_leak=False) as report:
+        jax.jit(leaky)(1.0)
+        report.clear()
+        assert len(report) == 0
+        jax.vmap(leaky)(jnp.ones(2))
+    assert only_leak(report).transformation == "vmap"
+
+
+def test_summary_is_a_record_with_one_row_per_traced_function():
+    def other(x):
+        table["k"] = x + 1  # L:other
+        return x
+
+    with js.check_leaks(raise_on_leak=False) as report:
+        jax.jit(leaky)(1.0)
+        jax.vmap(leaky)(jnp.ones(2))
+        jax.jit(other)(1.0)
+    summary = report.summary()
+    assert isinstance(summary, LeakSummary)
+    assert summary.total_leaks == 3
+    top = summary.rows[0]
+    assert (top.function, top.leaks) == ("leaky", 2)
+    assert dict(top.transformations) == {"jit": 1, "vmap": 1}
+    assert top.found_in == ["global list `store`[0]", "global list `store`[1]"]
+    assert top.created_at is not None and top.created_at.line == line_of("L:leaky")
+    assert summary.row("other") is summary.rows[1]
+    assert summary.row("nothing") is None
+    assert summary.headline == report.message().splitlines()[0]
+    assert summary.headline.startswith("3 leaked tracers: f32[] tracer from jit")
+
+
+def test_summary_of_a_clean_report():
+    with js.check_leaks() as report:
+        jax.jit(jnp.sin)(1.0)
+    summary = report.summary()
+    assert summary.rows == [] and summary.total_leaks == 0
+    assert summary.headline == "no tracer leaked"

@@ -104,6 +104,32 @@ def test_leak_str_is_one_line():
     )
 
 
+def test_summary_text_is_a_table_of_leaks_by_function_and_html_escapes():
+    report = _report(
+        _leak(),
+        _leak(transformation="vmap", found_in="global list `cache`[1]"),
+        _leak(function="<g> at t.py:9", found_in="global dict `d`['<k>']"),
+    )
+    text = to_text(report.summary(), width=160)
+    lines = text.splitlines()
+    assert lines[0].rstrip() == "jaxscope: 3 leaked tracers, by function"
+    for column in ("function", "leaks", "transformations", "created at", "found in"):
+        assert column in lines[1]
+    assert "jit (1), vmap (1)" in text
+    assert "global list `cache`[0]; global list `cache`[1]" in text
+    assert lines[-1].startswith("3 leaked tracers: f32[3] tracer from jit")
+    page = to_html(report.summary())
+    assert "&lt;g&gt;" in page and "&lt;k&gt;" in page
+    assert "<g>" not in page and "<k>" not in page
+    for column in ("function", "leaks", "transformations", "created at", "found in"):
+        assert f"<th>{column}</th>" in page
+
+
+def test_empty_summary_says_nothing_leaked():
+    assert to_text(LeakReport().summary()) == "jaxscope: no tracer leaked"
+    assert "no tracer leaked" in to_html(LeakReport().summary())
+
+
 # --------------------------------------------------------------------------- magic
 
 _LEAKY_CELL = """\

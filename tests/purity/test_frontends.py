@@ -61,6 +61,38 @@ def test_unload_stops_the_session_watcher(ipython_shell):
     assert not cpurity.trace_hook_installed()
 
 
+def test_purity_magic_on_twice_keeps_watching_and_clear_forgets(ip):
+    ip.run_line_magic("purity", "on")
+    ip.run_line_magic("purity", "on")  # already on: no error
+    with capture_output():
+        ip.run_cell(
+            "import jax\n@jax.jit\ndef g2(x):\n    print('t')\n    return x\ng2(1.0)"
+        )
+    with capture_output() as cap:
+        ip.run_line_magic("purity", "clear")
+    assert "cleared" in cap.stdout
+    with capture_output() as cap:
+        ip.run_line_magic("purity", "report")
+    assert "no stale values or trace-time side effects" in _texts(cap)
+    ip.run_line_magic("purity", "off")
+
+
+def test_summary_renders_as_a_table_by_function_and_escapes_html():
+    from jaxscope._display import to_html, to_text
+    from jaxscope._purity.records import PuritySummary, PuritySummaryRow
+
+    summary = PuritySummary(
+        [PuritySummaryRow(function="<f>", side_effects=2, stale_values=1, names=["a"])]
+    )
+    text = to_text(summary, width=120)
+    assert "jaxscope purity: 3 findings by function" in text
+    for column in ("function", "side effects", "stale values", "names"):
+        assert column in text
+    page = to_html(summary)
+    assert "&lt;f&gt;" in page and "<f>" not in page
+    assert "no stale values" in to_text(PuritySummary([]))
+
+
 _TEST_FILE = """
 import jax
 

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxscope as js
+from jaxscope._purity.watcher import PuritySummary
 from jaxscope.compat import purity as cpurity
 
 
@@ -33,7 +34,8 @@ def load(tmp_path):
 
 
 def line_of(module, text: str) -> int:
-    lines = open(module.__file__).read().splitlines()
+    with open(module.__file__) as f:
+        lines = f.read().splitlines()
     return next(i for i, line in enumerate(lines, 1) if text in line)
 
 
@@ -219,9 +221,9 @@ def test_ordinary_code_has_no_findings(load, body):
 
 def test_stale_on_a_function_never_traced_while_watching_says_how_to_fix():
     fn = jax.jit(lambda x: x + 1)
-    with pytest.raises(js.InvalidCallError, match="start js.watch_purity"):
+    with pytest.raises(js.InvalidCallError, match=r"start js\.watch_purity"):
         js.stale(fn)
-    with pytest.raises(js.InvalidCallError, match="expects a .*function"):
+    with pytest.raises(js.InvalidCallError, match=r"expects a .*function"):
         js.stale(42)
 
 
@@ -277,3 +279,64 @@ def test_purity_log_renders_as_text_and_escaped_html(load):
     assert "value" in text and "stale value" in text
     html = plog._repr_mimebundle_()["text/html"]
     assert "<script>alert" not in html and "&lt;script&gt;" in html
+
+
+# ------------------------------------------------------------------ the log's API
+
+_TWO_FUNCTIONS = """
+import jax
+log = []
+shift = 1.0
+def noisy(x):
+    log.append(1)
+    print("tracing")
+    return x + shift
+def other(x):
+    return x * shift
+jit_noisy, jit_other = jax.jit(noisy), jax.jit(other)
+"""
+
+
+def test_reentering_an_active_log_is_rejected_and_keeps_the_outer_block():
+    log = js.watch_purity()
+    with log:
+        with pytest.raises(js.InvalidCallError, match="already watching"), log:
+            pass  # pragma: no cover - not reached
+        assert log.active and cpurity.trace_hook_installed()
+    assert not log.active and not cpurity.trace_hook_installed()
+    log.start()
+    with pytest.raises(js.InvalidCallError, match="already watching"):
+        log.start()
+    log.stop()
+
+
+def test_summary_is_a_record_with_one_row_per_function(load, capsys):
+    m = load(_TWO_FUNCTIONS)
+    with js.watch_purity() as plog:
+        m.jit_noisy(1.0)
+        m.jit_other(1.0)
+    m.shift = 2.0
+    summary = plog.summary()
+    assert isinstance(summary, PuritySummary)
+    assert [r.function for r in summary.rows] == ["noisy", "other"]
+    noisy = summary.row("noisy")
+    assert (noisy.side_effects, noisy.stale_values, noisy.findings) == (2, 1, 3)
+    assert noisy.names == ["print", "log.append", "shift"]  # in the order seen
+    assert summary.row("other").names == ["shift"]
+    assert summary.total_findings == len(plog.findings) == 4
+    assert "tracing" in capsys.readouterr().out
+
+
+def test_clear_forgets_what_was_recorded_and_reset_is_its_old_name(load, capsys):
+    m = load(_TWO_FUNCTIONS)
+    with js.watch_purity() as plog:
+        m.jit_noisy(1.0)
+        assert len(plog.side_effects) == 2
+        plog.clear()
+        assert plog.findings == [] and plog.summary().rows == []
+        m.jit_other(1.0)
+    m.shift = 2.0
+    assert [(f.function, f.name) for f in plog.findings] == [("other", "shift")]
+    plog.reset()
+    assert plog.findings == []
+    assert js.PurityLog.reset is js.PurityLog.clear

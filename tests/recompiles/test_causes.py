@@ -82,6 +82,17 @@ def test_dtype_cause():
     )
 
 
+def test_bfloat16_is_spelled_as_in_jaxprs_and_the_hint_names_the_jnp_dtype():
+    f = jax.jit(lambda x: x * 2)
+    with js.watch_recompiles() as log:
+        f(jnp.ones(2, jnp.bfloat16))
+        f(jnp.ones(2, jnp.float32))
+    (cause,) = log.events[-1].causes
+    assert (cause.kind, cause.before, cause.after) == ("dtype", "bf16", "f32")
+    assert "jnp.asarray(v, jnp.bfloat16)" in cause.hint
+    assert log.events[0].signature == (("x", "bf16[2]"),)
+
+
 def test_weak_type_cause_python_scalar_vs_array():
     f = jax.jit(lambda s: s * 2)
     with js.watch_recompiles() as log:

@@ -72,7 +72,9 @@ def test_summary_table_text_and_html():
         internal_compiles=2,
     )
     text = to_text(summary, width=120)
-    assert "step<b>" in text and "shape×3, first_call×1" in text and "1.500" in text
+    times = "\N{MULTIPLICATION SIGN}"
+    assert "step<b>" in text and f"shape{times}3, first_call{times}1" in text
+    assert "1.500" in text
     html = to_html(summary)
     assert "step&lt;b&gt;" in html and "<table>" in html
 
@@ -118,6 +120,12 @@ def test_magic_on_shows_recompiles_after_the_cell(ip):
     with capture_output() as cap:
         ip.run_line_magic("recompiles", "status")
     assert "on, 0 events" in cap.stdout
+    with capture_output():
+        ip.run_cell("rf(jnp.ones(5))")
+    assert len(session.events) == 1
+    with capture_output() as cap:
+        ip.run_line_magic("recompiles", "clear")  # the same as reset
+    assert "cleared" in cap.stdout and session.events == []
     ip.run_line_magic("recompiles", "off")
     from jaxscope._recompiles.watcher import hooks_installed
 
