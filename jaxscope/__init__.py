@@ -50,21 +50,22 @@ _EXPORTS: dict[str, str] = {
     # recompilation
     "watch_recompiles": "._recompiles.watcher",
     "RecompileLog": "._recompiles.watcher",
-    "RecompileEvent": "._recompiles.watcher",
-    "RecompileSummary": "._recompiles.watcher",
-    "Cause": "._recompiles.watcher",
+    "RecompileEvent": "._recompiles.records",
+    "RecompileSummary": "._recompiles.records",
+    "Cause": "._recompiles.records",
     # tracer leaks
     "check_leaks": "._leaks.checker",
     "LeakReport": "._leaks.checker",
-    "Leak": "._leaks.checker",
+    "LeakSummary": "._leaks.records",
+    "Leak": "._leaks.records",
     # sharding
-    "sharding": "._sharding.model",
-    "shardings": "._sharding.model",
-    "ShardingView": "._sharding.model",
-    "ProgramShardingView": "._sharding.model",
-    "ShardInfo": "._sharding.model",
-    "OpSharding": "._sharding.model",
-    "Collective": "._sharding.model",
+    "sharding": "._sharding.array",
+    "shardings": "._sharding.program",
+    "ShardingView": "._sharding.array",
+    "ProgramShardingView": "._sharding.program",
+    "ShardInfo": "._sharding.layout",
+    "OpSharding": "._sharding.ops",
+    "Collective": "._sharding.collectives",
     # stepping
     "step": "._stepper.stepper",
     "find_nan": "._stepper.stepper",
@@ -73,7 +74,8 @@ _EXPORTS: dict[str, str] = {
     "watch_purity": "._purity.watcher",
     "stale": "._purity.watcher",
     "PurityLog": "._purity.watcher",
-    "PurityFinding": "._purity.watcher",
+    "PuritySummary": "._purity.records",
+    "PurityFinding": "._purity.records",
     # errors
     "explain": "._explain.explainer",
     "ErrorReport": "._explain.report",
@@ -124,36 +126,38 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from ._exceptions import StepperFinishedError as StepperFinishedError
     from ._exceptions import TraceError as TraceError
     from ._exceptions import TracerLeakError as TracerLeakError
-    from ._explain.report import ErrorReport as ErrorReport
     from ._explain.explainer import explain as explain
+    from ._explain.report import ErrorReport as ErrorReport
     from ._graph.api import graph as graph
     from ._graph.view import GraphView as GraphView
     from ._hlo.api import hlo as hlo
     from ._hlo.view import HloView as HloView
     from ._jaxpr.api import jaxpr as jaxpr
     from ._jaxpr.view import JaxprView as JaxprView
-    from ._leaks.checker import Leak as Leak
     from ._leaks.checker import LeakReport as LeakReport
     from ._leaks.checker import check_leaks as check_leaks
-    from ._purity.watcher import PurityFinding as PurityFinding
+    from ._leaks.records import Leak as Leak
+    from ._leaks.records import LeakSummary as LeakSummary
+    from ._purity.records import PurityFinding as PurityFinding
+    from ._purity.records import PuritySummary as PuritySummary
     from ._purity.watcher import PurityLog as PurityLog
     from ._purity.watcher import stale as stale
     from ._purity.watcher import watch_purity as watch_purity
-    from ._recompiles.watcher import Cause as Cause
-    from ._recompiles.watcher import RecompileEvent as RecompileEvent
+    from ._recompiles.records import Cause as Cause
+    from ._recompiles.records import RecompileEvent as RecompileEvent
+    from ._recompiles.records import RecompileSummary as RecompileSummary
     from ._recompiles.watcher import RecompileLog as RecompileLog
-    from ._recompiles.watcher import RecompileSummary as RecompileSummary
     from ._recompiles.watcher import watch_recompiles as watch_recompiles
     from ._records import EqnInfo as EqnInfo
     from ._records import OpInfo as OpInfo
     from ._records import SourceLoc as SourceLoc
-    from ._sharding.model import Collective as Collective
-    from ._sharding.model import OpSharding as OpSharding
-    from ._sharding.model import ProgramShardingView as ProgramShardingView
-    from ._sharding.model import ShardInfo as ShardInfo
-    from ._sharding.model import ShardingView as ShardingView
-    from ._sharding.model import sharding as sharding
-    from ._sharding.model import shardings as shardings
+    from ._sharding.array import ShardingView as ShardingView
+    from ._sharding.array import sharding as sharding
+    from ._sharding.collectives import Collective as Collective
+    from ._sharding.layout import ShardInfo as ShardInfo
+    from ._sharding.ops import OpSharding as OpSharding
+    from ._sharding.program import ProgramShardingView as ProgramShardingView
+    from ._sharding.program import shardings as shardings
     from ._stepper.stepper import Stepper as Stepper
     from ._stepper.stepper import find_nan as find_nan
     from ._stepper.stepper import step as step

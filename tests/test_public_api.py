@@ -45,6 +45,7 @@ EXPECTED = [
     # tracer leaks
     "Leak",
     "LeakReport",
+    "LeakSummary",
     "check_leaks",
     # sharding
     "Collective",
@@ -61,6 +62,7 @@ EXPECTED = [
     # purity
     "PurityFinding",
     "PurityLog",
+    "PuritySummary",
     "stale",
     "watch_purity",
     # errors

@@ -132,9 +132,9 @@ class DecoderBlock(linen.Module):
     @linen.compact
     def __call__(self, x):
         y = linen.LayerNorm()(x)
-        y = linen.MultiHeadDotProductAttention(num_heads=self.heads, qkv_features=self.dim)(
-            y, mask=linen.make_causal_mask(jnp.ones(x.shape[:2]))
-        )
+        y = linen.MultiHeadDotProductAttention(
+            num_heads=self.heads, qkv_features=self.dim
+        )(y, mask=linen.make_causal_mask(jnp.ones(x.shape[:2])))
         x = x + y
         y = linen.LayerNorm()(x)
         y = linen.Dense(4 * self.dim)(y)

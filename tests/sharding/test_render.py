@@ -9,17 +9,17 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import jaxscope as js
-from jaxscope._display import to_html, to_text
-from jaxscope._format import format_bytes
-from jaxscope._records import SourceLoc
-from jaxscope._sharding.layout import build_layout
-from jaxscope._sharding.model import (
+from jaxscope import (
     Collective,
     OpSharding,
     ProgramShardingView,
     ShardInfo,
     ShardingView,
 )
+from jaxscope._display import to_html, to_text
+from jaxscope._format import format_bytes
+from jaxscope._records import SourceLoc
+from jaxscope._sharding.layout import build_layout
 
 
 def test_plain_text_draws_the_grid_and_the_shard_table(mesh):
