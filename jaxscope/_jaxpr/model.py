@@ -28,6 +28,7 @@ class Region:
     """One (possibly nested) jaxpr: its binders, equations and the regions inside them.
 
     ``path`` is the prefix its equations' paths extend; ``()`` for the top jaxpr.
+    ``total`` counts its equations, nested ones included.
     """
 
     path: tuple[int, ...]
@@ -42,10 +43,6 @@ class Region:
     @property
     def depth(self) -> int:
         return len(self.path) // 2
-
-    def count_eqns(self) -> int:
-        """Equations in this region, nested ones included."""
-        return self.total
 
 
 @dataclass(slots=True)
