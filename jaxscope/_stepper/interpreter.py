@@ -2,11 +2,12 @@
 
 The interpreter is a tree of generators: each frame yields ``BEFORE`` before each of
 its equations (and ``BREAK_AFTER`` after one that produced a NaN/Inf, when watching
-for them); ``advance`` pulls these events until a stop condition or a breakpoint. Leaf equations run
-with ``primitive.bind`` exactly as JAX's own ``eval_jaxpr`` does; the equations that
-hold nested jaxprs (jit bodies, closed_call, scan and while bodies per iteration,
-the taken cond/switch branch, custom_jvp/custom_vjp primal bodies, checkpoint) are
-entered through the ``RULES`` below, so every equation at every level pauses.
+for them); ``advance`` pulls these events until a stop condition or a breakpoint.
+Leaf equations run with ``primitive.bind`` exactly as JAX's own ``eval_jaxpr`` does;
+the equations that hold nested jaxprs (jit bodies, closed_call, scan and while
+bodies per iteration, the taken cond/switch branch, custom_jvp/custom_vjp primal
+bodies, checkpoint) are entered through the ``RULES`` below, so every equation at
+every level pauses.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ BREAK_AFTER = 1
 Run = Generator[int, None, list[Any]]
 #: A nested-jaxpr rule's run: the equation's results, or None to run it unentered.
 Entered = Generator[int, None, list[Any] | None]
-Rule = Callable[["Interpreter", "Node", list[Any]], Entered]
+Rule = Callable[["Interpreter", Node, list[Any]], Entered]
 
 
 class FrameState:
@@ -187,9 +188,11 @@ class Interpreter:
         return (yield from self.run_frame(frame, args))
 
 
-def _enter(run: Interpreter, rule: Rule, node: Node, invals: list[Any]) -> Entered:
+def _enter(
+    interpreter: Interpreter, rule: Rule, node: Node, invals: list[Any]
+) -> Entered:
     try:
-        return (yield from rule(run, node, invals))
+        return (yield from rule(interpreter, node, invals))
     except StepError:
         raise
     except Exception as exc:
@@ -266,17 +269,17 @@ def _label_of(node: Node, *names: str) -> str | None:
     return None
 
 
-def _enter_call(run: Interpreter, node: Node, invals: list[Any]) -> Entered:
+def _enter_call(interpreter: Interpreter, node: Node, invals: list[Any]) -> Entered:
     label = _label_of(node, "jaxpr", "call_jaxpr", "fun_jaxpr")
     if label is None:
         return None
     prim = node.info.primitive
     name = node.eqn.params.get("name")
     title = f"{prim}({name})" if name else prim
-    return (yield from run.call(node, label, invals, title))
+    return (yield from interpreter.call(node, label, invals, title))
 
 
-def _enter_scan(run: Interpreter, node: Node, invals: list[Any]) -> Entered:
+def _enter_scan(interpreter: Interpreter, node: Node, invals: list[Any]) -> Entered:
     p = node.eqn.params
     nc, nk = p["num_consts"], p["num_carry"]
     length, reverse = int(p["length"]), bool(p["reverse"])
@@ -286,7 +289,7 @@ def _enter_scan(run: Interpreter, node: Node, invals: list[Any]) -> Entered:
     order = range(length - 1, -1, -1) if reverse else range(length)
     for i in order:
         args = [*consts, *carry, *(r[i] for r in rows)]
-        out = yield from run.call(node, "jaxpr", args, "scan body", i, length)
+        out = yield from interpreter.call(node, "jaxpr", args, "scan body", i, length)
         carry, y = list(out[:nk]), out[nk:]
         ys.append(y)
     if reverse:
@@ -301,43 +304,51 @@ def _enter_scan(run: Interpreter, node: Node, invals: list[Any]) -> Entered:
     return [*carry, *stacked]
 
 
-def _enter_while(run: Interpreter, node: Node, invals: list[Any]) -> Entered:
+def _enter_while(interpreter: Interpreter, node: Node, invals: list[Any]) -> Entered:
     p = node.eqn.params
     cn, bn = p["cond_nconsts"], p["body_nconsts"]
     cconsts, bconsts, carry = invals[:cn], invals[cn : cn + bn], list(invals[cn + bn :])
     i = 0
     while True:
         cond_args = [*cconsts, *carry]
-        (pred,) = yield from run.call(node, "cond_jaxpr", cond_args, "while cond", i)
+        (pred,) = yield from interpreter.call(
+            node, "cond_jaxpr", cond_args, "while cond", i
+        )
         if not bool(np.asarray(pred)):
             return carry
         body_args = [*bconsts, *carry]
         carry = list(
-            (yield from run.call(node, "body_jaxpr", body_args, "while body", i))
+            (
+                yield from interpreter.call(
+                    node, "body_jaxpr", body_args, "while body", i
+                )
+            )
         )
         i += 1
 
 
-def _enter_cond(run: Interpreter, node: Node, invals: list[Any]) -> Entered:
+def _enter_cond(interpreter: Interpreter, node: Node, invals: list[Any]) -> Entered:
     n = len(node.eqn.params["branches"])
     index = int(np.clip(int(np.asarray(invals[0])), 0, n - 1))
     label = f"branches[{index}]"
     if label not in node.subs:
         return None
-    return (yield from run.call(node, label, invals[1:], f"cond branch {index}"))
+    return (
+        yield from interpreter.call(node, label, invals[1:], f"cond branch {index}")
+    )
 
 
-def _enter_custom(run: Interpreter, node: Node, invals: list[Any]) -> Entered:
+def _enter_custom(interpreter: Interpreter, node: Node, invals: list[Any]) -> Entered:
     label = _label_of(node, "call_jaxpr", "fun_jaxpr")
     if label is None:
         return None
-    return (yield from run.call(node, label, invals, node.info.primitive))
+    return (yield from interpreter.call(node, label, invals, node.info.primitive))
 
 
-def _enter_remat(run: Interpreter, node: Node, invals: list[Any]) -> Entered:
+def _enter_remat(interpreter: Interpreter, node: Node, invals: list[Any]) -> Entered:
     if "jaxpr" not in node.subs:
         return None
-    return (yield from run.call(node, "jaxpr", invals, node.info.primitive))
+    return (yield from interpreter.call(node, "jaxpr", invals, node.info.primitive))
 
 
 RULES: dict[str, Rule] = {

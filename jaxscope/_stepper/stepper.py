@@ -89,7 +89,9 @@ class Stepper(Renderable):
             )
         self._out_tree = out_tree
         self._breaks = Breakpoints(self.model.eqns)
-        self._run = Interpreter(plan, self._breaks, function_name, list(flat_args))
+        self._interpreter = Interpreter(
+            plan, self._breaks, function_name, list(flat_args)
+        )
         self._source = SourceReader(plan, self.model.eqns, defined_at)
         self._result: Any = None
         self._done = False
@@ -134,20 +136,20 @@ class Stepper(Renderable):
         return self._after and not self._done
 
     def _current_node(self) -> Node | None:
-        stack = self._run.stack
+        stack = self._interpreter.stack
         if self._done or not stack:
             return None
         return stack[-1].node()
 
     @property
     def values(self) -> dict[str, Any]:
-        run = self._run
-        frame = run.stack[-1] if run.stack else run.top
+        interpreter = self._interpreter
+        frame = interpreter.stack[-1] if interpreter.stack else interpreter.top
         return frame.values(self._names) if frame is not None else {}
 
     def value(self, name: str) -> Any:
         """The value of variable ``name`` in the current frame (or an enclosing one)."""
-        for frame in reversed(self._run.stack):
+        for frame in reversed(self._interpreter.stack):
             for var, val in frame.env.items():
                 if self._names.get(id(var)) == name:
                     return val
@@ -156,7 +158,7 @@ class Stepper(Renderable):
 
     @property
     def frames(self) -> list[Frame]:
-        return [frame.record() for frame in self._run.stack]
+        return [frame.record() for frame in self._interpreter.stack]
 
     @property
     def arg_names(self) -> dict[str, str]:
@@ -172,7 +174,7 @@ class Stepper(Renderable):
     def user_names(self) -> dict[str, str]:
         """``{var name: the user's name}`` in the current frame, where known: the
         top-level arguments (``params['w']``) and results (``result[0]``)."""
-        return {} if len(self._run.stack) > 1 else _user_names(self.model)
+        return {} if len(self._interpreter.stack) > 1 else _user_names(self.model)
 
     def summaries(self) -> list[ValueSummary]:
         """``ValueSummary`` of every value in the current frame (with the user's
@@ -241,7 +243,7 @@ class Stepper(Renderable):
     def next(self) -> Stepper:
         """Run the current equation, nested jaxprs included; pause at the next one."""
         self._check_running("next")
-        stack = self._run.stack
+        stack = self._interpreter.stack
         depth = len(stack)
         self._pull(lambda node: len(stack) <= depth, "next")
         return self
@@ -249,7 +251,7 @@ class Stepper(Renderable):
     def finish(self) -> Stepper:
         """Run to the end of the current nested jaxpr; pause at the parent's next equation."""
         self._check_running("finish")
-        stack = self._run.stack
+        stack = self._interpreter.stack
         depth = len(stack)
         self._pull(lambda node: len(stack) < depth, "finish")
         return self
@@ -283,7 +285,7 @@ class Stepper(Renderable):
         self._after = False
         self.finding = None
         try:
-            outcome = self._run.advance(stop)
+            outcome = self._interpreter.advance(stop)
         except StepError as exc:
             self._done = True
             self._failed = exc
@@ -293,11 +295,11 @@ class Stepper(Renderable):
             self._done = True
             self.reason = "done"
             self._result = jax.tree_util.tree_unflatten(
-                self._out_tree, self._run.outputs
+                self._out_tree, self._interpreter.outputs
             )
         elif outcome == "after":
             self._after = True
-            self.finding = self._run.finding
+            self.finding = self._interpreter.finding
             self.reason = self.finding.kind if self.finding is not None else "nan"
         else:
             self.reason = reason if outcome == "stop" else outcome
