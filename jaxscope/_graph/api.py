@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxscope._jaxpr.api import jaxpr
+from jaxscope._jaxpr.api import jaxpr_view
+from jaxscope._staging import staged
 
 
 def graph(
@@ -16,12 +16,18 @@ def graph(
     static_argnames: str | Sequence[str] = (),
 ) -> Callable[..., Any]:
     """The dataflow graph of ``fun``'s jaxpr on example arguments (a ``GraphView``)."""
-    to_jaxpr = jaxpr(
-        fun, static_argnums=static_argnums, static_argnames=static_argnames
-    )
 
-    @functools.wraps(fun)
-    def traced(*args: Any, **kwargs: Any) -> Any:
-        return to_jaxpr(*args, **kwargs).graph()
+    def build(
+        fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        view = jaxpr_view(
+            fun,
+            args,
+            kwargs,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+        )
+        return view.graph()
 
-    return traced
+    # Errors are worded as js.jaxpr's: the graph is drawn from its view.
+    return staged(fun, "js.jaxpr", build)

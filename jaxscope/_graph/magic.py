@@ -35,7 +35,8 @@ class GraphMagics(JaxscopeMagics):
         opts = parse_magic_args(self.jaxgraph, line, verbatim="call")
         from jaxscope._graph.api import graph
 
-        parsed = parse_call(" ".join(opts.call), self.shell.user_ns, "jaxgraph")
+        shell: Any = self.shell
+        parsed = parse_call(" ".join(opts.call), shell.user_ns, "jaxgraph")
         view = graph(parsed.function)(*parsed.args, **parsed.kwargs)
         if opts.dot:
             print(view.to_dot())

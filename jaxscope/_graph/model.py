@@ -23,20 +23,14 @@ a viewer lifts edges to the visible ancestor of a collapsed group. Operand align
 
 from __future__ import annotations
 
-import linecache
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jaxscope._graph.sources import source_snippets
 from jaxscope._jaxpr.model import JaxprModel, Region
 from jaxscope._records import EqnInfo, SourceLoc
-from jaxscope._source import running_shell
-
-# Lines of context around each source line sent to the viewer.
-CONTEXT_LINES = 3
-# Distinct source lines for which context is collected (keeps the payload bounded).
-MAX_SOURCE_LINES = 2000
 
 _TRANSFORM = re.compile(r"^[A-Za-z_][\w.]*\((.*)\)$")
 
@@ -149,10 +143,14 @@ def operand_map(info: EqnInfo, region_index: int, region: Region) -> list[int | 
     if info.primitive == "while":
         cond_n = _int_param(info, "cond_nconsts")
         body_n = _int_param(info, "body_nconsts")
-        carry = n_ops - cond_n - body_n
-        if region.label == "cond_jaxpr":
-            return [*range(cond_n), *range(n_ops - carry, n_ops)][:n_in]
-        return [*range(cond_n, cond_n + body_n), *range(n_ops - carry, n_ops)][:n_in]
+        carry = range(cond_n + body_n, n_ops)
+        consts = (
+            range(cond_n)
+            if region.label == "cond_jaxpr"
+            else range(cond_n, cond_n + body_n)
+        )
+        aligned: list[int | None] = [*consts, *carry]
+        return aligned[:n_in]
     if info.primitive == "cond":
         return [i + 1 if i + 1 < n_ops else None for i in range(n_in)]
     if n_in == n_ops:
@@ -173,19 +171,33 @@ def _group_label(info: EqnInfo) -> str:
     return f"{info.primitive} {name}" if name else info.primitive
 
 
-class _Builder:
+def _eqn_fields(info: EqnInfo) -> dict[str, Any]:
+    """What a node or group shows of its equation."""
+    return {
+        "primitive": info.primitive,
+        "path": info.path,
+        "inputs": tuple(info.inputs),
+        "outputs": tuple(info.outputs),
+        "params": dict(info.params),
+        "source": info.source,
+        "scope": info.scope,
+    }
+
+
+class _Wiring:
+    """The edges: which leaf nodes produce each variable, and who consumes it.
+
+    A nested jaxpr's binders alias its equation's operands and results, so the
+    producers of a variable are leaf nodes at any depth (several for cond's branches).
+    """
+
     def __init__(self) -> None:
-        self.nodes: list[GraphNode] = []
         self.edges: list[GraphEdge] = []
-        self.groups: list[GraphGroup] = []
-        self.group_index: dict[str, int] = {}
-        # var name -> node ids producing it (several for cond branches)
         self.producers: dict[str, list[str]] = {}
         self.edge_keys: set[tuple[str, str, str]] = set()
 
-    def add_group(self, group: GraphGroup) -> None:
-        self.group_index[group.id] = len(self.groups)
-        self.groups.append(group)
+    def produce(self, name: str, nid: str) -> None:
+        self.producers.setdefault(name, []).append(nid)
 
     def consume(self, dst: str, inputs: Iterable[tuple[str, str]]) -> None:
         for name, aval in inputs:
@@ -197,21 +209,66 @@ class _Builder:
                     self.edge_keys.add(key)
                     self.edges.append(GraphEdge(src=src, dst=dst, var=name, type=aval))
 
-    def alias(self, inner: str, outer: str) -> None:
+    def leaf(self, nid: str, info: EqnInfo) -> None:
+        """Equation node ``nid`` consumes its inputs and is the producer of its outputs."""
+        self.consume(nid, info.inputs)
+        for name, _aval in info.outputs:
+            if _is_var(name):
+                self.producers[name] = [nid]
+
+    def enter(self, gid: str, info: EqnInfo, children: list[Region]) -> None:
+        """Alias the nested binders to ``info``'s operands (group ``gid``)."""
+        used: set[int] = set()
+        for j, child in enumerate(children):
+            ops = operand_map(info, j, child)
+            for (binder, _aval), op in zip(child.invars, ops, strict=False):
+                if op is not None:
+                    used.add(op)
+                    self._alias(binder, info.inputs[op][0])
+        # Operands no nested binder takes (cond's branch index) feed the group.
+        self.consume(gid, [op for k, op in enumerate(info.inputs) if k not in used])
+
+    def leave(self, info: EqnInfo, children: list[Region]) -> None:
+        """``info``'s results are produced by what produces its regions' results."""
+        for name, _aval in info.outputs:
+            if _is_var(name):
+                self.producers[name] = []
+        for child in result_regions(info, children):
+            for (outer, _a), (inner, _b) in zip(
+                info.outputs, child.outvars, strict=False
+            ):
+                if _is_var(outer) and _is_var(inner):
+                    self.producers[outer].extend(self.producers.get(inner, ()))
+
+    def _alias(self, inner: str, outer: str) -> None:
         if _is_var(inner) and _is_var(outer):
             self.producers.setdefault(inner, []).extend(self.producers.get(outer, ()))
 
-    def scope_group(
+
+class _Groups:
+    """The group tree: parents before children, each found by id."""
+
+    def __init__(self) -> None:
+        self.items: list[GraphGroup] = []
+        self.index: dict[str, int] = {}
+
+    def add(self, group: GraphGroup) -> None:
+        self.index[group.id] = len(self.items)
+        self.items.append(group)
+
+    def scope(
         self, container: str | None, names: list[str], cache: dict[tuple[str, ...], str]
     ) -> str | None:
+        """The innermost of the scope groups ``names`` under ``container`` (made once
+        per region; ``cache`` holds the region's), or ``container`` with no names."""
         parent = container
         for depth in range(1, len(names) + 1):
             key = tuple(names[:depth])
             gid = cache.get(key)
             if gid is None:
-                gid = f"s{len(self.groups)}"
+                gid = f"s{len(self.items)}"
                 cache[key] = gid
-                self.add_group(
+                self.add(
                     GraphGroup(
                         id=gid,
                         kind="scope",
@@ -223,6 +280,26 @@ class _Builder:
                 )
             parent = gid
         return parent
+
+    def sized(self, nodes: list[GraphNode]) -> list[GraphGroup]:
+        """The groups with ``size``: the nodes inside each, at any depth."""
+        sizes = [0] * len(self.items)
+        for node in nodes:
+            gid = node.group
+            while gid is not None:
+                k = self.index[gid]
+                sizes[k] += 1
+                gid = self.items[k].parent
+        return [replace(g, size=sizes[k]) for k, g in enumerate(self.items)]
+
+
+class _Builder:
+    """Walks the regions into nodes and ``groups``; ``wires`` makes the edges."""
+
+    def __init__(self) -> None:
+        self.nodes: list[GraphNode] = []
+        self.groups = _Groups()
+        self.wires = _Wiring()
 
     def region(self, region: Region, container: str | None) -> None:
         scopes: dict[tuple[str, ...], str] = {}
@@ -237,107 +314,65 @@ class _Builder:
                     outputs=((name, aval),),
                 )
             )
-            self.producers.setdefault(name, []).append(nid)
+            self.wires.produce(name, nid)
         for index, info in enumerate(region.eqns):
-            parent = self.scope_group(container, scope_names(info.scope), scopes)
+            parent = self.groups.scope(container, scope_names(info.scope), scopes)
             children = region.children.get(index)
-            if not children:
-                nid = f"n{_path_id(info.path)}"
-                self.nodes.append(
-                    GraphNode(
-                        id=nid,
-                        kind="eqn",
-                        label=info.primitive,
-                        group=parent,
-                        primitive=info.primitive,
-                        path=info.path,
-                        inputs=tuple(info.inputs),
-                        outputs=tuple(info.outputs),
-                        params=dict(info.params),
-                        source=info.source,
-                        scope=info.scope,
-                    )
-                )
-                self.consume(nid, info.inputs)
-                for name, _aval in info.outputs:
-                    if _is_var(name):
-                        self.producers[name] = [nid]
+            if children:
+                self.group(info, children, parent)
                 continue
-            gid = f"g{_path_id(info.path)}"
-            self.add_group(
-                GraphGroup(
-                    id=gid,
-                    kind=info.primitive,
-                    label=_group_label(info),
-                    parent=parent,
-                    size=0,
-                    primitive=info.primitive,
-                    path=info.path,
-                    inputs=tuple(info.inputs),
-                    outputs=tuple(info.outputs),
-                    params=dict(info.params),
-                    source=info.source,
-                    scope=info.scope,
+            nid = f"n{_path_id(info.path)}"
+            self.nodes.append(
+                GraphNode(
+                    id=nid,
+                    kind="eqn",
+                    label=info.primitive,
+                    group=parent,
+                    **_eqn_fields(info),
                 )
             )
-            used: set[int] = set()
-            for j, child in enumerate(children):
-                for binder, op in zip(
-                    child.invars, operand_map(info, j, child), strict=False
-                ):
-                    if op is not None:
-                        used.add(op)
-                        self.alias(binder[0], info.inputs[op][0])
-            # Operands no nested binder takes (cond's branch index) feed the group.
-            self.consume(gid, [op for k, op in enumerate(info.inputs) if k not in used])
-            for child in children:
-                if len(children) == 1:
-                    self.region(child, gid)
-                else:
-                    rid = f"r{_path_id(child.path)}"
-                    self.add_group(
-                        GraphGroup(
-                            id=rid,
-                            kind="region",
-                            label=child.label,
-                            parent=gid,
-                            size=0,
-                            path=child.path,
-                            inputs=tuple(child.invars),
-                            outputs=tuple(child.outvars),
-                        )
-                    )
-                    self.region(child, rid)
-            for name, _aval in info.outputs:
-                if _is_var(name):
-                    self.producers[name] = []
-            for child in result_regions(info, children):
-                for (outer, _a), (inner, _b) in zip(
-                    info.outputs, child.outvars, strict=False
-                ):
-                    if _is_var(outer) and _is_var(inner):
-                        self.producers[outer].extend(self.producers.get(inner, ()))
+            self.wires.leaf(nid, info)
 
-    def finish(self) -> None:
-        sizes = [0] * len(self.groups)
-        for node in self.nodes:
-            gid = node.group
-            while gid is not None:
-                k = self.group_index[gid]
-                sizes[k] += 1
-                gid = self.groups[k].parent
-        self.groups = [_replace_size(g, sizes[k]) for k, g in enumerate(self.groups)]
-
-
-def _replace_size(group: GraphGroup, size: int) -> GraphGroup:
-    from dataclasses import replace
-
-    return replace(group, size=size)
+    def group(self, info: EqnInfo, children: list[Region], parent: str | None) -> None:
+        """An equation with nested jaxprs: its group, and a group per nested jaxpr
+        when it has several."""
+        gid = f"g{_path_id(info.path)}"
+        self.groups.add(
+            GraphGroup(
+                id=gid,
+                kind=info.primitive,
+                label=_group_label(info),
+                parent=parent,
+                size=0,
+                **_eqn_fields(info),
+            )
+        )
+        self.wires.enter(gid, info, children)
+        for child in children:
+            if len(children) == 1:
+                self.region(child, gid)
+                continue
+            rid = f"r{_path_id(child.path)}"
+            self.groups.add(
+                GraphGroup(
+                    id=rid,
+                    kind="region",
+                    label=child.label,
+                    parent=gid,
+                    size=0,
+                    path=child.path,
+                    inputs=tuple(child.invars),
+                    outputs=tuple(child.outvars),
+                )
+            )
+            self.region(child, rid)
+        self.wires.leave(info, children)
 
 
 def build_graph(model: JaxprModel, title: str = "") -> GraphModel:
     """The dataflow graph of a ``JaxprModel`` (see the module docstring)."""
     builder = _Builder()
+    wires = builder.wires
     top = model.top
     names = model.arg_names or ()
     for i, (name, aval) in enumerate(top.invars):
@@ -348,7 +383,7 @@ def build_graph(model: JaxprModel, title: str = "") -> GraphModel:
                 id=nid, kind="input", label=label, group=None, outputs=((name, aval),)
             )
         )
-        builder.producers.setdefault(name, []).append(nid)
+        wires.produce(name, nid)
     builder.region(top, None)
     paths = model.result_paths or ()
     for i, (name, aval) in enumerate(top.outvars):
@@ -359,88 +394,14 @@ def build_graph(model: JaxprModel, title: str = "") -> GraphModel:
                 id=nid, kind="output", label=label, group=None, inputs=((name, aval),)
             )
         )
-        builder.consume(nid, [(name, aval)])
-    builder.finish()
+        wires.consume(nid, [(name, aval)])
     return GraphModel(
         title=title,
         nodes=builder.nodes,
-        edges=builder.edges,
-        groups=builder.groups,
+        edges=wires.edges,
+        groups=builder.groups.sized(builder.nodes),
         raw_files=dict(model.raw_files),
     )
-
-
-# ----------------------------------------------------------------- source snippets
-
-
-def cell_lines(cell: int) -> list[str]:
-    """The lines of IPython input cell ``cell`` (empty when not found)."""
-    shell = running_shell()
-    if shell is None:
-        return []
-    filename_map = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
-    for filename, number in list(filename_map.items()):
-        if number == cell:
-            lines = linecache.getlines(filename)
-            if lines:
-                return lines
-    history = getattr(shell, "user_ns", {}).get("In")
-    if isinstance(history, list) and 0 <= cell < len(history):
-        text = history[cell]
-        if isinstance(text, str) and text:
-            return text.splitlines(keepends=True)
-    return []
-
-
-_CELL = re.compile(r"^In \[(\d+)\]$")
-
-
-def _file_lines(file: str, raw_file: str | None = None) -> list[str]:
-    """The lines of shown file ``file``, read by its compiled name ``raw_file`` if known.
-
-    An ``In [N]`` name alone is ambiguous (cells run without history share one ``N``),
-    so the compiled name (which IPython puts in ``linecache``) comes first.
-    """
-    if raw_file is not None:
-        lines = linecache.getlines(raw_file)
-        if lines:
-            return lines
-    match = _CELL.match(file)
-    if match:
-        return cell_lines(int(match.group(1)))
-    return linecache.getlines(file)
-
-
-def source_snippets(
-    locs: Iterable[SourceLoc],
-    context: int = CONTEXT_LINES,
-    raw_files: Mapping[str, str] | None = None,
-) -> dict[str, dict[int, str]]:
-    """``{file: {line: text}}`` for every line in ``locs`` and ``context`` lines around it.
-
-    ``raw_files`` maps a shown file to its compiled file name (see ``_file_lines``).
-    """
-    keys: list[tuple[str, int]] = []
-    seen: set[tuple[str, int]] = set()
-    for loc in locs:
-        if loc.key not in seen:
-            seen.add(loc.key)
-            keys.append(loc.key)
-            if len(keys) >= MAX_SOURCE_LINES:
-                break
-    out: dict[str, dict[int, str]] = {}
-    cache: dict[str, list[str]] = {}
-    for file, line in keys:
-        lines = cache.get(file)
-        if lines is None:
-            raw = raw_files.get(file) if raw_files else None
-            lines = cache[file] = _file_lines(file, raw)
-        if not lines:
-            continue
-        table = out.setdefault(file, {})
-        for n in range(max(1, line - context), min(len(lines), line + context) + 1):
-            table[n] = lines[n - 1].rstrip("\n")
-    return out
 
 
 # ------------------------------------------------------------------------ payload

@@ -89,10 +89,8 @@ class GraphView(Renderable):
         if kernel_present():
             try:
                 data = self.widget()._repr_mimebundle_(include=include, exclude=exclude)
-            except (
-                Exception
-            ):  # the HTML and text stay; a widget failure never kills a cell
-                data = None
+            except Exception:
+                data = None  # the HTML and text stay: a widget never kills a cell
             if isinstance(data, tuple):
                 data = data[0]
             if isinstance(data, dict):

@@ -6,9 +6,10 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from jaxscope._format import qualname
 from jaxscope._jaxpr.model import build_model
 from jaxscope._jaxpr.view import JaxprView
-from jaxscope._staging import check_callable, function_name, trace
+from jaxscope._staging import staged, trace
 
 
 def jaxpr(
@@ -43,19 +44,10 @@ def jaxpr(
         >>> [e.primitive for e in v.eqns]
         ['sin', 'mul']
     """
-    check_callable(fun, "js.jaxpr")
-
-    @functools.wraps(fun)
-    def traced(*args: Any, **kwargs: Any) -> JaxprView:
-        return jaxpr_view(
-            fun,
-            args,
-            kwargs,
-            static_argnums=static_argnums,
-            static_argnames=static_argnames,
-        )
-
-    return traced
+    build = functools.partial(
+        jaxpr_view, static_argnums=static_argnums, static_argnames=static_argnames
+    )
+    return staged(fun, "js.jaxpr", build)
 
 
 def jaxpr_view(
@@ -81,4 +73,4 @@ def jaxpr_view(
         static_argnames=static_argnames,
         api_name=api_name,
     )
-    return JaxprView(tr.jaxpr, build_model(tr.jaxpr), function_name=function_name(fun))
+    return JaxprView(tr.jaxpr, build_model(tr.jaxpr), function_name=qualname(fun))

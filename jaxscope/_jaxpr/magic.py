@@ -54,7 +54,8 @@ class JaxprMagics(JaxscopeMagics):
             )
         from jaxscope._jaxpr.api import jaxpr_view
 
-        parsed = parse_call(" ".join(opts.call), self.shell.user_ns, "jaxpr")
+        shell: Any = self.shell
+        parsed = parse_call(" ".join(opts.call), shell.user_ns, "jaxpr")
         view = jaxpr_view(
             parsed.function, parsed.args, parsed.kwargs, api_name="%jaxpr"
         )

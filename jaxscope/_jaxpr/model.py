@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from jaxscope._format import truncate
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import loc_from_raw
 from jaxscope.compat import jaxpr as _cj
@@ -27,6 +28,7 @@ class Region:
     """One (possibly nested) jaxpr: its binders, equations and the regions inside them.
 
     ``path`` is the prefix its equations' paths extend; ``()`` for the top jaxpr.
+    ``total`` counts its equations, nested ones included.
     """
 
     path: tuple[int, ...]
@@ -41,10 +43,6 @@ class Region:
     @property
     def depth(self) -> int:
         return len(self.path) // 2
-
-    def count_eqns(self) -> int:
-        """Equations in this region, nested ones included."""
-        return self.total
 
 
 @dataclass(slots=True)
@@ -93,8 +91,36 @@ def _letters(n: int) -> str:
             return out
 
 
+class _Sources:
+    """Source locations of equations, cached per traceback frame, with the text of
+    each line and the file name Python compiled each shown file under."""
+
+    __slots__ = ("locs", "raw_files", "source_text")
+
+    def __init__(self) -> None:
+        self.locs: dict[Any, SourceLoc] = {}
+        self.source_text: dict[tuple[str, int], str] = {}
+        self.raw_files: dict[str, str] = {}
+
+    def of(self, eqn: Any) -> SourceLoc | None:
+        """The user's source line of ``eqn`` (None when it has none)."""
+        raw = _csource.innermost_user_frame(_csource.eqn_traceback(eqn))
+        if raw is None:
+            return None
+        loc = self.locs.get(raw)
+        if loc is None:
+            loc = loc_from_raw(raw)
+            self.locs[raw] = loc
+            self.raw_files.setdefault(loc.file, raw.file)
+            if loc.key not in self.source_text:
+                text = linecache.getline(raw.file, raw.line).strip()
+                if text:
+                    self.source_text[loc.key] = text
+        return loc
+
+
 class _Builder:
-    """State of one walk: variable names, aval strings and source locations, cached."""
+    """State of one walk: variable names, aval strings, primitives and sources, cached."""
 
     __slots__ = (
         "avals",
@@ -102,21 +128,17 @@ class _Builder:
         "flat",
         "flat_prims",
         "kinds",
-        "locs",
         "namer",
         "prim_names",
-        "raw_files",
-        "source_text",
+        "sources",
     )
 
     def __init__(self) -> None:
         self.namer = _Namer()
+        self.sources = _Sources()
         self.flat: list[EqnInfo] = []
         self.by_line: dict[tuple[str, int], list[EqnInfo]] = {}
-        self.source_text: dict[tuple[str, int], str] = {}
-        self.raw_files: dict[str, str] = {}
         self.avals: dict[Any, str] = {}
-        self.locs: dict[Any, SourceLoc] = {}
         self.kinds: dict[type, str] = {}
         self.flat_prims: set[Any] = set()
         self.prim_names: dict[Any, str] = {}
@@ -173,21 +195,6 @@ class _Builder:
             self.prim_names[prim] = name
         return name
 
-    def source(self, eqn: Any) -> SourceLoc | None:
-        raw = _csource.innermost_user_frame(_csource.eqn_traceback(eqn))
-        if raw is None:
-            return None
-        loc = self.locs.get(raw)
-        if loc is None:
-            loc = loc_from_raw(raw)
-            self.locs[raw] = loc
-            self.raw_files.setdefault(loc.file, raw.file)
-            if loc.key not in self.source_text:
-                text = linecache.getline(raw.file, raw.line).strip()
-                if text:
-                    self.source_text[loc.key] = text
-        return loc
-
 
 def _literal_text(value: Any) -> str:
     # JAX wraps literal Python scalars (TypedInt, TypedFloat...): print the number.
@@ -201,7 +208,7 @@ def _literal_text(value: Any) -> str:
         text = str(value.item())  # numpy's str of a 0-d array is slow
     else:
         text = str(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return truncate(text, 40)
 
 
 _SIMPLE = (bool, int, float, str)
@@ -220,10 +227,24 @@ def _param_str(value: Any) -> str:
         text = str(value)
         if len(text) > 4 * _MAX_PARAM_CHARS:
             text = text[: 4 * _MAX_PARAM_CHARS]
-    text = " ".join(text.split())
-    if len(text) > _MAX_PARAM_CHARS:
-        text = text[: _MAX_PARAM_CHARS - 3] + "..."
-    return text
+    return truncate(" ".join(text.split()), _MAX_PARAM_CHARS)
+
+
+def _params(params: dict[str, Any], subs: list[tuple[str, Any]]) -> dict[str, str]:
+    """An equation's params as strings; nested jaxprs (``subs``) as ``{N eqns}``."""
+    if not subs:
+        return {key: _param_str(value) for key, value in params.items()}
+    sub_counts: dict[str, list[str]] = {}
+    for key, sub in subs:
+        n = len(_cj.open_jaxpr(sub)[0].eqns)
+        sub_counts.setdefault(key.split("[", 1)[0], []).append(f"{{{n} eqns}}")
+    shown = {
+        key: _param_str(value) for key, value in params.items() if key not in sub_counts
+    }
+    for key, counts in sub_counts.items():  # nested jaxprs last, as JAX prints
+        multi = isinstance(params[key], (tuple, list))
+        shown[key] = "(" + ", ".join(counts) + ")" if multi else counts[0]
+    return shown
 
 
 @contextlib.contextmanager
@@ -251,8 +272,8 @@ def build_model(closed_jaxpr: Any) -> JaxprModel:
         arg_names=_cj.jaxpr_arg_names(jaxpr),
         result_paths=_cj.jaxpr_result_paths(jaxpr),
         by_line=builder.by_line,
-        source_text=builder.source_text,
-        raw_files=builder.raw_files,
+        source_text=builder.sources.source_text,
+        raw_files=builder.sources.raw_files,
     )
 
 
@@ -274,24 +295,8 @@ def _walk(jaxpr: Any, path: tuple[int, ...], label: str, b: _Builder) -> Region:
     for index, eqn in enumerate(jaxpr.eqns):
         eqn_path = (*path, index)
         subs = b.subjaxprs(eqn)
-        params: dict[str, str]
-        if subs:
-            sub_counts: dict[str, list[str]] = {}
-            for key, sub in subs:
-                n = len(_cj.open_jaxpr(sub)[0].eqns)
-                sub_counts.setdefault(key.split("[", 1)[0], []).append(f"{{{n} eqns}}")
-            params = {
-                key: _param_str(value)
-                for key, value in eqn.params.items()
-                if key not in sub_counts
-            }
-            for key, counts in sub_counts.items():  # nested jaxprs last, as JAX prints
-                value = eqn.params[key]
-                multi = isinstance(value, (tuple, list))
-                params[key] = "(" + ", ".join(counts) + ")" if multi else counts[0]
-        else:
-            params = {key: _param_str(value) for key, value in eqn.params.items()}
-        source = b.source(eqn)
+        params = _params(eqn.params, subs)
+        source = b.sources.of(eqn)
         info = EqnInfo(
             path=eqn_path,
             depth=depth,
@@ -450,9 +455,27 @@ def _region_lines(
                 )
             else:
                 _region_lines(child, indent + 6, lines, max_depth, max_eqns)
+    lines.append(Line("close", indent + 2, closing_text(region), region=region))
+
+
+def closing_text(region: Region) -> str:
+    """``in (c, d) }``: the line that ends a region, naming its results."""
     outs = ", ".join(name for name, _ in region.outvars)
     comma = "," if len(region.outvars) == 1 else ""
-    lines.append(Line("close", indent + 2, f"in ({outs}{comma}) }}", region=region))
+    return f"in ({outs}{comma}) }}"
+
+
+def fold_depth(model: JaxprModel, max_eqns: int, max_lines: int) -> int | None:
+    """The deepest level to fold nested jaxprs at (None: no folding) that keeps the
+    display (long regions elided to ``max_eqns``) within ``max_lines`` lines."""
+    deepest = max((e.depth for e in model.eqns), default=0)
+    chosen: int | None = None
+    for candidate in [None, *range(deepest - 1, -1, -1)]:
+        chosen = candidate
+        lines = display_lines(model, max_depth=candidate, max_eqns_per_region=max_eqns)
+        if len(lines) <= max_lines:
+            break
+    return chosen
 
 
 def render_text(
@@ -520,7 +543,3 @@ def shown_indices(n: int, max_eqns: int | None) -> Iterator[int]:
     yield from range(head)
     yield -(n - head - tail)
     yield from range(n - tail, n)
-
-
-# Kept for callers of the first version of this module.
-_shown_indices = shown_indices

@@ -15,12 +15,17 @@ import os
 from typing import Any
 
 from jaxscope._display import html, rich_renderable
-from jaxscope._jaxpr.model import Line, Region, display_lines, eqn_parts, shown_indices
+from jaxscope._format import plural
+from jaxscope._jaxpr.model import (
+    Region,
+    closing_text,
+    display_lines,
+    eqn_parts,
+    shown_indices,
+)
 from jaxscope._jaxpr.view import JaxprView
 from jaxscope._records import EqnInfo
 
-# Displays fold long programs; `.text` always has everything.
-DISPLAY_MAX_EQNS_PER_REGION = 200
 # Equation rows written into one HTML fragment at most (elided runs beyond it say so).
 HTML_MAX_ROWS = 2000
 # Elided runs expand in chunks of this many equations.
@@ -29,11 +34,6 @@ HTML_CHUNK = 500
 HTML_OPEN_MAX_EQNS = 200
 
 _ids = itertools.count()
-
-
-def display_text(view: JaxprView) -> str:
-    """The text a display shows: folded at ``view.depth``, long regions elided."""
-    return view.display_text()
 
 
 # --------------------------------------------------------------------------- rich
@@ -208,29 +208,43 @@ class _HtmlWriter:
             f"({child.total} equations)</span></summary>"
         )
         self.region(child, indent)
-        outs = ", ".join(name for name, _ in child.outvars)
-        comma = "," if len(child.outvars) == 1 else ""
+        self.close(child, indent)
+        self.parts.append("</details>")
+
+    def close(self, region: Region, indent: int) -> None:
         self.parts.append(
             f'<div class="jxs-f" style="padding-left:{indent + 2}ch">'
-            f"in ({_esc(outs)}{comma}) }}</div></details>"
+            f"{_esc(closing_text(region))}</div>"
         )
 
     def eqn(self, info: EqnInfo, indent: int) -> None:
         self.rows += 1
-        outs, prim, params, ins = eqn_parts(info)
         key = self.keys.get(info.source.key) if info.source is not None else None
-        data = f' data-s="{key}"' if key is not None else ""
-        scope = f' title="{_esc(info.scope)}"' if info.scope else ""
-        src = ""
-        if info.source is not None and self.view.show_source:
-            src = f'<span class="jxs-l">{_esc(info.source)}</span>'
-        self.parts.append(
-            f'<div class="jxs-e"{data}{scope} style="padding-left:{indent + 4}ch">'
-            f'<span class="jxs-o">{_esc(outs)}</span> = '
-            f'<span class="jxs-p">{_esc(prim)}</span>'
-            f'<span class="jxs-a">{_esc(params)}</span> '
-            f'<span class="jxs-i">{_esc(ins)}</span>{src}</div>'
-        )
+        self.parts.append(_eqn_row(info, key, indent, self.view.show_source))
+
+
+def _eqn_row(info: EqnInfo, key: int | None, indent: int, show_source: bool) -> str:
+    """An equation's row, linked to source line ``key``, its scope as a tooltip."""
+    data = f' data-s="{key}"' if key is not None else ""
+    scope = f' title="{_esc(info.scope)}"' if info.scope else ""
+    src = ""
+    if info.source is not None and show_source:
+        src = f'<span class="jxs-l">{_esc(info.source)}</span>'
+    return (
+        f'<div class="jxs-e"{data}{scope} style="padding-left:{indent + 4}ch">'
+        f"{_eqn_spans(info)}{src}</div>"
+    )
+
+
+def _eqn_spans(info: EqnInfo) -> str:
+    """An equation line's outputs, primitive, params and inputs, as styled spans."""
+    outs, prim, params, ins = eqn_parts(info)
+    return (
+        f'<span class="jxs-o">{_esc(outs)}</span> = '
+        f'<span class="jxs-p">{_esc(prim)}</span>'
+        f'<span class="jxs-a">{_esc(params)}</span> '
+        f'<span class="jxs-i">{_esc(ins)}</span>'
+    )
 
 
 def _binders(consts: list[tuple[str, str]], invars: list[tuple[str, str]]) -> str:
@@ -249,8 +263,7 @@ def _source_panel(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
             f'<div class="jxs-s" data-s="{index}">'
             f'<span class="jxs-l" style="margin-left:0">{_esc(loc)}</span> '
             f"<code>{_esc(code)}</code> "
-            f'<span class="jxs-n">{len(infos)} eqn{"s" if len(infos) != 1 else ""}'
-            "</span></div>"
+            f'<span class="jxs-n">{plural(len(infos), "eqn")}</span></div>'
         )
     parts.append("</div>")
     return "".join(parts)
@@ -283,7 +296,7 @@ def _by_source_html(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
         n = len(infos)
         parts.append(
             f'<details class="jxs-g"{opened}><summary class="jxs-s"{data}>{head} '
-            f'<span class="jxs-n">{n} eqn{"s" if n != 1 else ""}</span></summary>'
+            f'<span class="jxs-n">{plural(n, "eqn")}</span></summary>'
         )
         for index in shown_indices(n, view.display_max_eqns):
             if index < 0 or rows >= HTML_MAX_ROWS:
@@ -297,13 +310,9 @@ def _by_source_html(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
                 continue
             info = infos[index]
             rows += 1
-            outs, prim, params, ins = eqn_parts(info)
             parts.append(
                 f'<div class="jxs-e"{data} style="padding-left:{4 + 2 * info.depth}ch">'
-                f'<span class="jxs-o">{_esc(outs)}</span> = '
-                f'<span class="jxs-p">{_esc(prim)}</span>'
-                f'<span class="jxs-a">{_esc(params)}</span> '
-                f'<span class="jxs-i">{_esc(ins)}</span></div>'
+                f"{_eqn_spans(info)}</div>"
             )
         parts.append("</details>")
     return "".join(parts)
@@ -318,9 +327,9 @@ def _(view: JaxprView) -> str:
         name = _esc(view.function_name) if view.function_name else "a function"
         return (
             f'<div class="jxs-jaxpr" id="{uid}"><style>{_CSS.replace("ID", uid)}</style>'
-            f'<div class="jxs-head">jaxpr of <b>{name}</b> by source line: {n} '
-            f"equation{'s' if n != 1 else ''} from {len(keys)} line"
-            f"{'s' if len(keys) != 1 else ''}; click a line to see its equations</div>"
+            f'<div class="jxs-head">jaxpr of <b>{name}</b> by source line: '
+            f"{plural(n, 'equation')} from {plural(len(keys), 'line')}; "
+            "click a line to see its equations</div>"
             f'<div class="jxs-code">{_by_source_html(view, keys)}</div></div>'
         )
     writer = _HtmlWriter(view, keys)
@@ -331,17 +340,12 @@ def _(view: JaxprView) -> str:
         "</div>"
     )
     writer.region(top, 0)
-    outs = ", ".join(name for name, _ in top.outvars)
-    comma = "," if len(top.outvars) == 1 else ""
-    writer.parts.append(
-        f'<div class="jxs-f" style="padding-left:2ch">in ({_esc(outs)}{comma}) }}</div>'
-    )
+    writer.close(top, 0)
     name = _esc(view.function_name) if view.function_name else "a function"
     n = len(view.eqns)
     head = (
-        f'<div class="jxs-head">jaxpr of <b>{name}</b>: {n} equation'
-        f"{'s' if n != 1 else ''}, {len(keys)} source line"
-        f"{'s' if len(keys) != 1 else ''}; hover or click a line to link the two"
+        f'<div class="jxs-head">jaxpr of <b>{name}</b>: {plural(n, "equation")}, '
+        f"{plural(len(keys), 'source line')}; hover or click a line to link the two"
         "</div>"
     )
     panel = _source_panel(view, keys) if view.show_source and keys else ""
@@ -350,6 +354,3 @@ def _(view: JaxprView) -> str:
         f'{head}<div class="jxs-cols"><div class="jxs-code">{"".join(writer.parts)}'
         f"</div>{panel}</div><script>{_JS.replace('ID', uid)}</script></div>"
     )
-
-
-__all__ = ["DISPLAY_MAX_EQNS_PER_REGION", "Line", "display_text"]

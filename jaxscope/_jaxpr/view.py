@@ -8,7 +8,7 @@ from jaxscope._display import Renderable
 from jaxscope._jaxpr.model import (
     JaxprModel,
     Region,
-    display_lines,
+    fold_depth,
     render_by_line,
     render_text,
 )
@@ -125,18 +125,9 @@ class JaxprView(Renderable):
         if self.depth is not None:
             return self.depth
         if self._auto_depth == -1:
-            deepest = max((e.depth for e in self.eqns), default=0)
-            chosen: int | None = None
-            for candidate in [None, *range(deepest - 1, -1, -1)]:
-                chosen = candidate
-                lines = display_lines(
-                    self.model,
-                    max_depth=candidate,
-                    max_eqns_per_region=self.display_max_eqns,
-                )
-                if len(lines) <= self.display_max_lines:
-                    break
-            self._auto_depth = chosen
+            self._auto_depth = fold_depth(
+                self.model, self.display_max_eqns, self.display_max_lines
+            )
         return self._auto_depth
 
     def fold_note(self) -> str:

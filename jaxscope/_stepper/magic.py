@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import cmd
 import sys
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
@@ -45,10 +45,68 @@ _HELP = """commands (pdb style):
   q(uit)            leave the prompt (the stepper stays in _jaxstep)"""
 
 
-class StepperPrompt(cmd.Cmd):
+# The short forms of the commands, as pdb spells them.
+_ALIASES = {
+    "s": "step",
+    "n": "next",
+    "f": "finish",
+    "c": "continue",
+    "cont": "continue",
+    "u": "until",
+    "b": "break",
+    "cl": "clear",
+    "print": "p",
+    "v": "vars",
+    "l": "list",
+    "w": "where",
+    "bt": "where",
+    "q": "quit",
+    "exit": "quit",
+    "h": "help",
+}
+
+
+class _Prompt(cmd.Cmd):
+    """A ``cmd.Cmd`` that echoes scripted input (so a transcript reads like a terminal
+    session) and knows short ``aliases`` of its commands."""
+
+    aliases: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, stdin: IO[str] | None, stdout: IO[str] | None):
+        stdin = stdin if stdin is not None else sys.stdin
+        stdout = stdout if stdout is not None else sys.stdout
+        super().__init__(stdin=stdin, stdout=stdout)
+        self.use_rawinput = stdin is sys.__stdin__ and bool(
+            getattr(stdin, "isatty", lambda: False)()
+        )
+
+    def _say(self, text: str) -> None:
+        self.stdout.write(text + "\n")
+
+    def precmd(self, line: str) -> str:
+        if not self.use_rawinput and line != "EOF":
+            self.stdout.write(line.rstrip("\n") + "\n")
+        return line
+
+    def parseline(self, line: str) -> tuple[str | None, str | None, str]:
+        command, arg, line = super().parseline(line)
+        return self.aliases.get(command, command) if command else command, arg, line
+
+    def get_names(self) -> list[str]:
+        return [*super().get_names(), *(f"do_{alias}" for alias in self.aliases)]
+
+    def default(self, line: str) -> None:
+        self._say(f"*** unknown command {line.split()[0]!r}; type help")
+
+    def emptyline(self) -> bool:
+        return bool(self.lastcmd) and self.onecmd(self.lastcmd)
+
+
+class StepperPrompt(_Prompt):
     """A pdb-like prompt driving a ``Stepper``; reads ``stdin``, writes ``stdout``."""
 
     prompt = "(jaxstep) "
+    aliases = _ALIASES
 
     def __init__(
         self,
@@ -56,36 +114,14 @@ class StepperPrompt(cmd.Cmd):
         stdin: IO[str] | None = None,
         stdout: IO[str] | None = None,
     ):
-        stdin = stdin if stdin is not None else sys.stdin
-        stdout = stdout if stdout is not None else sys.stdout
-        super().__init__(stdin=stdin, stdout=stdout)
-        self.use_rawinput = stdin is sys.__stdin__ and bool(
-            getattr(stdin, "isatty", lambda: False)()
-        )
+        super().__init__(stdin, stdout)
         self.stepper = stepper
-
-    # ---------------------------------------------------------------- plumbing
-
-    def _say(self, text: str) -> None:
-        self.stdout.write(text + "\n")
 
     def run(self) -> Stepper:
         """Show where the stepper is, then read commands until ``q`` or end of input."""
         self._say(location_text(self.stepper))
         self.cmdloop()
         return self.stepper
-
-    def precmd(self, line: str) -> str:
-        if not self.use_rawinput and line != "EOF":
-            # Echo scripted input so a transcript reads like a terminal session.
-            self.stdout.write(line.rstrip("\n") + "\n")
-        return line
-
-    def default(self, line: str) -> None:
-        self._say(f"*** unknown command {line.split()[0]!r}; type help")
-
-    def emptyline(self) -> bool:
-        return bool(self.lastcmd) and self.onecmd(self.lastcmd)
 
     def _move(self, action: Any, *args: Any) -> None:
         try:
@@ -100,22 +136,14 @@ class StepperPrompt(cmd.Cmd):
     def do_step(self, arg: str) -> None:
         self._move(self.stepper.step)
 
-    do_s = do_step
-
     def do_next(self, arg: str) -> None:
         self._move(self.stepper.next)
-
-    do_n = do_next
 
     def do_finish(self, arg: str) -> None:
         self._move(self.stepper.finish)
 
-    do_f = do_finish
-
     def do_continue(self, arg: str) -> None:
         self._move(self.stepper.run)
-
-    do_c = do_cont = do_continue
 
     def do_until(self, arg: str) -> None:
         if not arg.strip():
@@ -124,86 +152,26 @@ class StepperPrompt(cmd.Cmd):
         target: Any = int(arg) if arg.strip().isdigit() else arg.strip()
         self._move(self.stepper.run, target)
 
-    do_u = do_until
-
     def do_break(self, arg: str) -> None:
-        arg = arg.strip()
-        s = self.stepper
-        if not arg:
-            bps = s.breakpoints
-            parts = [f"line {b}" for b in bps["lines"]] + [
-                f"primitive {p}" for p in bps["primitives"]
-            ]
-            parts += [k for k in ("nan", "inf") if bps[k]]
-            self._say("breakpoints: " + (", ".join(parts) if parts else "none"))
-            return
-        try:
-            if arg in ("nan", "inf"):
-                s.break_on(**{arg: True})
-            elif arg.isdigit() or ":" in arg:
-                s.break_on(line=int(arg) if arg.isdigit() else arg)
-            else:
-                s.break_on(primitive=arg)
-        except JaxscopeError as exc:
-            self._say(f"*** {exc}")
-            return
-        self._say(f"breakpoint set: {arg}")
-
-    do_b = do_break
+        self._say(_break(self.stepper, arg.strip()))
 
     def do_clear(self, arg: str) -> None:
-        arg = arg.strip()
-        try:
-            self.stepper.clear_breakpoints(int(arg) if arg.isdigit() else (arg or None))
-        except JaxscopeError as exc:
-            self._say(f"*** {exc}")
-            return
-        self._say(f"cleared {'breakpoint ' + arg if arg else 'all breakpoints'}")
-
-    do_cl = do_clear
+        self._say(_clear(self.stepper, arg.strip()))
 
     def do_p(self, arg: str) -> None:
-        expr = arg.strip()
-        if not expr:
-            self._say("*** p needs a variable name or an expression")
-            return
-        values = self.stepper.values
-        if expr in values:
-            self._say(f"{expr} = {values[expr]!r}")
-            return
-        import jax.numpy as jnp
-        import numpy as np
-
-        namespace = {"jnp": jnp, "np": np, **values}
-        try:
-            result = eval(compile(expr, "<jaxstep>", "eval"), namespace)
-        except Exception as exc:
-            known = ", ".join(values) or "none yet"
-            self._say(f"*** {type(exc).__name__}: {exc} (variables here: {known})")
-            return
-        self._say(repr(result))
-
-    do_print = do_p
+        self._say(_print(self.stepper.values, arg.strip()))
 
     def do_vars(self, arg: str) -> None:
         self._say(values_text(self.stepper.summaries()))
 
-    do_v = do_vars
-
     def do_list(self, arg: str) -> None:
         self._say(listing_text(self.stepper))
-
-    do_l = do_list
 
     def do_where(self, arg: str) -> None:
         self._say(where_text(self.stepper))
 
-    do_w = do_bt = do_where
-
     def do_quit(self, arg: str) -> bool:
         return True
-
-    do_q = do_exit = do_quit
 
     def do_EOF(self, arg: str) -> bool:
         self._say("")
@@ -212,7 +180,58 @@ class StepperPrompt(cmd.Cmd):
     def do_help(self, arg: str) -> None:
         self._say(_HELP)
 
-    do_h = do_help
+
+def _break(stepper: Stepper, arg: str) -> str:
+    """``b``: list the breakpoints, or set one (a line, nan, inf or a primitive)."""
+    if not arg:
+        bps = stepper.breakpoints
+        parts = [f"line {b}" for b in bps["lines"]]
+        parts += [f"primitive {p}" for p in bps["primitives"]]
+        parts += [k for k in ("nan", "inf") if bps[k]]
+        return "breakpoints: " + (", ".join(parts) if parts else "none")
+    try:
+        if arg in ("nan", "inf"):
+            stepper.break_on(nan=arg == "nan", inf=arg == "inf")
+        else:
+            _break_at(stepper, arg)
+    except JaxscopeError as exc:
+        return f"*** {exc}"
+    return f"breakpoint set: {arg}"
+
+
+def _break_at(stepper: Stepper, spec: str) -> None:
+    """Break at ``spec``: a line (``12``, ``file:12``) or else a primitive."""
+    if spec.isdigit() or ":" in spec:
+        stepper.break_on(line=int(spec) if spec.isdigit() else spec)
+    else:
+        stepper.break_on(primitive=spec)
+
+
+def _clear(stepper: Stepper, arg: str) -> str:
+    """``cl``: clear the breakpoint at line ``arg``, or all of them."""
+    try:
+        stepper.clear_breakpoints(int(arg) if arg.isdigit() else (arg or None))
+    except JaxscopeError as exc:
+        return f"*** {exc}"
+    return f"cleared {'breakpoint ' + arg if arg else 'all breakpoints'}"
+
+
+def _print(values: dict[str, Any], expr: str) -> str:
+    """``p``: a variable, or an expression over the frame's variables (and jnp, np)."""
+    if not expr:
+        return "*** p needs a variable name or an expression"
+    if expr in values:
+        return f"{expr} = {values[expr]!r}"
+    import jax.numpy as jnp
+    import numpy as np
+
+    namespace = {"jnp": jnp, "np": np, **values}
+    try:
+        result = eval(compile(expr, "<jaxstep>", "eval"), namespace)
+    except Exception as exc:
+        known = ", ".join(values) or "none yet"
+        return f"*** {type(exc).__name__}: {exc} (variables here: {known})"
+    return repr(result)
 
 
 def _in_kernel(shell: Any) -> bool:
@@ -253,15 +272,13 @@ class StepperMagics(JaxscopeMagics):
         """Step through CALL equation by equation (jit disabled): a widget in notebooks,
         a pdb-like prompt in a terminal. The stepper is kept in ``_jaxstep``."""
         opts = parse_magic_args(self.jaxstep, line, verbatim="call")
-        parsed = parse_call(" ".join(opts.call), self.shell.user_ns, "jaxstep")
+        shell: Any = self.shell
+        parsed = parse_call(" ".join(opts.call), shell.user_ns, "jaxstep")
         stepper = step(parsed.function)(*parsed.args, **parsed.kwargs)
         for spec in opts.breaks:
-            if spec.isdigit() or ":" in spec:
-                stepper.break_on(line=int(spec) if spec.isdigit() else spec)
-            else:
-                stepper.break_on(primitive=spec)
+            _break_at(stepper, spec)
         stepper.break_on(nan=opts.nan, inf=opts.inf)
-        self.shell.user_ns["_jaxstep"] = stepper
+        shell.user_ns["_jaxstep"] = stepper
         use_widget = opts.widget or (_in_kernel(self.shell) and not opts.prompt)
         if use_widget:
             from jaxscope._stepper.widget import StepperWidget

@@ -7,6 +7,7 @@ from typing import Any
 
 from jaxscope._display import html as html_dispatch
 from jaxscope._display import rich_renderable
+from jaxscope._format import truncate
 from jaxscope._jaxpr.model import eqn_line
 from jaxscope._records import EqnInfo
 from jaxscope._stepper.stepper import Frame, NanFinding, Stepper, ValueSummary
@@ -14,7 +15,8 @@ from jaxscope._stepper.stepper import Frame, NanFinding, Stepper, ValueSummary
 _MAX_ROWS = 40
 
 
-def _num(value: float | None) -> str:
+def stat_text(value: float | None) -> str:
+    """A statistic of a value summary: 4 significant digits, ``-`` when None."""
     if value is None:
         return "-"
     return f"{value:.4g}"
@@ -67,8 +69,7 @@ def _short_repr(stepper: Stepper) -> str:
         text = repr(stepper.result)
     except Exception as exc:
         text = f"<{type(exc).__name__}>"
-    text = " ".join(text.split())
-    return text if len(text) <= 200 else text[:197] + "..."
+    return truncate(" ".join(text.split()), 200)
 
 
 def listing_text(stepper: Stepper, context: int = 5) -> str:
@@ -107,16 +108,17 @@ def values_text(summaries: list[ValueSummary]) -> str:
             (
                 s.label,
                 s.aval,
-                _num(s.min),
-                _num(s.max),
-                _num(s.mean),
+                stat_text(s.min),
+                stat_text(s.max),
+                stat_text(s.mean),
                 str(s.nan_count),
                 str(s.inf_count),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip()
+        for row in rows
     ]
     if len(summaries) > _MAX_ROWS:
         lines.append(f"... {len(summaries) - _MAX_ROWS} more")
@@ -133,9 +135,9 @@ def _values_table(summaries: list[ValueSummary], title: str) -> Any:
         table.add_row(
             s.label,
             s.aval,
-            _num(s.min),
-            _num(s.max),
-            _num(s.mean),
+            stat_text(s.min),
+            stat_text(s.max),
+            stat_text(s.mean),
             str(s.nan_count),
             str(s.inf_count),
             s.preview,
@@ -199,8 +201,8 @@ def values_html(summaries: list[ValueSummary], title: str) -> str:
     for s in summaries[:_MAX_ROWS]:
         cls = ' class="nan"' if s.nan_count or s.inf_count else ""
         rows.append(
-            f"<tr{cls}><td>{esc(s.label)}</td><td>{esc(s.aval)}</td><td>{_num(s.min)}</td>"
-            f"<td>{_num(s.max)}</td><td>{_num(s.mean)}</td><td>{s.nan_count}</td>"
+            f"<tr{cls}><td>{esc(s.label)}</td><td>{esc(s.aval)}</td><td>{stat_text(s.min)}</td>"
+            f"<td>{stat_text(s.max)}</td><td>{stat_text(s.mean)}</td><td>{s.nan_count}</td>"
             f"<td>{s.inf_count}</td><td><code>{esc(s.preview)}</code></td></tr>"
         )
     return f"<div>{esc(title)}</div><table><tr>{head}</tr>{''.join(rows)}</table>"

@@ -16,8 +16,9 @@ import anywidget
 import traitlets
 
 from jaxscope._exceptions import JaxscopeError
+from jaxscope._format import truncate
 from jaxscope._jaxpr.model import eqn_line
-from jaxscope._stepper.render import frames_text, location_text
+from jaxscope._stepper.render import frames_text, location_text, stat_text
 from jaxscope._stepper.stepper import Stepper
 
 _STATIC = Path(__file__).resolve().parent.parent / "_static"
@@ -25,16 +26,12 @@ _COMMANDS = ("step", "next", "finish", "continue", "toggle_break", "expand")
 _FULL_CHARS = 20_000
 
 
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
-
-
 def _full_text(value: Any) -> str:
     import numpy as np
 
     with np.printoptions(threshold=2_000, linewidth=120):
         text = repr(np.asarray(value))
-    return text if len(text) <= _FULL_CHARS else text[: _FULL_CHARS - 3] + "..."
+    return truncate(text, _FULL_CHARS)
 
 
 def payload(
@@ -83,9 +80,9 @@ def payload(
                 "name": s.name,
                 "label": s.label,
                 "aval": s.aval,
-                "min": _fmt(s.min),
-                "max": _fmt(s.max),
-                "mean": _fmt(s.mean),
+                "min": stat_text(s.min),
+                "max": stat_text(s.max),
+                "mean": stat_text(s.mean),
                 "nan": s.nan_count,
                 "inf": s.inf_count,
                 "preview": s.preview,

@@ -2,9 +2,8 @@
 
 Relies on ``Primitive.get_bind_params`` (a ``(subfuns, params)`` tuple before jax 0.9,
 a dict that may hold ``subfuns`` from 0.9 on), ``Primitive.bind``,
-``Primitive.multiple_results``, ``JaxprEqn.ctx`` (``JaxprEqnContext`` and its
-``manager``) and the ``_jit_info`` of a ``jax.jit`` wrapper. Checked on jax 0.9.0 and
-0.10.2.
+``Primitive.multiple_results`` and ``JaxprEqn.ctx`` (``JaxprEqnContext`` and its
+``manager``). Checked on jax 0.9.0 and 0.10.2.
 """
 
 from __future__ import annotations
@@ -15,23 +14,6 @@ from typing import Any
 from jax._src import core as _core
 
 from jaxscope.compat import require
-
-
-def _split_bind_params(params: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    if isinstance(params, tuple):  # jax < 0.9: (subfuns, params)
-        subfuns, rest = params
-        return tuple(subfuns), dict(rest)
-    rest = dict(params)
-    return tuple(rest.pop("subfuns", ())), rest
-
-
-def bind_params(eqn: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """``(subfuns, params)`` to call ``eqn.primitive.bind(*subfuns, *args, **params)``.
-
-    Relies on: ``Primitive.get_bind_params`` (tuple before jax 0.9, dict after).
-    """
-    get = require(eqn.primitive, "get_bind_params", "compat.stepper.bind_params")
-    return _split_bind_params(get(eqn.params))
 
 
 def _default_context() -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from functools import partial
 
 import jax
@@ -11,7 +12,7 @@ from jax import lax
 
 def mlp_init(key, sizes=(4, 8, 3)):
     params = []
-    for i, (m, n) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for i, (m, n) in enumerate(itertools.pairwise(sizes)):
         k1, k2 = jax.random.split(jax.random.fold_in(key, i))
         params.append(
             {

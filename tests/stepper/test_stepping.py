@@ -66,7 +66,7 @@ def test_finish_returns_to_the_parents_next_equation():
 
 def test_scan_body_is_stepped_per_iteration_with_the_iteration_index():
     s = js.step(outer)(X).run(until="scan").step()
-    top, body = s.frames
+    _top, body = s.frames
     assert body.label == "scan body" and body.iteration == 0 and body.length == 3
     assert body.call.primitive == "scan"
     s.finish()  # one finish leaves the whole loop, not one iteration
@@ -116,7 +116,7 @@ def test_run_to_the_end_then_every_command_is_a_clear_error():
 
 def test_result_before_the_end_is_an_error():
     with pytest.raises(StepperFinishedError, match="not finished yet; call run"):
-        js.step(outer)(X).result
+        _ = js.step(outer)(X).result
 
 
 def test_run_until_a_line_number_file_line_sourceloc_and_callable():
@@ -158,7 +158,7 @@ def test_unknown_breakpoint_line_names_the_lines_with_equations():
         s.break_on(line=9999)
     with pytest.raises(
         BreakpointError,
-        match="no 'cosh' equation in this program; primitives present: .*sin",
+        match=r"no 'cosh' equation in this program; primitives present: .*sin",
     ):
         s.break_on(primitive="cosh")
     with pytest.raises(BreakpointError, match="must be a line number"):
@@ -220,7 +220,7 @@ def test_a_function_that_cannot_be_traced_is_a_one_line_error():
     ) as info:
         js.step(bad)(jnp.float32(1.0))
     assert "\n" not in str(info.value)
-    with pytest.raises(js.InvalidCallError, match="js.step expects a callable"):
+    with pytest.raises(js.InvalidCallError, match=r"js.step expects a callable"):
         js.step(3)
     with pytest.raises(js.InvalidCallError, match="needs concrete values"):
         js.step(jnp.sin)(jax.ShapeDtypeStruct((3,), jnp.float32))
@@ -234,7 +234,7 @@ def test_an_equation_that_raises_stops_the_stepper_with_its_line():
         return jax.pure_callback(cb, jax.ShapeDtypeStruct((), jnp.float32), x)
 
     s = js.step(f)(jnp.float32(1.0))
-    with pytest.raises(js.JaxscopeError, match="equation pure_callback .* raised"):
+    with pytest.raises(js.JaxscopeError, match=r"equation pure_callback .* raised"):
         s.run()
     assert s.done
     with pytest.raises(StepperFinishedError, match="has failed"):

@@ -1,0 +1,96 @@
+"""The user's source lines around where the stepper is, read through ``linecache``.
+
+Equations show their file as the user knows it (``In [3]``); the lines are read
+from the file name Python compiled them under, taken from an equation's traceback.
+"""
+
+from __future__ import annotations
+
+import linecache
+
+from jaxscope._records import EqnInfo, SourceLoc
+from jaxscope._stepper.plan import Node, Plan, iter_nodes
+
+
+class SourceReader:
+    """Reads the source of one program's equations (``eqns``, run by ``plan``)."""
+
+    def __init__(
+        self, plan: Plan, eqns: list[EqnInfo], defined_at: SourceLoc | None
+    ) -> None:
+        self.plan = plan
+        self.eqns = eqns
+        self.defined_at = defined_at
+
+    def line(self, node: Node | None, loc: SourceLoc | None = None) -> str | None:
+        """The text of ``node``'s source line (or of ``loc``), if readable."""
+        if loc is None:
+            if node is None or node.info.source is None:
+                return None
+            loc = node.info.source
+        raw = self._raw_file(loc.file, node)
+        if raw is None:
+            return None
+        text = linecache.getline(raw, loc.line)
+        return text.rstrip("\n") if text else None
+
+    def context(
+        self, node: Node | None, context: int = 3
+    ) -> tuple[str | None, list[tuple[int, str]]]:
+        """``(file, [(line number, text), ...])`` around ``node``'s line."""
+        if node is None or node.info.source is None:
+            return None, []
+        loc = node.info.source
+        raw = self._raw_file(loc.file, node)
+        if raw is None:
+            return loc.file, []
+        lines = linecache.getlines(raw)
+        lo = max(1, loc.line - context)
+        hi = min(len(lines), loc.line + context)
+        return loc.file, [(n, lines[n - 1].rstrip("\n")) for n in range(lo, hi + 1)]
+
+    def lines(
+        self, node: Node | None
+    ) -> tuple[str | None, list[tuple[int, str]], set[int]]:
+        """``node``'s file (else the first with equations): ``(file, [(line number,
+        text)], {lines holding equations})``, the lines spanning every equation in it
+        (from the function's ``def`` when it is above them)."""
+        loc = node.info.source if node is not None else None
+        if loc is None:
+            loc = next((i.source for i in self.eqns if i.source is not None), None)
+        if loc is None:
+            return None, [], set()
+        lines_with = {
+            i.source.line
+            for i in self.eqns
+            if i.source is not None and i.source.file == loc.file
+        }
+        raw = self._raw_file(loc.file, node)
+        text = linecache.getlines(raw) if raw else []
+        if not text:
+            return loc.file, [], lines_with
+        lo = max(1, min(lines_with) - 2)
+        defined = self.defined_at
+        if (
+            defined is not None
+            and defined.file == loc.file
+            and defined.line <= min(lines_with)
+        ):
+            lo = defined.line
+        hi = min(len(text), max(lines_with) + 1)
+        shown = [(n, text[n - 1].rstrip("\n")) for n in range(lo, hi + 1)]
+        return loc.file, shown, lines_with
+
+    def _raw_file(self, display: str, hint: Node | None = None) -> str | None:
+        if (
+            hint is not None
+            and hint.info.source is not None
+            and hint.info.source.file == display
+        ):
+            raw = hint.raw_file()
+            if raw:
+                return raw
+        for node in iter_nodes(self.plan):
+            if node.info.source is not None and node.info.source.file == display:
+                return node.raw_file()
+        return display
