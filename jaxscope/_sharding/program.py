@@ -52,6 +52,7 @@ from jaxscope._staging import (
     trace_error,
 )
 from jaxscope.compat import jaxpr as _cjaxpr
+from jaxscope.compat import libraries as _clib
 
 _PROPAGATED = "after sharding propagation"
 
@@ -201,8 +202,10 @@ def _lower(
     nums: tuple[int, ...],
     names: tuple[str, ...],
 ) -> Any:
-    """``fn`` traced and lowered on the example arguments (pmap lowers directly)."""
-    if hasattr(fn, "lower") and not hasattr(fn, "trace"):
+    """``fn`` traced and lowered on the example arguments (pmap lowers directly;
+    ``eqx.filter_jit``'s own ``lower`` returns Equinox's object, so it is traced)."""
+    pmap_like = hasattr(fn, "lower") and not hasattr(fn, "trace")
+    if pmap_like and not _clib.is_equinox_filter_jit(fn):
         try:
             return fn.lower(*args, **kwargs)
         except Exception as exc:

@@ -31,7 +31,7 @@ from jaxscope._format import qualname
 from jaxscope._jaxpr.model import JaxprModel, build_model
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import loc_of_function
-from jaxscope._staging import staged, trace
+from jaxscope._staging import Staged, stage, staged
 from jaxscope._stepper.breakpoints import Breakpoints, Target, until_target
 from jaxscope._stepper.interpreter import Interpreter
 from jaxscope._stepper.plan import Node, Plan
@@ -356,35 +356,18 @@ def _short_name(fun: Any) -> str:
     return qualname(fun).rsplit("<locals>.", 1)[-1]
 
 
-def _flatten_dynamic(
-    fn: Any,
-    args: Sequence[Any],
-    kwargs: dict[str, Any],
-    statics: Statics,
-    traced: Any,
-) -> list[Any]:
-    """The leaves of the traced (non-static) arguments, in the jaxpr's input order."""
-    nums, names = statics
-    jitted = (
-        fn
-        if hasattr(fn, "trace") and not nums and not names
-        else jax.jit(fn, static_argnums=nums, static_argnames=names)
-    )
-    nums, names = _cj.jit_static_args(jitted) or statics
-    snums = {n % len(args) if n < 0 and args else n for n in nums}
-    dynamic = (
-        tuple(a for i, a in enumerate(args) if i not in snums),
-        {k: v for k, v in kwargs.items() if k not in names},
-    )
-    leaves, tree = jax.tree_util.tree_flatten(dynamic)
-    expected = jax.tree_util.tree_structure(traced.args_info)
-    if tree != expected:
+def _input_leaves(fn: Any, staged: Staged) -> list[Any]:
+    """The concrete values bound to the jaxpr's inputs, in order (``staged.inputs``:
+    the call's arguments less its statics, or what nnx.jit / eqx.filter_jit trace)."""
+    leaves = jax.tree_util.tree_leaves(staged.inputs)
+    expected = len(jax.tree_util.tree_leaves(staged.traced.args_info))
+    if len(leaves) != expected:
         raise InvalidCallError(
             f"js.step could not match the arguments of {qualname(fn)} to its "
-            f"traced inputs ({tree} vs {expected}); pass static arguments with "
-            "js.step(f, static_argnums=...)"
+            f"{expected} traced inputs ({len(leaves)} values); pass static arguments "
+            "with js.step(f, static_argnums=...)"
         )
-    for path, leaf in jax.tree_util.tree_flatten_with_path(dynamic)[0]:
+    for path, leaf in jax.tree_util.tree_flatten_with_path(staged.inputs)[0]:
         if isinstance(leaf, jax.ShapeDtypeStruct):
             raise InvalidCallError(
                 f"js.step needs concrete values, but argument {jax.tree_util.keystr(path)} "
@@ -401,7 +384,7 @@ def _start(
 ) -> Stepper:
     """A ``Stepper`` of ``fun(*args, **kwargs)``, paused before its first equation."""
     nums, names = statics
-    traced = trace(
+    staged = stage(
         fun,
         args,
         kwargs,
@@ -409,9 +392,10 @@ def _start(
         static_argnames=names,
         api_name="js.step",
     )
+    traced = staged.traced
     return Stepper(
         traced.jaxpr,
-        _flatten_dynamic(fun, args, kwargs, statics, traced),
+        _input_leaves(fun, staged),
         traced.out_tree,
         function_name=_short_name(fun),
         defined_at=loc_of_function(fun),
