@@ -52,6 +52,47 @@ def private(module: str, needed_by: str) -> ModuleType:
         ) from None
 
 
+class MissingSymbolError(JaxscopeCompatError, AttributeError):
+    """A private JAX symbol is gone; also an ``AttributeError``, so feature detection
+    with ``getattr(module, name, default)`` keeps working."""
+
+
+class PrivateModule:
+    """A private JAX module imported at its first attribute access, not at import.
+
+    ``_core = PrivateModule("jax._src.core", "compat.leaks")`` reads like the module;
+    a missing module or attribute raises ``MissingSymbolError`` naming both, and
+    setting an attribute (installing a hook) sets it on the real module.
+    """
+
+    def __init__(self, module: str, needed_by: str) -> None:
+        object.__setattr__(self, "_name", module)
+        object.__setattr__(self, "_needed_by", needed_by)
+        object.__setattr__(self, "_module", None)
+
+    def _load(self) -> ModuleType:
+        module = object.__getattribute__(self, "_module")
+        if module is None:
+            name = object.__getattribute__(self, "_name")
+            module = private(name, object.__getattribute__(self, "_needed_by"))
+            object.__setattr__(self, "_module", module)
+        return module
+
+    def __getattr__(self, attr: str) -> Any:
+        module = self._load()
+        try:
+            return getattr(module, attr)
+        except AttributeError:
+            needed_by = object.__getattribute__(self, "_needed_by")
+            raise MissingSymbolError(
+                f"jaxscope.{needed_by} needs {module.__name__}.{attr}, absent in "
+                f"{_version_of(module.__name__)}; {_FIX}"
+            ) from None
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        setattr(self._load(), attr, value)
+
+
 def require(owner: Any, name: str, needed_by: str) -> Any:
     """Return ``owner.name`` or raise a ``JaxscopeCompatError`` naming the JAX version."""
     try:

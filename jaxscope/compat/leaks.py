@@ -18,11 +18,11 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from jax._src import core as _core
-from jax._src import source_info_util as _siu
-
 from jaxscope._exceptions import JaxscopeCompatError
-from jaxscope.compat import require
+from jaxscope.compat import PrivateModule, require
+
+_siu = PrivateModule("jax._src.source_info_util", "compat.leaks")
+_core = PrivateModule("jax._src.core", "compat.leaks")
 
 Undo = Callable[[], None]
 

@@ -13,9 +13,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from jax._src.interpreters import partial_eval as _pe
+from jaxscope.compat import PrivateModule, require
 
-from jaxscope.compat import require
+_pe = PrivateModule("jax._src.interpreters.partial_eval", "compat.purity")
 
 # (on_enter(fun) -> token, on_exit(token, completed: bool)) pairs, in install order.
 _listeners: list[tuple[Callable[[Any], Any], Callable[[Any, bool], None]]] = []

@@ -21,14 +21,15 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-from jax._src import config as _config
-from jax._src import core as _core
-from jax._src import pjit as _pjit
-from jax._src import util as _util
 
 from jaxscope._format import short_dtype, short_repr
-from jaxscope.compat import require
+from jaxscope.compat import PrivateModule, require
 from jaxscope.compat.source import is_jax_file
+
+_util = PrivateModule("jax._src.util", "compat.recompiles")
+_pjit = PrivateModule("jax._src.pjit", "compat.recompiles")
+_core = PrivateModule("jax._src.core", "compat.recompiles")
+_config = PrivateModule("jax._src.config", "compat.recompiles")
 
 # Monitoring events whose durations add up to the time one miss cost.
 DURATION_EVENTS = (

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jax._src import core as _core
+from jaxscope.compat import PrivateModule, require
 
-from jaxscope.compat import require
+_core = PrivateModule("jax._src.core", "compat.stepper")
 
 
 def _default_context() -> Any:
