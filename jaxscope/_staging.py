@@ -223,7 +223,7 @@ def stage(
         if not nums and not names and _clib.is_equinox_filter_jit(fn):
             return _stage_equinox(fn, args, kwargs)
         if not nums and not names and _clib.is_nnx_jit(fn):
-            traced = _clib.jax_stage(fn.trace(*args, **kwargs))
+            traced = _clib.jax_stage(getattr(fn, "trace")(*args, **kwargs))  # noqa: B009
             return Staged(traced, _clib.nnx_pure_arguments(fn, args, kwargs))
     except InvalidCallError:
         raise

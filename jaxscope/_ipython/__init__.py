@@ -8,6 +8,7 @@ the module defines ``MAGICS`` (a ``Magics`` subclass, or None) and may define
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -77,10 +78,8 @@ def unload(shell: Any) -> None:
         if on_unload is not None:
             on_unload(shell, state)
     for name, callback in reversed(state.events):
-        try:
+        with contextlib.suppress(ValueError):  # already gone
             shell.events.unregister(name, callback)
-        except ValueError:
-            pass
     for mime, cls, previous in reversed(state.formatters):
         formatter = shell.display_formatter.formatters[mime]
         formatter.type_printers.pop(cls, None)
