@@ -35,7 +35,7 @@ class GraphMagics(JaxscopeMagics):
         opts = parse_magic_args(self.jaxgraph, line, verbatim="call")
         from jaxscope._graph.api import graph
 
-        shell: Any = self.shell
+        shell = self.running_shell
         parsed = parse_call(" ".join(opts.call), shell.user_ns, "jaxgraph")
         view = graph(parsed.function)(*parsed.args, **parsed.kwargs)
         if opts.dot:

@@ -38,7 +38,7 @@ class HloMagics(JaxscopeMagics):
             )
         from jaxscope._hlo.api import hlo
 
-        namespace = self.shell.user_ns if self.shell is not None else {}
+        namespace = self.user_ns
         parsed = parse_call(" ".join(opts.call), namespace, "hlo")
         view = hlo(parsed.function, stage=opts.stage)(*parsed.args, **parsed.kwargs)
         view.show_cost = opts.cost

@@ -21,6 +21,18 @@ class JaxscopeMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self.state = state
 
+    @property
+    def running_shell(self) -> Any:
+        """The shell these magics are registered with (never None once loaded)."""
+        if self.shell is None:
+            raise InvalidCallError("jaxscope's magics run only in an IPython shell")
+        return self.shell
+
+    @property
+    def user_ns(self) -> dict[str, Any]:
+        """The user's namespace, where call expressions are evaluated."""
+        return self.running_shell.user_ns
+
 
 class HelpShown(Exception):
     """Raised after ``--help`` printed a magic's help; the magic then does nothing."""

@@ -54,7 +54,7 @@ class JaxprMagics(JaxscopeMagics):
             )
         from jaxscope._jaxpr.api import jaxpr_view
 
-        shell: Any = self.shell
+        shell = self.running_shell
         parsed = parse_call(" ".join(opts.call), shell.user_ns, "jaxpr")
         view = jaxpr_view(
             parsed.function, parsed.args, parsed.kwargs, api_name="%jaxpr"

@@ -52,7 +52,7 @@ class LeakMagics(JaxscopeMagics):
             )
         from jaxscope._leaks.checker import check_leaks
 
-        shell: Any = self.shell
+        shell = self.running_shell
         report = check_leaks(raise_on_leak=False)
         with report:
             result = shell.run_cell(cell, store_history=False)

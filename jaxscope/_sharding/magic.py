@@ -101,7 +101,7 @@ class ShardingMagics(JaxscopeMagics):
                 "`%sharding f(x)` (a call's program)"
             )
         dims = _dims(opts.dims)
-        namespace = self.shell.user_ns if self.shell is not None else {}
+        namespace = self.user_ns
         if is_call(text) and not opts.array:
             if dims is not None:
                 raise InvalidCallError(

@@ -272,7 +272,7 @@ class StepperMagics(JaxscopeMagics):
         """Step through CALL equation by equation (jit disabled): a widget in notebooks,
         a pdb-like prompt in a terminal. The stepper is kept in ``_jaxstep``."""
         opts = parse_magic_args(self.jaxstep, line, verbatim="call")
-        shell: Any = self.shell
+        shell = self.running_shell
         parsed = parse_call(" ".join(opts.call), shell.user_ns, "jaxstep")
         stepper = step(parsed.function)(*parsed.args, **parsed.kwargs)
         for spec in opts.breaks:
