@@ -3,22 +3,17 @@
 Jaxprs, HLO, recompilation causes, tracer leaks, per-device sharding, a stepping
 debugger and source-mapped errors, in notebooks, terminal IPython, scripts and pytest.
 
-Public names are loaded on first use so ``import jaxscope`` costs little beyond
-``import jax``; IPython, ipywidgets and rich are imported only by the parts that draw.
+Public names are loaded on first use, so ``import jaxscope`` loads neither JAX nor
+IPython, ipywidgets or rich: each is imported by the parts that need it.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 from typing import TYPE_CHECKING, Any
-
-from jaxscope.compat import source as _csource
 
 __version__ = "0.1.0.dev0"
 
-# jaxscope's own frames must never be taken for the user's line.
-_csource.register_own_frames_at_import(os.path.dirname(os.path.abspath(__file__)))
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {

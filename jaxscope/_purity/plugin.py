@@ -6,8 +6,6 @@ from typing import Any
 
 import pytest
 
-from jaxscope._purity.watcher import PurityLog
-
 _POLICIES = ("off", "warn", "fail")
 
 
@@ -40,6 +38,7 @@ def pytest_runtest_call(item: Any) -> Any:
     if policy == "off":
         return (yield)
     from jaxscope._purity.render import finding_line
+    from jaxscope._purity.watcher import PurityLog  # JAX loads only when asked for
 
     log = PurityLog().start()
     try:

@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from jaxscope._exceptions import JaxRecompileWarning
-from jaxscope._recompiles.records import (
-    RecompileEvent,
-    describe_event,
-    function_matches,
-)
-from jaxscope._recompiles.watcher import RecompileLog
+
+if TYPE_CHECKING:
+    from jaxscope._recompiles.records import RecompileEvent
+    from jaxscope._recompiles.watcher import RecompileLog
+
+# jaxscope's recompile modules (and so JAX) load only in a test that uses a watcher:
+# the plugin is active in every pytest run of the environment, JAX or not.
 
 _POLICIES = ("off", "warn", "fail")
 _MARKER = "jax_max_recompiles"
@@ -122,7 +123,7 @@ def _report(
     lines = [title]
     for events in offenders.values():
         for e in events:
-            lines.append(f"  {describe_event(e)}")
+            lines.append(f"  {_describe(e)}")
             for c in e.causes:
                 if c.kind != "first_call" and c.hint:
                     lines.append(f"      hint: {c.hint}")
@@ -146,6 +147,9 @@ def pytest_runtest_call(item: Any) -> Iterator[None]:
     if budget is None and policy == "off":
         return (yield)
     config.stash[_used_key] = True
+    from jaxscope._recompiles.records import function_matches
+    from jaxscope._recompiles.watcher import RecompileLog
+
     log = RecompileLog()
     log.start()
     try:
@@ -204,6 +208,8 @@ def _add_totals(config: Any, log: RecompileLog, nodeid: str) -> None:
 def jax_recompiles(request: Any) -> Iterator[RecompileLog]:
     """A ``RecompileLog`` watching this test (stopped at teardown)."""
     request.config.stash[_used_key] = True
+    from jaxscope._recompiles.watcher import RecompileLog
+
     log = RecompileLog()
     log.start()
     try:
@@ -231,3 +237,9 @@ def pytest_terminal_summary(
             f"{int(count):5d} compiles  {seconds:8.3f} s  {name}  "
             f"[most in {worst}: {n}{more}]"
         )
+
+
+def _describe(event: RecompileEvent) -> str:
+    from jaxscope._recompiles.records import describe_event
+
+    return describe_event(event)

@@ -212,3 +212,11 @@ def eqn_name_stack(eqn: Any) -> str:
     source_info = getattr(eqn, "source_info", None)
     stack = getattr(source_info, "name_stack", None)
     return str(stack) if stack is not None else ""
+
+
+# jaxscope's own frames must never be taken for the user's line. Every feature that
+# traces or maps source reaches this module, so registering here (not in
+# jaxscope/__init__.py) keeps ``import jaxscope`` free of JAX until something is used.
+register_own_frames_at_import(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
