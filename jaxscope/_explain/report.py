@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from jaxscope._display import Renderable, to_html, to_text
@@ -18,7 +18,7 @@ from jaxscope._records import SourceLoc
 __all__ = ["ErrorKind", "ErrorReport", "Operand", "relativize"]
 
 
-class ErrorKind(str, Enum):
+class ErrorKind(StrEnum):
     """What kind of error a report explains; each member equals its string value
     (``ErrorKind.SHAPE == "shape"``)."""
 
@@ -39,9 +39,6 @@ class ErrorKind(str, Enum):
     STATIC_ARG = "static_arg"
     JAX_OTHER = "jax_other"
     NOT_JAX = "not_jax"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
