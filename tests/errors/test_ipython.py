@@ -168,3 +168,21 @@ def test_automatic_pdb_still_opens_after_the_report(jax_ns, monkeypatch):
         ip.run_line_magic("pdb", "off")
     assert "hint:" in out
     assert out.index("hint:") < out.index("ipdb>")
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_jaxerrors_help_lists_every_mode_and_changes_nothing(ip, flag):
+    with capture_output() as captured:
+        result = ip.run_line_magic("jaxerrors", flag)
+    assert result is None
+    assert "%jaxerrors [" in captured.stdout
+    for mode in ("on", "full", "off", "status"):
+        assert f"  {mode}" in captured.stdout
+    with capture_output() as captured:
+        ip.run_line_magic("jaxerrors", "")
+    assert captured.stdout.strip() == "jaxscope error display: on"
+
+
+def test_jaxerrors_is_documented(ip):
+    doc = ip.find_line_magic("jaxerrors").__doc__
+    assert "%tb" in doc and "%debug" in doc and "js.explain" in doc
