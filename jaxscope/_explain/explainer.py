@@ -31,10 +31,12 @@ from jaxscope._explain.frames import (
 from jaxscope._explain.hints import Facts, explanation
 from jaxscope._explain.messages import (
     clean_message,
+    docs_link,
     first_line,
     full_traceback,
     safe_str,
     tracing_of,
+    without_docs,
 )
 from jaxscope._explain.nan import NanOrigin, nan_origin
 from jaxscope._explain.operands import operands
@@ -231,6 +233,7 @@ def _explain(exc: BaseException) -> ErrorReport:
     kind = error_kind(exc, text, is_jax)
     is_jax = is_jax or kind in _ALWAYS_JAX
     users, inner, kind = _user_code(exc, found, kind)
+    jax_message = without_docs(first_line(text)) if kind != ErrorKind.NOT_JAX else ""
     where = _where(inner)
     origin = None
     if kind == ErrorKind.NAN and inner is not None:
@@ -278,4 +281,6 @@ def _explain(exc: BaseException) -> ErrorReport:
         span=where.span,
         traceback=full_traceback(exc),
         original_message=safe_str(exc),
+        jax_message=jax_message,
+        docs=docs_link(safe_str(exc)) if kind != ErrorKind.NOT_JAX else "",
     )

@@ -195,10 +195,13 @@ def _show(
         # so the frontend and nbclient still see the cell fail with this exception.
         from IPython.display import display
 
+        from jaxscope._explain.render import visible
+
         display(report)
-        first = report.message.splitlines()[0] if report.message else ""
+        said = report.jax_message or report.message
+        first = said.splitlines()[0] if said else ""
         stb = [
-            f"{etype.__name__}: {first}",
+            visible(f"{etype.__name__}: {first}"),
             "(source-mapped by jaxscope above; %tb prints the full traceback)",
         ]
         if mode == "full" and full:

@@ -65,6 +65,12 @@ def _where(report: ErrorReport) -> str:
     return f"{loc}{fn}"
 
 
+def jax_line(report: ErrorReport) -> str:
+    """JAX's own first line, when the report's message does not already start with it."""
+    jax = report.jax_message
+    return jax if jax and not report.message.startswith(jax) else ""
+
+
 def caret_line(report: ErrorReport) -> str:
     """Spaces then ``^`` under the failing expression of the user's line ("" if unknown)."""
     if report.span is None:
@@ -130,6 +136,8 @@ def _(report: ErrorReport) -> Any:
     if where:
         add(f"  at {where}", style="yellow")
     add("\n")
+    if jax_line(report):
+        add(jax_line(report) + "\n")
     if report.message:
         add(report.message + "\n")
     rows = context_lines(report)
@@ -157,6 +165,9 @@ def _(report: ErrorReport) -> Any:
         add("\n")
         add("hint: ", style="bold green")
         add(report.hint + "\n")
+    if report.docs:
+        add("docs: ", style="dim")
+        add(report.docs + "\n", style="blue")
     if len(report.frames) > 1:
         add("\n")
         add("frames: ", style="dim")
@@ -178,6 +189,8 @@ def _(report: ErrorReport) -> str:
         + (f' <span class="js-where">at {_esc(where)}</span>' if where else "")
         + "</div>"
     )
+    if jax_line(report):
+        parts.append(f'<div class="js-msg">{_esc(jax_line(report))}</div>')
     if report.message:
         parts.append(f'<div class="js-msg">{_esc(report.message)}</div>')
     rows = context_lines(report)
@@ -209,6 +222,12 @@ def _(report: ErrorReport) -> str:
         parts.append("<table>" + "".join(table_rows) + "</table>")
     if report.hint:
         parts.append(f'<div class="js-hint"><b>hint:</b> {_esc(report.hint)}</div>')
+    if report.docs:
+        link = _esc(report.docs)
+        parts.append(
+            f'<div class="js-dim">docs: <a href="{link}" target="_blank" '
+            f'rel="noopener">{link}</a></div>'
+        )
     if len(report.frames) > 1:
         parts.append(f'<div class="js-dim">frames: {_esc(_frames_text(report))}</div>')
     if report.traceback:

@@ -75,6 +75,10 @@ class ErrorReport(Renderable):
             exclusive), or None.
         traceback: the full traceback text.
         original_message: the exception's message as JAX wrote it.
+        jax_message: the first line of that message, as the library wrote it (shown
+            above ``message`` when that rewrites it); "" for a non-JAX error.
+        docs: the documentation link the message gives (docs.jax.dev, Flax's or
+            Equinox's documentation), or "".
     """
 
     kind: str
@@ -93,6 +97,8 @@ class ErrorReport(Renderable):
     span: tuple[int, int] | None = None
     traceback: str = ""
     original_message: str = ""
+    jax_message: str = ""
+    docs: str = ""
 
     def __str__(self) -> str:
         return to_text(self, width=100)
