@@ -14,7 +14,10 @@ facts) and ``hints`` (message and fix); ``report`` holds the records.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import sys
+import types
 from dataclasses import dataclass
 
 from jaxscope._exceptions import InvalidCallError, JaxscopeError
@@ -30,6 +33,7 @@ from jaxscope._explain.frames import (
 )
 from jaxscope._explain.hints import Facts, explanation
 from jaxscope._explain.messages import (
+    Tracing,
     clean_message,
     docs_link,
     first_line,
@@ -42,6 +46,12 @@ from jaxscope._explain.nan import NanOrigin, nan_origin
 from jaxscope._explain.operands import operands
 from jaxscope._explain.report import ErrorKind, ErrorReport, Operand, relativize
 from jaxscope._explain.site import NO_SITE, Site, site_at, source_lines
+from jaxscope._explain.wrappers import (
+    FieldFix,
+    equinox_arguments,
+    field_fix,
+    wrapper_in_frames,
+)
 from jaxscope._format import short_repr
 from jaxscope._records import SourceLoc
 from jaxscope.compat import errors as _cerrors
@@ -226,6 +236,40 @@ def _user_code(
     return users, inner, kind
 
 
+@dataclass(frozen=True, slots=True)
+class _Traced:
+    """What JAX's message says about the trace, in the user's names, with the code of
+    the traced function and the wrapper the user traced it with."""
+
+    tracing: Tracing
+    code: types.CodeType | None
+    wrapper: str
+    fields: tuple[FieldFix, ...]
+
+
+def _traced(found: list[Entry], text: str) -> _Traced:
+    tracing = tracing_of(text)
+    code = traced_code(found, tracing.function, tracing.file, tracing.line)
+    wrapper = wrapper_in_frames(found, code, tracing.transform)
+    frame = next((e.frame for e in reversed(found) if e.frame.f_code is code), None)
+    if wrapper == "eqx.filter_jit" and code is not None:
+        # JAX names Equinox's inner function and its argument paths.
+        tracing = dataclasses.replace(
+            tracing,
+            file=code.co_filename,
+            line=code.co_firstlineno,
+            arguments=equinox_arguments(tracing.arguments, code, frame),
+        )
+    fields: list[FieldFix] = []
+    if frame is not None:
+        for arg in tracing.arguments:
+            base = re.split(r"[\[.]", arg, maxsplit=1)[0]
+            fix = field_fix(arg, frame.f_locals.get(base))
+            if fix is not None:
+                fields.append(fix)
+    return _Traced(tracing, code, wrapper, tuple(fields))
+
+
 def _explain(exc: BaseException) -> ErrorReport:
     found = entries(exc.__traceback__)
     is_jax = raised_by_jax(exc, found)
@@ -241,7 +285,8 @@ def _explain(exc: BaseException) -> ErrorReport:
         if origin is not None:
             where = _at_nan_origin(where, origin, found)
             text = origin.rewrite(text)
-    tracing = tracing_of(text)
+    traced = _traced(found, text)
+    tracing = traced.tracing
     shown: tuple[Operand, ...] = ()
     if inner is not None and kind in _OPERAND_KINDS:
         shown = operands(inner, where.site)
@@ -255,10 +300,12 @@ def _explain(exc: BaseException) -> ErrorReport:
             text=text,
             site=where.site,
             tracing=tracing,
-            code=traced_code(found, tracing.function, tracing.file, tracing.line),
+            code=traced.code,
             operands=shown,
             user_frame=where.user_frame,
             context=context,
+            wrapper=traced.wrapper,
+            fields=traced.fields,
         )
     )
     frames = [loc(e) for e in users]

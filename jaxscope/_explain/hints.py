@@ -26,6 +26,7 @@ from jaxscope._explain.known import known_message
 from jaxscope._explain.messages import ARISES, LEAKED_IN, NAN_IN, Tracing, first_line
 from jaxscope._explain.report import ErrorKind, Operand
 from jaxscope._explain.site import Site
+from jaxscope._explain.wrappers import FieldFix, library_of
 from jaxscope._format import format_bytes
 from jaxscope._records import SourceLoc
 from jaxscope._source import display_filename
@@ -50,6 +51,9 @@ class Facts:
         operands: the failing expression's operands.
         user_frame: the user's line the report points at.
         context: the JAX-level facts gathered so far.
+        wrapper: the library wrapper the traced function went through
+            (``"nnx.jit"``, ``"eqx.filter_jit"``; "" for JAX's own).
+        fields: the Module fields behind the arguments a value depends on.
     """
 
     kind: ErrorKind
@@ -60,6 +64,8 @@ class Facts:
     operands: tuple[Operand, ...]
     user_frame: SourceLoc | None
     context: tuple[str, ...]
+    wrapper: str = ""
+    fields: tuple[FieldFix, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,16 +103,20 @@ def _phrases(facts: Facts) -> _Phrases:
     fn = tracing.function.rsplit(".", 1)[-1] if tracing.function else None
     args = tracing.arguments
     plural = "s" if len(args) > 1 else ""
-    static = (
-        static_hint(fn, args, facts.code)
-        if fn and tracing.transform in _JIT_TRANSFORMS
-        else ""
-    )
+    library = library_of(facts.wrapper)
+    transform = facts.wrapper if library != "jax" else tracing.transform
+    if library == "eqx":
+        static_part = _eqx_static_part(args, facts.fields)
+    elif fn and tracing.transform in _JIT_TRANSFORMS:
+        jit = facts.wrapper if facts.wrapper == "nnx.jit" else "jax.jit"
+        static_part = _static_part(args, static_hint(fn, args, facts.code, jit))
+    else:
+        static_part = ""
     return _Phrases(
         in_fn=f" in {fn}" if fn else "",
-        under=f" (traced for {tracing.transform})" if tracing.transform else "",
+        under=f" (traced for {transform})" if transform else "",
         depends=f"; it depends on argument{plural} {names(args)}" if args else "",
-        static_part=_static_part(args, static),
+        static_part=static_part,
     )
 
 
@@ -118,6 +128,25 @@ def _static_part(args: tuple[str, ...], static: str) -> str:
         f"if {names(args)} {'is a Python value' if one else 'are Python values'} "
         f"(a flag, a size, a mode), mark {'it' if one else 'them'} static: {static}; "
         "otherwise "
+    )
+
+
+def _eqx_static_part(args: tuple[str, ...], fields: tuple[FieldFix, ...]) -> str:
+    fix = next((f for f in fields if f.path in args), None)
+    if fix is not None:
+        return (
+            f"if {fix.path} is a Python value (a flag, a size, a mode), store one there, "
+            "not an array (eqx.filter_jit keeps non-array fields static), or declare "
+            f"the field static in class {fix.cls}: `{fix.declaration}`; otherwise "
+        )
+    if not args or any(c in a for a in args for c in ".["):
+        return ""
+    one = len(args) == 1
+    return (
+        f"if {names(args)} {'is a Python value' if one else 'are Python values'} "
+        f"(a flag, a size, a mode), pass {'it' if one else 'them'} as a Python "
+        "bool/int/float, not an array: eqx.filter_jit keeps non-array arguments "
+        "static; otherwise "
     )
 
 

@@ -1,0 +1,100 @@
+"""``js.explain`` on errors raised through Flax NNX and Equinox: hints in the library's
+own terms (``nnx.jit``, ``eqx.filter_jit``, ``eqx.field(static=True)``), and the errors
+only these libraries raise (reused donated buffers, BatchNorm's unbound axis, NNX
+objects mutated across trace levels)."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import pytest
+from flax import nnx
+
+import jaxscope as js
+
+
+def raised(fn, *args, **kwargs) -> BaseException:
+    try:
+        fn(*args, **kwargs)
+    except Exception as exc:  # the point of the helper
+        return exc
+    pytest.fail(f"{fn!r} raised nothing")
+
+
+# ------------------------------------------------------------------ wrapper-aware hints
+
+
+class Tiny(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.lin = nnx.Linear(2, 2, rngs=rngs)
+
+    def __call__(self, x, train):
+        if train:  # <- error
+            return self.lin(x)
+        return x
+
+
+@nnx.jit
+def nnx_step(model, x, train):
+    return model(x, train)
+
+
+def test_nnx_jit_hint_names_nnx_jit_not_jax_jit(line_of):
+    report = js.explain(
+        raised(nnx_step, Tiny(nnx.Rngs(0)), jnp.ones((1, 2)), jnp.array(True))
+    )
+    assert report.category == "bool_conversion"
+    assert report.user_frame.line == line_of(Tiny.__call__, "# <- error")
+    assert "nnx.jit(nnx_step, static_argnums=(2,))" in report.hint
+    assert "jax.jit" not in report.hint
+    assert "(traced for nnx.jit)" in report.message
+
+
+@eqx.filter_jit
+def eqx_branch(x, y):
+    if x > 0:  # <- error
+        return y
+    return -y
+
+
+def test_filter_jit_traced_flag_is_named_and_passing_a_python_value_is_the_fix():
+    report = js.explain(raised(eqx_branch, jnp.array(1.0), jnp.ones(2)))
+    assert report.category == "bool_conversion"
+    assert report.arguments == ("x",)
+    assert "depends on argument x" in report.message
+    assert "dynamic_nodonate" not in str(report)
+    assert "(traced for eqx.filter_jit)" in report.message
+    assert "static_argnums" not in report.hint
+    assert "jax.jit" not in report.hint
+    assert "pass it as a Python bool/int/float" in report.hint
+    assert "eqx.filter_jit keeps non-array arguments static" in report.hint
+    # JAX's message names Equinox's own wrapper; the report names the user's function
+    assert any(
+        c.startswith("traced function: eqx_branch (") and __file__ in c
+        for c in report.jax_context
+    )
+
+
+class Gated(eqx.Module):
+    w: jax.Array
+    flag: bool
+
+    def __call__(self, x):
+        if self.flag:  # <- error
+            return self.w * x
+        return x
+
+
+@eqx.filter_jit
+def eqx_gated(model, x):
+    return model(x)
+
+
+def test_filter_jit_array_in_a_flag_field_suggests_eqx_field_static():
+    model = Gated(jnp.ones(3), jnp.array(True))  # an array where a bool belongs
+    report = js.explain(raised(eqx_gated, model, jnp.ones(3)))
+    assert report.arguments == ("model.flag",)
+    assert "flag: bool = eqx.field(static=True)" in report.hint
+    assert "class Gated" in report.hint
+    assert "static_argnums" not in report.hint
