@@ -14,6 +14,7 @@ facts) and ``hints`` (message and fix); ``report`` holds the records.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 import sys
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from jaxscope._exceptions import InvalidCallError, JaxscopeError
 from jaxscope._explain.classify import error_kind, is_jax_error, raised_by_jax
 from jaxscope._explain.context import message_context, probed_context
+from jaxscope._explain.evaluate import MISSING, safe_eval
 from jaxscope._explain.frames import (
     Entry,
     entries,
@@ -32,6 +34,7 @@ from jaxscope._explain.frames import (
     user_entries,
 )
 from jaxscope._explain.hints import Facts, explanation
+from jaxscope._explain.known import untraceable_path
 from jaxscope._explain.messages import (
     Tracing,
     clean_message,
@@ -48,6 +51,7 @@ from jaxscope._explain.report import ErrorKind, ErrorReport, Operand, relativize
 from jaxscope._explain.site import NO_SITE, Site, site_at, source_lines
 from jaxscope._explain.wrappers import (
     FieldFix,
+    argument_value,
     equinox_arguments,
     field_fix,
     wrapper_in_frames,
@@ -270,6 +274,21 @@ def _traced(found: list[Entry], text: str) -> _Traced:
     return _Traced(tracing, code, wrapper, tuple(fields))
 
 
+def _untraceable_fields(
+    text: str, inner: Entry | None, site: Site
+) -> tuple[FieldFix, ...]:
+    """The Module field behind the path of an argument jit could not trace, read from
+    the failing call's arguments."""
+    path = untraceable_path(first_line(text))
+    if not path or inner is None or not isinstance(site.node, ast.Call):
+        return ()
+    callee = safe_eval(site.node.func, inner.frame)
+    base = re.split(r"[\[.]", path, maxsplit=1)[0]
+    value = argument_value(site.node, inner.frame, callee, base)
+    fix = field_fix(path, value) if value is not MISSING else None
+    return (fix,) if fix is not None else ()
+
+
 def _explain(exc: BaseException) -> ErrorReport:
     found = entries(exc.__traceback__)
     is_jax = raised_by_jax(exc, found)
@@ -305,7 +324,7 @@ def _explain(exc: BaseException) -> ErrorReport:
             user_frame=where.user_frame,
             context=context,
             wrapper=traced.wrapper,
-            fields=traced.fields,
+            fields=traced.fields + _untraceable_fields(text, inner, where.site),
         )
     )
     frames = [loc(e) for e in users]

@@ -285,7 +285,7 @@ def _jax_message(facts: Facts) -> Explanation:
 
 
 def _jax_message_hint(facts: Facts, first: str) -> str:
-    known = known_message(first, facts.text, facts.operands)
+    known = known_message(first, facts.text, facts.operands, facts.fields)
     if known is not None:
         return known.hint
     if facts.kind == ErrorKind.DTYPE:

@@ -5,6 +5,9 @@ objects mutated across trace levels)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -98,3 +101,38 @@ def test_filter_jit_array_in_a_flag_field_suggests_eqx_field_static():
     assert "flag: bool = eqx.field(static=True)" in report.hint
     assert "class Gated" in report.hint
     assert "static_argnums" not in report.hint
+
+
+class Activated(eqx.Module):
+    w: jax.Array
+    activation: Callable
+
+    def __call__(self, x):
+        return self.activation(self.w * x)
+
+
+@jax.jit
+def jax_forward(model, x):
+    return model(x)
+
+
+def test_equinox_module_under_jax_jit_suggests_filter_jit_or_a_static_field():
+    model = Activated(jnp.ones(3), jax.nn.relu)
+    report = js.explain(raised(jax_forward, model, jnp.ones(3)))
+    assert "static_argnames='model.activation'" not in report.hint
+    assert "eqx.filter_jit(jax_forward)" in report.hint
+    assert "activation: Callable = eqx.field(static=True)" in report.hint
+
+
+class Settings(NamedTuple):
+    mode: str
+    scale: jax.Array
+
+
+def test_a_field_path_is_never_offered_as_a_static_argname():
+    def forward(cfg, x):
+        return x * cfg.scale
+
+    report = js.explain(raised(jax.jit(forward), Settings("fast", 2.0), jnp.ones(3)))
+    assert "static_argnames='cfg.mode'" not in report.hint
+    assert "static_argnames='cfg'" in report.hint
