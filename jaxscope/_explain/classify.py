@@ -16,6 +16,8 @@ _JAX_MESSAGES = (
     "Non-hashable static arguments are not supported",
     "Error interpreting argument to",
 )
+# Phrases of the errors of a deleted (donated) array: Python's and the runtime's.
+_DELETED = ("Array has been deleted", "Buffer has been deleted or donated")
 # jax.errors classes, by name (not every JAX release has all of them), most specific
 # first: TracerBoolConversionError is a ConcretizationTypeError.
 _TYPED_KINDS = (
@@ -55,7 +57,8 @@ def raised_by_jax(exc: BaseException, found: list[Entry]) -> bool:
             return True
     if found and is_jax_file(found[-1].filename):
         return True
-    if first_line(safe_str(exc)).startswith(_JAX_MESSAGES):
+    first = first_line(safe_str(exc))
+    if first.startswith(_JAX_MESSAGES) or any(p in first for p in _DELETED):
         return True
     if _cerrors.jax_notes(exc) or unfiltered is not None:
         # JAX removed its own frames: the error came from below the innermost
@@ -95,6 +98,8 @@ def _kind_of(exc: BaseException, text: str, is_jax: bool) -> ErrorKind:
 
 
 def _kind_of_jax_message(exc: BaseException, text: str) -> ErrorKind:
+    if any(phrase in first_line(text) for phrase in _DELETED):
+        return ErrorKind.DONATED
     if text.startswith("Leaked trace"):
         return ErrorKind.LEAK
     if "in-place item assignment" in text or "does not support item assignment" in text:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from jaxscope._exceptions import InvalidCallError, JaxscopeError
 from jaxscope._explain.classify import error_kind, is_jax_error, raised_by_jax
 from jaxscope._explain.context import message_context, probed_context
+from jaxscope._explain.donation import deleted_operand
 from jaxscope._explain.evaluate import MISSING, safe_eval
 from jaxscope._explain.frames import (
     Entry,
@@ -325,6 +326,11 @@ def _explain(exc: BaseException) -> ErrorReport:
             context=context,
             wrapper=traced.wrapper,
             fields=traced.fields + _untraceable_fields(text, inner, where.site),
+            deleted=(
+                deleted_operand(inner, where.site)
+                if kind == ErrorKind.DONATED and inner is not None
+                else None
+            ),
         )
     )
     frames = [loc(e) for e in users]

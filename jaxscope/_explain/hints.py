@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from jaxscope._explain.context import BUFFER, LEAKED_INTO
+from jaxscope._explain.donation import Deleted
 from jaxscope._explain.fixes import (
     assignment_fix,
     condition_text,
@@ -54,6 +55,7 @@ class Facts:
         wrapper: the library wrapper the traced function went through
             (``"nnx.jit"``, ``"eqx.filter_jit"``; "" for JAX's own).
         fields: the Module fields behind the arguments a value depends on.
+        deleted: the deleted array the failing line uses, and where it went.
     """
 
     kind: ErrorKind
@@ -66,6 +68,7 @@ class Facts:
     context: tuple[str, ...]
     wrapper: str = ""
     fields: tuple[FieldFix, ...] = ()
+    deleted: Deleted | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,6 +391,73 @@ def _out_of_memory(facts: Facts) -> Explanation:
     return Explanation(message, hint, extra)
 
 
+def _donated(facts: Facts) -> Explanation:
+    gone = facts.deleted
+    if gone is None:
+        return Explanation(
+            "An array used here was deleted: a jitted function it was donated to "
+            "(donate_argnums / donate_argnames) took over its buffer, or it was freed "
+            "with .delete()",
+            "Use the value the donating call returns instead of its argument, or stop "
+            "donating it (donate_argnums / donate_argnames of jax.jit or nnx.jit, "
+            "donate= of eqx.filter_jit)",
+        )
+    name = f"`{gone.expr}`"
+    file = facts.user_frame.file if facts.user_frame is not None else ""
+    at = f" at {file}:{gone.line}" if gone.line else ""
+    extra = (f"last passed to: {gone.call}{at}",) if gone.call else ()
+    if gone.by_hand:
+        return Explanation(
+            f"{name} was used after `{gone.call}`{at} deleted its buffer",
+            f"Use {gone.expr} before deleting it, or delete it only once it is no "
+            "longer needed",
+            extra,
+        )
+    if not gone.call:
+        return Explanation(
+            f"{name} was used after its buffer was deleted (donated to a jitted "
+            "function through donate_argnums / donate_argnames, or freed with "
+            f"{gone.expr}.delete())",
+            f"Use the value the donating call returns instead of {gone.expr}, or stop "
+            "donating it; to keep both, donate a copy (jnp.copy)",
+            extra,
+        )
+    via = f" ({gone.wrapper})" if gone.wrapper else ""
+    message = (
+        f"{name} was used after its buffer was deleted: a jitted function deletes the "
+        f"arguments it is told to donate, and the last call above that took it is "
+        f"`{gone.call}`{via}{at}"
+    )
+    if gone.result:
+        reuse = (
+            f"use `{gone.result}`, what {gone.call} returned, instead of {gone.expr}"
+        )
+    else:
+        reuse = f"keep what the call returns: {gone.expr} = {gone.call}"
+    return Explanation(
+        message,
+        f"Don't use {gone.expr} after the call that donated it; {reuse}. To keep "
+        f"{gone.expr} as well, {_stop_donating(gone)}",
+        extra,
+    )
+
+
+def _stop_donating(gone: Deleted) -> str:
+    if gone.wrapper == "eqx.filter_jit":
+        return (
+            f"make {gone.callee} an eqx.filter_jit without donate= (or donate='none')"
+        )
+    if gone.wrapper in ("jax.jit", "nnx.jit"):
+        return (
+            f"drop it from donate_argnums / donate_argnames of "
+            f"{gone.wrapper}({gone.callee}, ...)"
+        )
+    return (
+        "stop donating it (donate_argnums / donate_argnames of jax.jit or nnx.jit, "
+        "donate= of eqx.filter_jit)"
+    )
+
+
 def _runtime(facts: Facts) -> Explanation:
     return Explanation(
         first_line(facts.text),
@@ -412,4 +482,5 @@ _BUILDERS: dict[ErrorKind, Callable[[Facts], Explanation]] = {
     ErrorKind.NAN: _nan,
     ErrorKind.OUT_OF_MEMORY: _out_of_memory,
     ErrorKind.RUNTIME: _runtime,
+    ErrorKind.DONATED: _donated,
 }

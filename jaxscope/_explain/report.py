@@ -37,6 +37,7 @@ class ErrorKind(StrEnum):
     TRANSFORMATION = "transformation"
     STRUCTURE = "structure"
     STATIC_ARG = "static_arg"
+    DONATED = "donated"
     JAX_OTHER = "jax_other"
     NOT_JAX = "not_jax"
 

@@ -5,7 +5,9 @@ objects mutated across trace levels)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 import equinox as eqx
@@ -136,3 +138,81 @@ def test_a_field_path_is_never_offered_as_a_static_argname():
     report = js.explain(raised(jax.jit(forward), Settings("fast", 2.0), jnp.ones(3)))
     assert "static_argnames='cfg.mode'" not in report.hint
     assert "static_argnames='cfg'" in report.hint
+
+
+# ------------------------------------------------------------------- donated buffers
+
+
+@partial(jax.jit, donate_argnums=0)
+def sgd(params, grads):
+    return params - 0.1 * grads
+
+
+def reuse_donated():
+    params = jnp.ones(3)
+    grads = jnp.ones(3)
+    sgd(params, grads)  # <- donor
+    return params + 1  # <- error
+
+
+def test_reusing_a_donated_argument_names_it_and_the_call_that_donated_it(line_of):
+    report = js.explain(raised(reuse_donated))
+    assert report.category == "donated"
+    assert report.user_frame.line == line_of(reuse_donated, "# <- error")
+    assert "`params`" in report.message
+    assert "sgd(params, grads)" in report.message
+    assert "Reshape" not in report.hint
+    assert "params = sgd(params, grads)" in report.hint
+    assert "donate_argnums" in report.hint
+    donor = line_of(reuse_donated, "# <- donor")
+    assert any(f":{donor}" in c for c in report.jax_context)
+
+
+def pass_donated_again():
+    params = jnp.ones(3)
+    grads = jnp.ones(3)
+    new = sgd(params, grads)
+    return sgd(params, new)  # <- error
+
+
+def test_passing_a_donated_array_to_a_jitted_call_again(line_of):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = js.explain(raised(pass_donated_again))
+    assert report.category == "donated"
+    assert report.user_frame.line == line_of(pass_donated_again, "# <- error")
+    assert "`params`" in report.message
+    assert "use `new`" in report.hint
+
+
+@eqx.filter_jit(donate="all")
+def eqx_sgd(params, grads):
+    return params - 0.1 * grads
+
+
+def eqx_reuse_donated():
+    params = jnp.ones(3)
+    eqx_sgd(params, jnp.ones(3))
+    return params * 2  # <- error
+
+
+def test_reusing_an_array_donated_through_filter_jit_names_eqx_donate():
+    report = js.explain(raised(eqx_reuse_donated))
+    assert report.category == "donated"
+    assert "`params`" in report.message
+    assert "eqx.filter_jit" in report.hint and "donate=" in report.hint
+    assert "donate_argnums" not in report.hint
+
+
+def deleted_by_hand():
+    x = jnp.ones(3)
+    x.delete()
+    return x + 1  # <- error
+
+
+def test_an_array_deleted_by_hand_is_not_said_to_be_donated():
+    report = js.explain(raised(deleted_by_hand))
+    assert report.category == "donated"
+    assert "`x`" in report.message
+    assert "x.delete()" in report.message
+    assert "donated to" not in report.message
