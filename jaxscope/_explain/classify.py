@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 
+from jaxscope._explain.axes import UNBOUND
 from jaxscope._explain.frames import Entry, entries, raises_here
 from jaxscope._explain.known import known_message
 from jaxscope._explain.messages import DEPENDS, NAN_IN, first_line, safe_str
@@ -100,6 +101,8 @@ def _kind_of(exc: BaseException, text: str, is_jax: bool) -> ErrorKind:
 def _kind_of_jax_message(exc: BaseException, text: str) -> ErrorKind:
     if any(phrase in first_line(text) for phrase in _DELETED):
         return ErrorKind.DONATED
+    if UNBOUND.search(first_line(text)):
+        return ErrorKind.UNBOUND_AXIS
     if text.startswith("Leaked trace"):
         return ErrorKind.LEAK
     if "in-place item assignment" in text or "does not support item assignment" in text:

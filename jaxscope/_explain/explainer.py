@@ -22,6 +22,7 @@ import types
 from dataclasses import dataclass
 
 from jaxscope._exceptions import InvalidCallError, JaxscopeError
+from jaxscope._explain.axes import unbound_axis
 from jaxscope._explain.classify import error_kind, is_jax_error, raised_by_jax
 from jaxscope._explain.context import message_context, probed_context
 from jaxscope._explain.donation import deleted_operand
@@ -329,6 +330,11 @@ def _explain(exc: BaseException) -> ErrorReport:
             deleted=(
                 deleted_operand(inner, where.site)
                 if kind == ErrorKind.DONATED and inner is not None
+                else None
+            ),
+            axis=(
+                unbound_axis(text, found, users)
+                if kind == ErrorKind.UNBOUND_AXIS
                 else None
             ),
         )

@@ -12,6 +12,7 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from jaxscope._explain.axes import UnboundAxis
 from jaxscope._explain.context import BUFFER, LEAKED_INTO
 from jaxscope._explain.donation import Deleted
 from jaxscope._explain.fixes import (
@@ -56,6 +57,7 @@ class Facts:
             (``"nnx.jit"``, ``"eqx.filter_jit"``; "" for JAX's own).
         fields: the Module fields behind the arguments a value depends on.
         deleted: the deleted array the failing line uses, and where it went.
+        axis: the unbound axis name of a collective and the vmap that should bind it.
     """
 
     kind: ErrorKind
@@ -69,6 +71,7 @@ class Facts:
     wrapper: str = ""
     fields: tuple[FieldFix, ...] = ()
     deleted: Deleted | None = None
+    axis: UnboundAxis | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -458,6 +461,46 @@ def _stop_donating(gone: Deleted) -> str:
     )
 
 
+def _unbound_axis(facts: Facts) -> Explanation:
+    axis = facts.axis or UnboundAxis(name="")
+    name = axis.name or "the axis"
+    quoted = f"'{axis.name}'" if axis.name else "its axis"
+    expr = facts.site.text(facts.site.node)
+    at = f" (in `{expr}`)" if expr else ""
+    if axis.batch_norm:
+        message = (
+            f"eqx.nn.BatchNorm(axis_name={quoted}) averages over the vmapped axis "
+            f"{quoted}{at}, but no enclosing jax.vmap binds that name"
+        )
+    else:
+        message = (
+            f"A collective uses the axis name {quoted}{at}, but no enclosing "
+            "jax.vmap, pmap or shard_map binds that name"
+        )
+    extra = (f"enclosing vmap: {axis.vmap} at {axis.where}",) if axis.vmap else ()
+    if axis.binds:
+        hint = (
+            f"The vmap at {axis.where} binds axis_name={axis.binds}, not {quoted}: use "
+            "the same name in both places"
+        )
+    elif axis.fixed:
+        hint = f"Name the vmapped axis at {axis.where}: {axis.fixed}"
+    elif axis.batch_norm:
+        hint = (
+            "eqx.nn.BatchNorm works on one example and averages over a vmapped batch: "
+            f'call the model under jax.vmap(model, axis_name="{name}", '
+            "in_axes=(0, None), out_axes=(0, None))(xs, state) (the state is shared, "
+            "not batched)"
+        )
+    else:
+        hint = (
+            f"Run the function under a transform that binds the name: jax.vmap(f, "
+            f'axis_name="{name}"), or jax.shard_map over a mesh with an axis named '
+            f'"{name}"'
+        )
+    return Explanation(message, hint, extra)
+
+
 def _runtime(facts: Facts) -> Explanation:
     return Explanation(
         first_line(facts.text),
@@ -483,4 +526,5 @@ _BUILDERS: dict[ErrorKind, Callable[[Facts], Explanation]] = {
     ErrorKind.OUT_OF_MEMORY: _out_of_memory,
     ErrorKind.RUNTIME: _runtime,
     ErrorKind.DONATED: _donated,
+    ErrorKind.UNBOUND_AXIS: _unbound_axis,
 }

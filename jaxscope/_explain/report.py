@@ -38,6 +38,7 @@ class ErrorKind(StrEnum):
     STRUCTURE = "structure"
     STATIC_ARG = "static_arg"
     DONATED = "donated"
+    UNBOUND_AXIS = "unbound_axis"
     JAX_OTHER = "jax_other"
     NOT_JAX = "not_jax"
 

@@ -216,3 +216,61 @@ def test_an_array_deleted_by_hand_is_not_said_to_be_donated():
     assert "`x`" in report.message
     assert "x.delete()" in report.message
     assert "donated to" not in report.message
+
+
+# ----------------------------------------------------------------- unbound axis names
+
+
+class Normed(eqx.Module):
+    lin: eqx.nn.Linear
+    bn: eqx.nn.BatchNorm
+
+    def __init__(self, key):
+        self.lin = eqx.nn.Linear(3, 3, key=key)
+        self.bn = eqx.nn.BatchNorm(3, axis_name="batch", mode="batch")
+
+    def __call__(self, x, state):
+        x, state = self.bn(self.lin(x), state)  # <- error
+        return x, state
+
+
+def normed():
+    return eqx.nn.make_with_state(Normed)(jax.random.PRNGKey(0))
+
+
+def test_batchnorm_under_vmap_without_axis_name_gets_the_vmap_call_fixed(line_of):
+    model, state = normed()
+
+    def batched(xs):
+        return jax.vmap(model, in_axes=(0, None), out_axes=(0, None))(xs, state)
+
+    report = js.explain(raised(batched, jnp.ones((2, 3))))
+    assert report.category == "unbound_axis"
+    assert report.user_frame.line == line_of(Normed.__call__, "# <- error")
+    assert "eqx.nn.BatchNorm" in report.message and "'batch'" in report.message
+    assert (
+        'jax.vmap(model, in_axes=(0, None), out_axes=(0, None), axis_name="batch")'
+        in report.hint
+    )
+    assert "shard_map" not in report.hint
+
+
+def test_batchnorm_called_on_one_example_without_vmap():
+    model, state = normed()
+    report = js.explain(raised(model, jnp.ones(3), state))
+    assert report.category == "unbound_axis"
+    assert (
+        'jax.vmap(model, axis_name="batch", in_axes=(0, None), out_axes=(0, None))'
+        in (report.hint)
+    )
+
+
+def centred(x):
+    return x - jax.lax.pmean(x, "rows")  # <- error
+
+
+def test_collective_under_vmap_without_axis_name():
+    report = js.explain(raised(lambda xs: jax.vmap(centred)(xs), jnp.ones((2, 3))))
+    assert report.category == "unbound_axis"
+    assert "'rows'" in report.message
+    assert 'jax.vmap(centred, axis_name="rows")' in report.hint
