@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 
 from jaxscope._explain.axes import UNBOUND
+from jaxscope._explain.capture import is_trace_level_error
 from jaxscope._explain.frames import Entry, entries, raises_here
 from jaxscope._explain.known import known_message
 from jaxscope._explain.messages import DEPENDS, NAN_IN, first_line, safe_str
@@ -41,6 +42,15 @@ def is_jax_error(exc: BaseException) -> bool:
     """Whether ``exc`` was raised by JAX (typed JAX error, or raised inside JAX)."""
     try:
         return raised_by_jax(exc, entries(exc.__traceback__))
+    except Exception:
+        return False
+
+
+def explainable(exc: BaseException) -> bool:
+    """Whether ``explain`` has more to say about ``exc`` than Python's traceback: a JAX
+    error, or a Flax error about an NNX object used across JAX trace levels."""
+    try:
+        return is_jax_error(exc) or is_trace_level_error(exc, first_line(safe_str(exc)))
     except Exception:
         return False
 
@@ -93,6 +103,8 @@ def _kind_of(exc: BaseException, text: str, is_jax: bool) -> ErrorKind:
         if any(phrase in text for phrase in _OUT_OF_MEMORY):
             return ErrorKind.OUT_OF_MEMORY
         return ErrorKind.RUNTIME
+    if is_trace_level_error(exc, first_line(text)):
+        return ErrorKind.TRACE_LEVEL
     if not is_jax:
         return ErrorKind.NOT_JAX
     return _kind_of_jax_message(exc, text)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from jaxscope._exceptions import InvalidCallError, JaxscopeError
 from jaxscope._explain.axes import unbound_axis
+from jaxscope._explain.capture import captured_object
 from jaxscope._explain.classify import error_kind, is_jax_error, raised_by_jax
 from jaxscope._explain.context import message_context, probed_context
 from jaxscope._explain.donation import deleted_operand
@@ -337,6 +338,7 @@ def _explain(exc: BaseException) -> ErrorReport:
                 if kind == ErrorKind.UNBOUND_AXIS
                 else None
             ),
+            capture=captured_object(found) if kind == ErrorKind.TRACE_LEVEL else None,
         )
     )
     frames = [loc(e) for e in users]

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from jaxscope._explain.axes import UnboundAxis
+from jaxscope._explain.capture import Capture, passed_to_transform
 from jaxscope._explain.context import BUFFER, LEAKED_INTO
 from jaxscope._explain.donation import Deleted
 from jaxscope._explain.fixes import (
@@ -58,6 +59,7 @@ class Facts:
         fields: the Module fields behind the arguments a value depends on.
         deleted: the deleted array the failing line uses, and where it went.
         axis: the unbound axis name of a collective and the vmap that should bind it.
+        capture: the NNX object a traced function captured from outside its trace.
     """
 
     kind: ErrorKind
@@ -72,6 +74,7 @@ class Facts:
     fields: tuple[FieldFix, ...] = ()
     deleted: Deleted | None = None
     axis: UnboundAxis | None = None
+    capture: Capture | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -501,6 +504,61 @@ def _unbound_axis(facts: Facts) -> Explanation:
     return Explanation(message, hint, extra)
 
 
+_NNX_TWINS = ("jit", "vmap", "grad", "value_and_grad", "pmap", "remat", "scan")
+
+
+def _trace_level(facts: Facts) -> Explanation:
+    grabbed = facts.capture
+    passed = passed_to_transform(first_line(facts.text))
+    doing = "passed to an nnx transform" if passed else "changed"
+    if grabbed is None:
+        return Explanation(
+            f"An NNX object from outside a JAX transform is {doing} inside it",
+            "Pass NNX objects into transforms as arguments of nnx transforms (nnx.jit, "
+            "nnx.vmap, nnx.grad, ...) instead of capturing them; under jax transforms, "
+            "split them outside (graphdef, state = nnx.split(model)) and merge them "
+            "inside (model = nnx.merge(graphdef, state))",
+        )
+    name, fn, wrapper = grabbed.name, grabbed.function, grabbed.wrapper
+    outside = f"its {wrapper} trace" if wrapper else "its trace"
+    message = (
+        f"`{name}` (a {grabbed.type_name}) is captured by {fn} from outside "
+        f"{outside} and {doing} inside it"
+    )
+    others = [p for p in grabbed.params if p != name]
+    rest = ", ".join(others) or "..."
+    if library_of(wrapper) == "nnx":
+        hint = (
+            f"Pass `{name}` in: {wrapper} only carries the state of objects passed to "
+            f"it as arguments, so add `{name}` as a parameter of {fn} and call "
+            f"{fn}({name}, {rest})"
+        )
+        return Explanation(message, hint)
+    attr = wrapper.rsplit(".", 1)[-1]
+    twin = f"nnx.{attr}" if wrapper.startswith("jax") and attr in _NNX_TWINS else ""
+    under = wrapper or "the JAX transform"
+    if twin:
+        axes = ""
+        if attr == "vmap":
+            axes = ", in_axes=(" + ", ".join(["None"] + ["0"] * max(1, len(others)))
+            axes += ")"
+        use = (
+            f"Use {twin} instead of {under} and pass `{name}` to it as an argument: add "
+            f"it as a parameter of {fn} and call {twin}({fn}{axes})({name}, {rest})"
+        )
+    else:
+        use = (
+            f"Pass `{name}` as an argument of an nnx transform (nnx.jit, nnx.vmap, "
+            f"nnx.grad, ...) rather than capturing it in {fn}"
+        )
+    hint = (
+        f"{use}; or keep {under} and pass its state: graphdef, state = "
+        f"nnx.split({name}) outside, {name} = nnx.merge(graphdef, state) inside {fn}, "
+        f"and return nnx.state({name}) to apply with nnx.update({name}, new_state)"
+    )
+    return Explanation(message, hint)
+
+
 def _runtime(facts: Facts) -> Explanation:
     return Explanation(
         first_line(facts.text),
@@ -527,4 +585,5 @@ _BUILDERS: dict[ErrorKind, Callable[[Facts], Explanation]] = {
     ErrorKind.RUNTIME: _runtime,
     ErrorKind.DONATED: _donated,
     ErrorKind.UNBOUND_AXIS: _unbound_axis,
+    ErrorKind.TRACE_LEVEL: _trace_level,
 }

@@ -110,10 +110,10 @@ def _handle(
     report = None
     if mode != "off":
         try:
-            from jaxscope._explain.classify import is_jax_error
+            from jaxscope._explain.classify import explainable
             from jaxscope._explain.explainer import explain
 
-            if is_jax_error(value):
+            if explainable(value):
                 report = explain(value)
         except Exception:
             report = None

@@ -99,8 +99,12 @@ def docs_link(text: str) -> str:
 
 def without_docs(line: str) -> str:
     """``line`` without a ``(https://...)`` documentation link (Flax ends its
-    messages with one)."""
-    return re.sub(r"\s*\(" + DOCS.pattern + r"\)", "", line).strip()
+    messages with one), and without the start of a multi-line repr it ends with
+    (``..., got Variable(``)."""
+    line = re.sub(r"\s*\(" + DOCS.pattern + r"\)", "", line).strip()
+    if line.count("(") > line.count(")") and ", got " in line:
+        line = line[: line.rindex(", got ")]
+    return line
 
 
 def first_line(text: str) -> str:

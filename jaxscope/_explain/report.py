@@ -39,6 +39,7 @@ class ErrorKind(StrEnum):
     STATIC_ARG = "static_arg"
     DONATED = "donated"
     UNBOUND_AXIS = "unbound_axis"
+    TRACE_LEVEL = "trace_level"
     JAX_OTHER = "jax_other"
     NOT_JAX = "not_jax"
 

@@ -274,3 +274,87 @@ def test_collective_under_vmap_without_axis_name():
     assert report.category == "unbound_axis"
     assert "'rows'" in report.message
     assert 'jax.vmap(centred, axis_name="rows")' in report.hint
+
+
+# ------------------------------------------------- NNX objects across trace levels
+
+
+class Counter(nnx.Module):
+    def __init__(self):
+        self.count = nnx.Variable(jnp.array(0))
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+    def __call__(self, x):
+        self.count[...] += 1  # <- error
+        return self.lin(x)
+
+
+def test_nnx_module_mutated_under_jax_jit_suggests_nnx_jit_or_split_merge(line_of):
+    counter = Counter()
+
+    @jax.jit
+    def step(x):
+        return counter(x)
+
+    exc = raised(step, jnp.ones((1, 2)))
+    assert type(exc).__name__ == "TraceContextError"
+    report = js.explain(exc)
+    assert report.category == "trace_level"
+    assert report.user_frame.line == line_of(Counter.__call__, "# <- error")
+    assert "`counter`" in report.message and "step" in report.message
+    assert "jax.jit" in report.message
+    assert "nnx.jit" in report.hint
+    assert "nnx.split" in report.hint and "nnx.merge" in report.hint
+    assert report.docs.startswith("https://flax.readthedocs.io/")
+    assert js.explain(exc).jax_message == (
+        "Cannot mutate Variable from a different trace level"
+    )
+
+
+def test_nnx_module_captured_by_an_nnx_jit_function_should_be_an_argument():
+    counter = Counter()
+
+    @nnx.jit
+    def step(x):
+        return counter(x)
+
+    report = js.explain(raised(step, jnp.ones((1, 2))))
+    assert report.category == "trace_level"
+    assert "nnx.jit" in report.message
+    assert "add `counter` as a parameter of step" in report.hint
+    assert "step(counter, " in report.hint
+
+
+def test_graph_node_from_an_outer_trace_passed_to_an_nnx_transform():
+    counter = Counter()
+
+    def per_example(x):
+        return nnx.grad(lambda m, x: m(x).sum())(counter, x)
+
+    exc = raised(lambda xs: jax.vmap(per_example)(xs), jnp.ones((3, 1, 2)))
+    assert str(exc).startswith("Cannot extract graph node from different trace level")
+    report = js.explain(exc)
+    assert report.category == "trace_level"
+    assert "`counter`" in report.message and "per_example" in report.message
+    assert "jax.vmap" in report.message
+    assert "nnx.vmap" in report.hint
+
+
+def test_flax_trace_level_error_is_shown_source_mapped_in_a_cell(ip):
+    from IPython.utils.capture import capture_output
+
+    ip.run_cell(
+        "import jax, jax.numpy as jnp\n"
+        "from flax import nnx\n"
+        "class M(nnx.Module):\n"
+        "    def __init__(self):\n"
+        "        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\n"
+        "m = M()\n"
+        "def h(x):\n"
+        "    m.extra = 1\n"
+        "    return x\n"
+    )
+    with capture_output() as captured:
+        ip.run_cell("jax.jit(h)(jnp.ones(2))")
+    assert "hint:" in captured.stdout
+    assert "nnx.jit" in captured.stdout
