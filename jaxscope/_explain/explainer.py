@@ -4,12 +4,16 @@ The report is built from what the exception already carries: its traceback (the 
 still hold their locals, so the operands of the failing expression have shapes), JAX's
 message (which names the traced function and the arguments a value depends on) and the
 ``__cause__`` JAX chains for errors raised while transforming an equation. Nothing is
-re-run. ``explain`` never raises on an exception: a non-JAX error gets a plain report.
+re-run. ``explain`` never raises on an exception: a non-JAX error gets a plain report
+(Flax's errors about NNX objects across trace levels are explained like JAX's).
 
 The steps, one module each: ``classify`` (from JAX? which ``ErrorKind``?), ``frames``
-(the user's frames), ``site`` (the failing expression in the source), ``operands``
-(their shapes and origins), ``nan`` (where a NaN came from), ``context`` (JAX-level
-facts) and ``hints`` (message and fix); ``report`` holds the records.
+(the user's frames), ``site`` (the failing expression in the source), ``wrappers``
+(``jax.jit``, ``nnx.jit`` or ``eqx.filter_jit``? Equinox's paths in the user's names),
+``operands`` (their shapes and origins), ``nan`` (where a NaN came from), ``donation``,
+``axes`` and ``capture`` (a deleted array, an unbound axis name, a captured NNX
+object), ``context`` (JAX-level facts) and ``hints`` / ``transfer_hints`` (message and
+fix, from ``facts``); ``report`` holds the records.
 """
 
 from __future__ import annotations

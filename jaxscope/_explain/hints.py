@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import ast
 import re
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from jaxscope._explain.axes import UnboundAxis
-from jaxscope._explain.capture import Capture, passed_to_transform
 from jaxscope._explain.context import BUFFER, LEAKED_INTO
-from jaxscope._explain.donation import Deleted
+from jaxscope._explain.facts import Explanation, Facts, sentence
 from jaxscope._explain.fixes import (
     assignment_fix,
     condition_text,
@@ -26,65 +23,20 @@ from jaxscope._explain.fixes import (
     static_hint,
 )
 from jaxscope._explain.known import known_message
-from jaxscope._explain.messages import ARISES, LEAKED_IN, NAN_IN, Tracing, first_line
+from jaxscope._explain.messages import ARISES, LEAKED_IN, NAN_IN, first_line
 from jaxscope._explain.report import ErrorKind, Operand
-from jaxscope._explain.site import Site
+from jaxscope._explain.transfer_hints import donated, trace_level, unbound_axis
 from jaxscope._explain.wrappers import FieldFix, library_of
 from jaxscope._format import format_bytes
-from jaxscope._records import SourceLoc
 from jaxscope._source import display_filename
+
+__all__ = ["Explanation", "Facts", "explanation"]
 
 _DTYPES = re.compile(r"got ((?:[a-z]+\d*(?:, | and )?){2,})")
 _BYTES = re.compile(r"allocat\w* (?P<n>\d+) bytes")
 _TIP = re.compile(r"((?:Try|Consider|Use|Instead)\b[^\n]*)")
 _REFERRED_BY = re.compile(r"is referred to by ([^\s<][^\s]*)")
 _JIT_TRANSFORMS = ("jit", "pjit", "pmap")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Facts:
-    """What is known about the error when its message and hint are written.
-
-    Attributes:
-        kind: the error's kind.
-        text: JAX's message, cleaned (rewritten for a NaN found by stepping).
-        site: the failing expression in the user's source.
-        tracing: what JAX's message says about the trace.
-        code: the code object of the traced function, if found on the stack.
-        operands: the failing expression's operands.
-        user_frame: the user's line the report points at.
-        context: the JAX-level facts gathered so far.
-        wrapper: the library wrapper the traced function went through
-            (``"nnx.jit"``, ``"eqx.filter_jit"``; "" for JAX's own).
-        fields: the Module fields behind the arguments a value depends on.
-        deleted: the deleted array the failing line uses, and where it went.
-        axis: the unbound axis name of a collective and the vmap that should bind it.
-        capture: the NNX object a traced function captured from outside its trace.
-    """
-
-    kind: ErrorKind
-    text: str
-    site: Site
-    tracing: Tracing
-    code: types.CodeType | None
-    operands: tuple[Operand, ...]
-    user_frame: SourceLoc | None
-    context: tuple[str, ...]
-    wrapper: str = ""
-    fields: tuple[FieldFix, ...] = ()
-    deleted: Deleted | None = None
-    axis: UnboundAxis | None = None
-    capture: Capture | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Explanation:
-    """A report's message and hint, and the JAX-level facts found while writing them
-    (to add after ``Facts.context``)."""
-
-    message: str
-    hint: str
-    extra_context: tuple[str, ...] = ()
 
 
 def explanation(facts: Facts) -> Explanation:
@@ -159,10 +111,6 @@ def _eqx_static_part(args: tuple[str, ...], fields: tuple[FieldFix, ...]) -> str
     )
 
 
-def _sentence(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
 def _bool_conversion(facts: Facts) -> Explanation:
     p = _phrases(facts)
     construct, cond = condition_text(facts.site)
@@ -185,7 +133,7 @@ def _bool_conversion(facts: Facts) -> Explanation:
             f"jnp.where({cond}, a, b), or branch with "
             f"jax.lax.cond({cond}, true_fn, false_fn, ...)"
         )
-    return Explanation(message, _sentence(hint))
+    return Explanation(message, sentence(hint))
 
 
 def _int_conversion(facts: Facts) -> Explanation:
@@ -200,7 +148,7 @@ def _int_conversion(facts: Facts) -> Explanation:
         f"{p.static_part}index an array instead of a Python list/tuple "
         f"(jnp.asarray(seq)[i], jax.lax.dynamic_slice, jnp.take)"
     )
-    return Explanation(message, _sentence(hint))
+    return Explanation(message, sentence(hint))
 
 
 def _array_conversion(facts: Facts) -> Explanation:
@@ -262,7 +210,7 @@ def _concretization(facts: Facts) -> Explanation:
         f"jax.lax.cond / jnp.where for branches) or compute shapes from static data "
         f"(x.shape) rather than from array values"
     )
-    return Explanation(message, _sentence(hint))
+    return Explanation(message, sentence(hint))
 
 
 def _item_assignment(facts: Facts) -> Explanation:
@@ -397,168 +345,6 @@ def _out_of_memory(facts: Facts) -> Explanation:
     return Explanation(message, hint, extra)
 
 
-def _donated(facts: Facts) -> Explanation:
-    gone = facts.deleted
-    if gone is None:
-        return Explanation(
-            "An array used here was deleted: a jitted function it was donated to "
-            "(donate_argnums / donate_argnames) took over its buffer, or it was freed "
-            "with .delete()",
-            "Use the value the donating call returns instead of its argument, or stop "
-            "donating it (donate_argnums / donate_argnames of jax.jit or nnx.jit, "
-            "donate= of eqx.filter_jit)",
-        )
-    name = f"`{gone.expr}`"
-    file = facts.user_frame.file if facts.user_frame is not None else ""
-    at = f" at {file}:{gone.line}" if gone.line else ""
-    extra = (f"last passed to: {gone.call}{at}",) if gone.call else ()
-    if gone.by_hand:
-        return Explanation(
-            f"{name} was used after `{gone.call}`{at} deleted its buffer",
-            f"Use {gone.expr} before deleting it, or delete it only once it is no "
-            "longer needed",
-            extra,
-        )
-    if not gone.call:
-        return Explanation(
-            f"{name} was used after its buffer was deleted (donated to a jitted "
-            "function through donate_argnums / donate_argnames, or freed with "
-            f"{gone.expr}.delete())",
-            f"Use the value the donating call returns instead of {gone.expr}, or stop "
-            "donating it; to keep both, donate a copy (jnp.copy)",
-            extra,
-        )
-    via = f" ({gone.wrapper})" if gone.wrapper else ""
-    message = (
-        f"{name} was used after its buffer was deleted: a jitted function deletes the "
-        f"arguments it is told to donate, and the last call above that took it is "
-        f"`{gone.call}`{via}{at}"
-    )
-    if gone.result:
-        reuse = (
-            f"use `{gone.result}`, what {gone.call} returned, instead of {gone.expr}"
-        )
-    else:
-        reuse = f"keep what the call returns: {gone.expr} = {gone.call}"
-    return Explanation(
-        message,
-        f"Don't use {gone.expr} after the call that donated it; {reuse}. To keep "
-        f"{gone.expr} as well, {_stop_donating(gone)}",
-        extra,
-    )
-
-
-def _stop_donating(gone: Deleted) -> str:
-    if gone.wrapper == "eqx.filter_jit":
-        return (
-            f"make {gone.callee} an eqx.filter_jit without donate= (or donate='none')"
-        )
-    if gone.wrapper in ("jax.jit", "nnx.jit"):
-        return (
-            f"drop it from donate_argnums / donate_argnames of "
-            f"{gone.wrapper}({gone.callee}, ...)"
-        )
-    return (
-        "stop donating it (donate_argnums / donate_argnames of jax.jit or nnx.jit, "
-        "donate= of eqx.filter_jit)"
-    )
-
-
-def _unbound_axis(facts: Facts) -> Explanation:
-    axis = facts.axis or UnboundAxis(name="")
-    name = axis.name or "the axis"
-    quoted = f"'{axis.name}'" if axis.name else "its axis"
-    expr = facts.site.text(facts.site.node)
-    at = f" (in `{expr}`)" if expr else ""
-    if axis.batch_norm:
-        message = (
-            f"eqx.nn.BatchNorm(axis_name={quoted}) averages over the vmapped axis "
-            f"{quoted}{at}, but no enclosing jax.vmap binds that name"
-        )
-    else:
-        message = (
-            f"A collective uses the axis name {quoted}{at}, but no enclosing "
-            "jax.vmap, pmap or shard_map binds that name"
-        )
-    extra = (f"enclosing vmap: {axis.vmap} at {axis.where}",) if axis.vmap else ()
-    if axis.binds:
-        hint = (
-            f"The vmap at {axis.where} binds axis_name={axis.binds}, not {quoted}: use "
-            "the same name in both places"
-        )
-    elif axis.fixed:
-        hint = f"Name the vmapped axis at {axis.where}: {axis.fixed}"
-    elif axis.batch_norm:
-        hint = (
-            "eqx.nn.BatchNorm works on one example and averages over a vmapped batch: "
-            f'call the model under jax.vmap(model, axis_name="{name}", '
-            "in_axes=(0, None), out_axes=(0, None))(xs, state) (the state is shared, "
-            "not batched)"
-        )
-    else:
-        hint = (
-            f"Run the function under a transform that binds the name: jax.vmap(f, "
-            f'axis_name="{name}"), or jax.shard_map over a mesh with an axis named '
-            f'"{name}"'
-        )
-    return Explanation(message, hint, extra)
-
-
-_NNX_TWINS = ("jit", "vmap", "grad", "value_and_grad", "pmap", "remat", "scan")
-
-
-def _trace_level(facts: Facts) -> Explanation:
-    grabbed = facts.capture
-    passed = passed_to_transform(first_line(facts.text))
-    doing = "passed to an nnx transform" if passed else "changed"
-    if grabbed is None:
-        return Explanation(
-            f"An NNX object from outside a JAX transform is {doing} inside it",
-            "Pass NNX objects into transforms as arguments of nnx transforms (nnx.jit, "
-            "nnx.vmap, nnx.grad, ...) instead of capturing them; under jax transforms, "
-            "split them outside (graphdef, state = nnx.split(model)) and merge them "
-            "inside (model = nnx.merge(graphdef, state))",
-        )
-    name, fn, wrapper = grabbed.name, grabbed.function, grabbed.wrapper
-    outside = f"its {wrapper} trace" if wrapper else "its trace"
-    message = (
-        f"`{name}` (a {grabbed.type_name}) is captured by {fn} from outside "
-        f"{outside} and {doing} inside it"
-    )
-    others = [p for p in grabbed.params if p != name]
-    rest = ", ".join(others) or "..."
-    if library_of(wrapper) == "nnx":
-        hint = (
-            f"Pass `{name}` in: {wrapper} only carries the state of objects passed to "
-            f"it as arguments, so add `{name}` as a parameter of {fn} and call "
-            f"{fn}({name}, {rest})"
-        )
-        return Explanation(message, hint)
-    attr = wrapper.rsplit(".", 1)[-1]
-    twin = f"nnx.{attr}" if wrapper.startswith("jax") and attr in _NNX_TWINS else ""
-    under = wrapper or "the JAX transform"
-    if twin:
-        axes = ""
-        if attr == "vmap":
-            axes = ", in_axes=(" + ", ".join(["None"] + ["0"] * max(1, len(others)))
-            axes += ")"
-        use = (
-            f"Use {twin} instead of {under} and pass `{name}` to it as an argument: add "
-            f"it as a parameter of {fn} and call {twin}({fn}{axes})({name}, {rest})"
-        )
-    else:
-        use = (
-            f"Pass `{name}` as an argument of an nnx transform (nnx.jit, nnx.vmap, "
-            f"nnx.grad, ...) rather than capturing it in {fn}"
-        )
-    hint = (
-        f"{use}; or keep {under} and pass its state: graphdef, state = "
-        f"nnx.split({name}) outside, {name} = nnx.merge(graphdef, state) inside {fn}, "
-        f"and return nnx.state({name}) to apply with nnx.update({name}, new_state)"
-    )
-    return Explanation(message, hint)
-
-
 def _runtime(facts: Facts) -> Explanation:
     return Explanation(
         first_line(facts.text),
@@ -583,7 +369,7 @@ _BUILDERS: dict[ErrorKind, Callable[[Facts], Explanation]] = {
     ErrorKind.NAN: _nan,
     ErrorKind.OUT_OF_MEMORY: _out_of_memory,
     ErrorKind.RUNTIME: _runtime,
-    ErrorKind.DONATED: _donated,
-    ErrorKind.UNBOUND_AXIS: _unbound_axis,
-    ErrorKind.TRACE_LEVEL: _trace_level,
+    ErrorKind.DONATED: donated,
+    ErrorKind.UNBOUND_AXIS: unbound_axis,
+    ErrorKind.TRACE_LEVEL: trace_level,
 }
