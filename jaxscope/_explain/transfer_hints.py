@@ -137,7 +137,7 @@ def trace_level(facts: Facts) -> Explanation:
     name, fn, wrapper = grabbed.name, grabbed.function, grabbed.wrapper
     outside = f"its {wrapper} trace" if wrapper else "its trace"
     message = (
-        f"`{name}` (a {grabbed.type_name}) is captured by {fn} from outside "
+        f"`{name}` (an NNX {grabbed.type_name}) is captured by {fn} from outside "
         f"{outside} and {doing} inside it"
     )
     others = [p for p in grabbed.params if p != name]

@@ -358,3 +358,34 @@ def test_flax_trace_level_error_is_shown_source_mapped_in_a_cell(ip):
         ip.run_cell("jax.jit(h)(jnp.ones(2))")
     assert "hint:" in captured.stdout
     assert "nnx.jit" in captured.stdout
+
+
+def test_pytest_report_explains_a_flax_trace_level_failure(pytester):
+    pytester.makepyfile(
+        test_nnx="""
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+
+class M(nnx.Module):
+    def __init__(self):
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+
+model = M()
+
+
+def test_mutation_under_jax_jit():
+    def step(x):
+        model.extra = 1
+        return x
+
+    jax.jit(step)(jnp.ones(2))
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "jaxscope: source-mapped JAX error" in out
+    assert "`model` (an NNX M) is captured by step" in out
