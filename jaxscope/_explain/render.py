@@ -151,7 +151,8 @@ def _(report: ErrorReport) -> Any:
             )
             add(text + "\n", style=style)
     details = [
-        f"{o.expr}: {o.aval}" + (f"  ← {o.origin}" if o.origin else "")
+        (f"{o.expr}: {o.aval}" if o.aval else o.expr)
+        + (f"  ← {o.origin}" if o.origin else "")
         for o in report.operands
         if o.aval or o.origin
     ]

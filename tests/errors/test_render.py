@@ -200,3 +200,13 @@ def test_hostile_exception_message_and_function_name_print_as_plain_text(catch):
         _no_escapes(to_html(report))
         assert "[bold" in text
         assert "\\x1b[31m" in text
+
+
+def test_an_operand_without_a_type_shows_no_empty_type():
+    report = shape_report(
+        operands=(Operand(expr="state", origin="argument state of f (position 1)"),),
+        jax_context=(),
+    )
+    text = to_text(report, width=100)
+    assert "  state  ← argument state of f (position 1)" in text
+    assert "state: " not in text
