@@ -4,7 +4,7 @@ its trace. Each builder is a pure function of the ``Facts`` it is given."""
 
 from __future__ import annotations
 
-from jaxscope._explain.axes import UnboundAxis
+from jaxscope._explain.axes import UNBOUND, UnboundAxis
 from jaxscope._explain.capture import passed_to_transform
 from jaxscope._explain.donation import Deleted
 from jaxscope._explain.facts import Explanation, Facts
@@ -80,20 +80,30 @@ def _stop_donating(gone: Deleted) -> str:
 
 
 def unbound_axis(facts: Facts) -> Explanation:
-    axis = facts.axis or UnboundAxis(name="")
-    name = axis.name or "the axis"
-    quoted = f"'{axis.name}'" if axis.name else "its axis"
+    if facts.axis is not None:
+        axis = facts.axis
+    else:
+        found = UNBOUND.search(facts.text)
+        axis = UnboundAxis(name=found.group("name") if found else "")
+    name = axis.name or "..."
+    quoted = f"'{axis.name}'" if axis.name else "an axis name"
     expr = facts.site.text(facts.site.node)
     at = f" (in `{expr}`)" if expr else ""
-    if axis.batch_norm:
+    if axis.batch_norm and axis.name:
         message = (
             f"eqx.nn.BatchNorm(axis_name={quoted}) averages over the vmapped axis "
             f"{quoted}{at}, but no enclosing jax.vmap binds that name"
         )
-    else:
+    elif axis.batch_norm:
         message = (
-            f"A collective uses the axis name {quoted}{at}, but no enclosing "
-            "jax.vmap, pmap or shard_map binds that name"
+            f"eqx.nn.BatchNorm averages over a vmapped axis{at}, but no enclosing "
+            "jax.vmap binds its name"
+        )
+    else:
+        uses = f"the axis name {quoted}" if axis.name else "an axis name"
+        message = (
+            f"A collective uses {uses}{at}, but no enclosing jax.vmap, pmap or "
+            "shard_map binds that name"
         )
     extra = (f"enclosing vmap: {axis.vmap} at {axis.where}",) if axis.vmap else ()
     if axis.binds:
