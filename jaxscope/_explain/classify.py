@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import jax
 
+from jaxscope._explain.axes import UNBOUND
+from jaxscope._explain.capture import is_trace_level_error
 from jaxscope._explain.frames import Entry, entries, raises_here
 from jaxscope._explain.known import known_message
 from jaxscope._explain.messages import DEPENDS, NAN_IN, first_line, safe_str
@@ -16,6 +18,8 @@ _JAX_MESSAGES = (
     "Non-hashable static arguments are not supported",
     "Error interpreting argument to",
 )
+# Phrases of the errors of a deleted (donated) array: Python's and the runtime's.
+_DELETED = ("Array has been deleted", "Buffer has been deleted or donated")
 # jax.errors classes, by name (not every JAX release has all of them), most specific
 # first: TracerBoolConversionError is a ConcretizationTypeError.
 _TYPED_KINDS = (
@@ -42,6 +46,15 @@ def is_jax_error(exc: BaseException) -> bool:
         return False
 
 
+def explainable(exc: BaseException) -> bool:
+    """Whether ``explain`` has more to say about ``exc`` than Python's traceback: a JAX
+    error, or a Flax error about an NNX object used across JAX trace levels."""
+    try:
+        return is_jax_error(exc) or is_trace_level_error(exc, first_line(safe_str(exc)))
+    except Exception:
+        return False
+
+
 def raised_by_jax(exc: BaseException, found: list[Entry]) -> bool:
     """``is_jax_error``, given the entries of ``exc``'s traceback."""
     if isinstance(exc, _cerrors.jax_error_types()):
@@ -55,7 +68,8 @@ def raised_by_jax(exc: BaseException, found: list[Entry]) -> bool:
             return True
     if found and is_jax_file(found[-1].filename):
         return True
-    if first_line(safe_str(exc)).startswith(_JAX_MESSAGES):
+    first = first_line(safe_str(exc))
+    if first.startswith(_JAX_MESSAGES) or any(p in first for p in _DELETED):
         return True
     if _cerrors.jax_notes(exc) or unfiltered is not None:
         # JAX removed its own frames: the error came from below the innermost
@@ -89,12 +103,18 @@ def _kind_of(exc: BaseException, text: str, is_jax: bool) -> ErrorKind:
         if any(phrase in text for phrase in _OUT_OF_MEMORY):
             return ErrorKind.OUT_OF_MEMORY
         return ErrorKind.RUNTIME
+    if is_trace_level_error(exc, first_line(text)):
+        return ErrorKind.TRACE_LEVEL
     if not is_jax:
         return ErrorKind.NOT_JAX
     return _kind_of_jax_message(exc, text)
 
 
 def _kind_of_jax_message(exc: BaseException, text: str) -> ErrorKind:
+    if any(phrase in first_line(text) for phrase in _DELETED):
+        return ErrorKind.DONATED
+    if UNBOUND.search(first_line(text)):
+        return ErrorKind.UNBOUND_AXIS
     if text.startswith("Leaked trace"):
         return ErrorKind.LEAK
     if "in-place item assignment" in text or "does not support item assignment" in text:

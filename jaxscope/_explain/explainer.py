@@ -4,22 +4,34 @@ The report is built from what the exception already carries: its traceback (the 
 still hold their locals, so the operands of the failing expression have shapes), JAX's
 message (which names the traced function and the arguments a value depends on) and the
 ``__cause__`` JAX chains for errors raised while transforming an equation. Nothing is
-re-run. ``explain`` never raises on an exception: a non-JAX error gets a plain report.
+re-run. ``explain`` never raises on an exception: a non-JAX error gets a plain report
+(Flax's errors about NNX objects across trace levels are explained like JAX's).
 
 The steps, one module each: ``classify`` (from JAX? which ``ErrorKind``?), ``frames``
-(the user's frames), ``site`` (the failing expression in the source), ``operands``
-(their shapes and origins), ``nan`` (where a NaN came from), ``context`` (JAX-level
-facts) and ``hints`` (message and fix); ``report`` holds the records.
+(the user's frames), ``site`` (the failing expression in the source), ``wrappers``
+(``jax.jit``, ``nnx.jit`` or ``eqx.filter_jit``? Equinox's paths in the user's names),
+``operands`` (their shapes and origins), ``nan`` (where a NaN came from), ``donation``,
+``axes`` and ``capture`` (a deleted array, an unbound axis name, a captured NNX
+object), ``context`` (JAX-level facts) and ``hints`` / ``transfer_hints`` (message and
+fix, from ``facts``); ``report`` holds the records.
 """
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import re
 import sys
+import types
 from dataclasses import dataclass
 
 from jaxscope._exceptions import InvalidCallError, JaxscopeError
+from jaxscope._explain.axes import unbound_axis
+from jaxscope._explain.capture import captured_object
 from jaxscope._explain.classify import error_kind, is_jax_error, raised_by_jax
 from jaxscope._explain.context import message_context, probed_context
+from jaxscope._explain.donation import deleted_operand
+from jaxscope._explain.evaluate import MISSING, safe_eval
 from jaxscope._explain.frames import (
     Entry,
     entries,
@@ -29,17 +41,28 @@ from jaxscope._explain.frames import (
     user_entries,
 )
 from jaxscope._explain.hints import Facts, explanation
+from jaxscope._explain.known import untraceable_path
 from jaxscope._explain.messages import (
+    Tracing,
     clean_message,
+    docs_link,
     first_line,
     full_traceback,
     safe_str,
     tracing_of,
+    without_docs,
 )
 from jaxscope._explain.nan import NanOrigin, nan_origin
 from jaxscope._explain.operands import operands
 from jaxscope._explain.report import ErrorKind, ErrorReport, Operand, relativize
 from jaxscope._explain.site import NO_SITE, Site, site_at, source_lines
+from jaxscope._explain.wrappers import (
+    FieldFix,
+    argument_value,
+    equinox_arguments,
+    field_fix,
+    wrapper_in_frames,
+)
 from jaxscope._format import short_repr
 from jaxscope._records import SourceLoc
 from jaxscope.compat import errors as _cerrors
@@ -224,6 +247,55 @@ def _user_code(
     return users, inner, kind
 
 
+@dataclass(frozen=True, slots=True)
+class _Traced:
+    """What JAX's message says about the trace, in the user's names, with the code of
+    the traced function and the wrapper the user traced it with."""
+
+    tracing: Tracing
+    code: types.CodeType | None
+    wrapper: str
+    fields: tuple[FieldFix, ...]
+
+
+def _traced(found: list[Entry], text: str) -> _Traced:
+    tracing = tracing_of(text)
+    code = traced_code(found, tracing.function, tracing.file, tracing.line)
+    wrapper = wrapper_in_frames(found, code, tracing.transform)
+    frame = next((e.frame for e in reversed(found) if e.frame.f_code is code), None)
+    if wrapper == "eqx.filter_jit" and code is not None:
+        # JAX names Equinox's inner function and its argument paths.
+        tracing = dataclasses.replace(
+            tracing,
+            file=code.co_filename,
+            line=code.co_firstlineno,
+            arguments=equinox_arguments(tracing.arguments, code, frame),
+        )
+    fields: list[FieldFix] = []
+    if frame is not None:
+        for arg in tracing.arguments:
+            base = re.split(r"[\[.]", arg, maxsplit=1)[0]
+            fix = field_fix(arg, frame.f_locals.get(base))
+            if fix is not None:
+                fields.append(fix)
+    return _Traced(tracing, code, wrapper, tuple(fields))
+
+
+def _untraceable_fields(
+    text: str, inner: Entry | None, site: Site
+) -> tuple[FieldFix, ...]:
+    """The Module field behind the path of an argument jit could not trace, read from
+    the failing call's arguments."""
+    path = untraceable_path(first_line(text))
+    if not path or inner is None or not isinstance(site.node, ast.Call):
+        return ()
+    callee = safe_eval(site.node.func, inner.frame)
+    base = re.split(r"[\[.]", path, maxsplit=1)[0]
+    value = argument_value(site.node, inner.frame, callee, base)
+    fix = field_fix(path, value) if value is not MISSING else None
+    return (fix,) if fix is not None else ()
+
+
 def _explain(exc: BaseException) -> ErrorReport:
     found = entries(exc.__traceback__)
     is_jax = raised_by_jax(exc, found)
@@ -231,6 +303,7 @@ def _explain(exc: BaseException) -> ErrorReport:
     kind = error_kind(exc, text, is_jax)
     is_jax = is_jax or kind in _ALWAYS_JAX
     users, inner, kind = _user_code(exc, found, kind)
+    jax_message = without_docs(first_line(text)) if kind != ErrorKind.NOT_JAX else ""
     where = _where(inner)
     origin = None
     if kind == ErrorKind.NAN and inner is not None:
@@ -238,7 +311,8 @@ def _explain(exc: BaseException) -> ErrorReport:
         if origin is not None:
             where = _at_nan_origin(where, origin, found)
             text = origin.rewrite(text)
-    tracing = tracing_of(text)
+    traced = _traced(found, text)
+    tracing = traced.tracing
     shown: tuple[Operand, ...] = ()
     if inner is not None and kind in _OPERAND_KINDS:
         shown = operands(inner, where.site)
@@ -252,10 +326,23 @@ def _explain(exc: BaseException) -> ErrorReport:
             text=text,
             site=where.site,
             tracing=tracing,
-            code=traced_code(found, tracing.function, tracing.file, tracing.line),
+            code=traced.code,
             operands=shown,
             user_frame=where.user_frame,
             context=context,
+            wrapper=traced.wrapper,
+            fields=traced.fields + _untraceable_fields(text, inner, where.site),
+            deleted=(
+                deleted_operand(inner, where.site)
+                if kind == ErrorKind.DONATED and inner is not None
+                else None
+            ),
+            axis=(
+                unbound_axis(text, found, users)
+                if kind == ErrorKind.UNBOUND_AXIS
+                else None
+            ),
+            capture=captured_object(found) if kind == ErrorKind.TRACE_LEVEL else None,
         )
     )
     frames = [loc(e) for e in users]
@@ -278,4 +365,6 @@ def _explain(exc: BaseException) -> ErrorReport:
         span=where.span,
         traceback=full_traceback(exc),
         original_message=safe_str(exc),
+        jax_message=jax_message,
+        docs=docs_link(safe_str(exc)) if kind != ErrorKind.NOT_JAX else "",
     )

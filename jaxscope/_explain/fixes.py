@@ -40,9 +40,12 @@ def names(args: tuple[str, ...]) -> str:
     return ", ".join(args[:-1]) + " and " + args[-1]
 
 
-def static_hint(fn: str, args: tuple[str, ...], code: types.CodeType | None) -> str:
+def static_hint(
+    fn: str, args: tuple[str, ...], code: types.CodeType | None, jit: str = "jax.jit"
+) -> str:
     """``jax.jit(fn, static_argnums=...) (or static_argnames=...)`` for the parameters
-    behind ``args`` ("" when none of them is a parameter of ``code``)."""
+    behind ``args`` ("" when none of them is a parameter of ``code``); ``jit`` names
+    the wrapper (``nnx.jit`` takes the same arguments)."""
     if code is None or not args:
         return ""
     positional, kwonly = code_params(code)
@@ -63,8 +66,8 @@ def static_hint(fn: str, args: tuple[str, ...], code: types.CodeType | None) -> 
     if nums and len(nums) == len(params):
         trailing = "," if len(nums) == 1 else ""
         tup = "(" + ", ".join(str(n) for n in nums) + trailing + ")"
-        return f"jax.jit({short}, static_argnums={tup}) (or {by_name})"
-    return f"jax.jit({short}, {by_name})"
+        return f"{jit}({short}, static_argnums={tup}) (or {by_name})"
+    return f"{jit}({short}, {by_name})"
 
 
 def np_calls(site: Site) -> list[tuple[str, str]]:

@@ -111,6 +111,13 @@ def _is_library(filename: str, libs: tuple[str, ...]) -> bool:
     )
 
 
+def is_own_code(entry: Entry) -> bool:
+    """Whether the entry runs the user's own code (not JAX, a tool or a library)."""
+    return _is_user_entry(entry, _tool_dirs()) and not _is_library(
+        entry.filename, _library_dirs()
+    )
+
+
 def user_entries(found: list[Entry]) -> tuple[list[Entry], Entry | None]:
     """User entries outermost first, and the innermost one (own code before libraries)."""
     tools = _tool_dirs()

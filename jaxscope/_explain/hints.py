@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import ast
 import re
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from jaxscope._explain.context import BUFFER, LEAKED_INTO
+from jaxscope._explain.facts import Explanation, Facts, sentence
 from jaxscope._explain.fixes import (
     assignment_fix,
     condition_text,
@@ -23,53 +23,20 @@ from jaxscope._explain.fixes import (
     static_hint,
 )
 from jaxscope._explain.known import known_message
-from jaxscope._explain.messages import ARISES, LEAKED_IN, NAN_IN, Tracing, first_line
+from jaxscope._explain.messages import ARISES, LEAKED_IN, NAN_IN, first_line
 from jaxscope._explain.report import ErrorKind, Operand
-from jaxscope._explain.site import Site
+from jaxscope._explain.transfer_hints import donated, trace_level, unbound_axis
+from jaxscope._explain.wrappers import FieldFix, library_of
 from jaxscope._format import format_bytes
-from jaxscope._records import SourceLoc
 from jaxscope._source import display_filename
+
+__all__ = ["Explanation", "Facts", "explanation"]
 
 _DTYPES = re.compile(r"got ((?:[a-z]+\d*(?:, | and )?){2,})")
 _BYTES = re.compile(r"allocat\w* (?P<n>\d+) bytes")
 _TIP = re.compile(r"((?:Try|Consider|Use|Instead)\b[^\n]*)")
 _REFERRED_BY = re.compile(r"is referred to by ([^\s<][^\s]*)")
 _JIT_TRANSFORMS = ("jit", "pjit", "pmap")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Facts:
-    """What is known about the error when its message and hint are written.
-
-    Attributes:
-        kind: the error's kind.
-        text: JAX's message, cleaned (rewritten for a NaN found by stepping).
-        site: the failing expression in the user's source.
-        tracing: what JAX's message says about the trace.
-        code: the code object of the traced function, if found on the stack.
-        operands: the failing expression's operands.
-        user_frame: the user's line the report points at.
-        context: the JAX-level facts gathered so far.
-    """
-
-    kind: ErrorKind
-    text: str
-    site: Site
-    tracing: Tracing
-    code: types.CodeType | None
-    operands: tuple[Operand, ...]
-    user_frame: SourceLoc | None
-    context: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Explanation:
-    """A report's message and hint, and the JAX-level facts found while writing them
-    (to add after ``Facts.context``)."""
-
-    message: str
-    hint: str
-    extra_context: tuple[str, ...] = ()
 
 
 def explanation(facts: Facts) -> Explanation:
@@ -97,16 +64,20 @@ def _phrases(facts: Facts) -> _Phrases:
     fn = tracing.function.rsplit(".", 1)[-1] if tracing.function else None
     args = tracing.arguments
     plural = "s" if len(args) > 1 else ""
-    static = (
-        static_hint(fn, args, facts.code)
-        if fn and tracing.transform in _JIT_TRANSFORMS
-        else ""
-    )
+    library = library_of(facts.wrapper)
+    transform = facts.wrapper if library != "jax" else tracing.transform
+    if library == "eqx":
+        static_part = _eqx_static_part(args, facts.fields)
+    elif fn and tracing.transform in _JIT_TRANSFORMS:
+        jit = facts.wrapper if facts.wrapper == "nnx.jit" else "jax.jit"
+        static_part = _static_part(args, static_hint(fn, args, facts.code, jit))
+    else:
+        static_part = ""
     return _Phrases(
         in_fn=f" in {fn}" if fn else "",
-        under=f" (traced for {tracing.transform})" if tracing.transform else "",
+        under=f" (traced for {transform})" if transform else "",
         depends=f"; it depends on argument{plural} {names(args)}" if args else "",
-        static_part=_static_part(args, static),
+        static_part=static_part,
     )
 
 
@@ -121,8 +92,23 @@ def _static_part(args: tuple[str, ...], static: str) -> str:
     )
 
 
-def _sentence(text: str) -> str:
-    return text[:1].upper() + text[1:]
+def _eqx_static_part(args: tuple[str, ...], fields: tuple[FieldFix, ...]) -> str:
+    fix = next((f for f in fields if f.path in args), None)
+    if fix is not None:
+        return (
+            f"if {fix.path} is a Python value (a flag, a size, a mode), store one there, "
+            "not an array (eqx.filter_jit keeps non-array fields static), or declare "
+            f"the field static in class {fix.cls}: `{fix.declaration}`; otherwise "
+        )
+    if not args or any(c in a for a in args for c in ".["):
+        return ""
+    one = len(args) == 1
+    return (
+        f"if {names(args)} {'is a Python value' if one else 'are Python values'} "
+        f"(a flag, a size, a mode), pass {'it' if one else 'them'} as a Python "
+        "bool/int/float, not an array: eqx.filter_jit keeps non-array arguments "
+        "static; otherwise "
+    )
 
 
 def _bool_conversion(facts: Facts) -> Explanation:
@@ -147,7 +133,7 @@ def _bool_conversion(facts: Facts) -> Explanation:
             f"jnp.where({cond}, a, b), or branch with "
             f"jax.lax.cond({cond}, true_fn, false_fn, ...)"
         )
-    return Explanation(message, _sentence(hint))
+    return Explanation(message, sentence(hint))
 
 
 def _int_conversion(facts: Facts) -> Explanation:
@@ -162,7 +148,7 @@ def _int_conversion(facts: Facts) -> Explanation:
         f"{p.static_part}index an array instead of a Python list/tuple "
         f"(jnp.asarray(seq)[i], jax.lax.dynamic_slice, jnp.take)"
     )
-    return Explanation(message, _sentence(hint))
+    return Explanation(message, sentence(hint))
 
 
 def _array_conversion(facts: Facts) -> Explanation:
@@ -224,7 +210,7 @@ def _concretization(facts: Facts) -> Explanation:
         f"jax.lax.cond / jnp.where for branches) or compute shapes from static data "
         f"(x.shape) rather than from array values"
     )
-    return Explanation(message, _sentence(hint))
+    return Explanation(message, sentence(hint))
 
 
 def _item_assignment(facts: Facts) -> Explanation:
@@ -256,7 +242,7 @@ def _jax_message(facts: Facts) -> Explanation:
 
 
 def _jax_message_hint(facts: Facts, first: str) -> str:
-    known = known_message(first, facts.text, facts.operands)
+    known = known_message(first, facts.text, facts.operands, facts.fields)
     if known is not None:
         return known.hint
     if facts.kind == ErrorKind.DTYPE:
@@ -383,4 +369,7 @@ _BUILDERS: dict[ErrorKind, Callable[[Facts], Explanation]] = {
     ErrorKind.NAN: _nan,
     ErrorKind.OUT_OF_MEMORY: _out_of_memory,
     ErrorKind.RUNTIME: _runtime,
+    ErrorKind.DONATED: donated,
+    ErrorKind.UNBOUND_AXIS: unbound_axis,
+    ErrorKind.TRACE_LEVEL: trace_level,
 }

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from jaxscope._explain.report import ErrorKind, Operand
+from jaxscope._explain.wrappers import FieldFix
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +46,14 @@ _UNHASHABLE_STATIC = KnownMessage(
 
 
 def known_message(
-    first: str, text: str, operands: tuple[Operand, ...]
+    first: str,
+    text: str,
+    operands: tuple[Operand, ...],
+    fields: tuple[FieldFix, ...] = (),
 ) -> KnownMessage | None:
     """The kind and fix of a well-known message (``first``: its first line, ``text``:
-    all of it), with the operands' shapes where they help; None for any other."""
+    all of it), with the operands' shapes and the Module fields behind an argument
+    where they help; None for any other."""
     avals = [f"{o.expr} is {o.aval}" for o in operands if o.aval]
     if "branches must have equal output types" in first or (
         "branch" in first and "output" in first and "type" in first
@@ -74,7 +79,7 @@ def known_message(
     if first.startswith("Non-hashable static arguments"):
         return _UNHASHABLE_STATIC
     if first.startswith("Error interpreting argument to"):
-        return _untraceable_argument(first)
+        return _untraceable_argument(first, fields)
     if first.startswith("cannot reshape array"):
         return KnownMessage(
             ErrorKind.SHAPE,
@@ -85,13 +90,47 @@ def known_message(
     return None
 
 
-def _untraceable_argument(first: str) -> KnownMessage:
-    path = re.search(r"at path (\S+?)\.?$", first)
-    kind = re.search(r"of type <class '([\w.]+)'>", first)
-    name = path.group(1) if path else "the argument"
-    what = f" a {kind.group(1)}" if kind else " not an array"
+_UNTRACEABLE_FN = re.compile(r"^Error interpreting argument to <function ([\w.<>]+) ")
+_UNTRACEABLE_PATH = re.compile(r"at path (\S+?)\.?$")
+_UNTRACEABLE_TYPE = re.compile(r"of type <class '([\w.]+)'>")
+
+
+def untraceable_path(first: str) -> str:
+    """The argument path of an "Error interpreting argument" message ("" if none)."""
+    match = _UNTRACEABLE_PATH.search(first)
+    return match.group(1) if match else ""
+
+
+def _untraceable_argument(first: str, fields: tuple[FieldFix, ...]) -> KnownMessage:
+    fn_match = _UNTRACEABLE_FN.search(first)
+    fn = fn_match.group(1).rsplit(".", 1)[-1] if fn_match else "f"
+    name = untraceable_path(first) or "the argument"
+    type_match = _UNTRACEABLE_TYPE.search(first)
+    what = (
+        f" a {type_match.group(1).rsplit('.', 1)[-1]}"
+        if type_match
+        else " not an array"
+    )
+    fix = next((f for f in fields if f.path == name), None)
+    if fix is not None:
+        base = name.split(".", 1)[0]
+        return KnownMessage(
+            ErrorKind.STATIC_ARG,
+            f"{base} is an eqx.Module and its field {fix.field} holds{what}, which "
+            f"jax.jit cannot trace: use eqx.filter_jit({fn}) instead of jax.jit (it "
+            "traces the arrays and keeps every other field static), or declare the "
+            f"field static in class {fix.cls}: `{fix.declaration}`",
+        )
+    base = re.split(r"[\[.]", name, maxsplit=1)[0]
+    if base != name:
+        return KnownMessage(
+            ErrorKind.STATIC_ARG,
+            f"{name} is{what}, which JAX cannot trace: mark the whole argument static "
+            f"(jax.jit({fn}, static_argnames='{base}'); it must then be hashable), or "
+            f"pass {name} to {fn} as its own static argument",
+        )
     return KnownMessage(
         ErrorKind.STATIC_ARG,
         f"{name} is{what}, which JAX cannot trace: pass it as a static argument "
-        f"(jax.jit(f, static_argnames='{name}')) or convert it to an array",
+        f"(jax.jit({fn}, static_argnames='{name}')) or convert it to an array",
     )

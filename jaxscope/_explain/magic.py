@@ -15,10 +15,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._ipython.common import JaxscopeMagics, usage_errors
+from jaxscope._ipython.common import JaxscopeMagics, parse_magic_args, usage_errors
 
 if TYPE_CHECKING:
     from jaxscope._explain.report import ErrorReport
@@ -36,18 +36,31 @@ class ErrorMagics(JaxscopeMagics):
         "mode",
         nargs="?",
         default="status",
-        help="on: source-mapped JAX errors (default); full: also IPython's traceback; "
-        "off: IPython's usual display; status: show the mode",
+        help="on, full, off or status (the default: print the mode)",
     )
     @line_magic
     @usage_errors
     def jaxerrors(self, line: str) -> Any:
-        """Choose how JAX errors raised in cells are shown (on, full, off, status)."""
-        try:
-            opts = parse_argstring(self.jaxerrors, line)
-        except Exception as exc:
-            raise InvalidCallError(str(exc).splitlines()[0]) from None
-        mode = opts.mode
+        """Choose how JAX errors raised in cells are shown.
+
+        A JAX error raised in a cell is shown source-mapped: the cell line that
+        caused it with a caret, JAX's own first line and documentation link, what
+        it means there and a concrete fix. Every other exception is shown by
+        IPython as usual. The exception itself is never replaced: %tb prints the
+        full traceback, %debug opens the debugger in its frame, and js.explain()
+        returns the report as an object.
+
+        Modes:
+          on      the source-mapped report (the default after %load_ext jaxscope)
+          full    IPython's traceback (as %xmode sets it), then the report
+          off     IPython's usual display only
+          status  print the current mode (what a bare %jaxerrors does)
+
+        Examples:
+          %jaxerrors off
+          %jaxerrors
+        """
+        mode = parse_magic_args(self.jaxerrors, line).mode
         if mode == "status":
             print(f"jaxscope error display: {self.state.data.get(_KEY_MODE, 'on')}")
             return None
@@ -97,10 +110,10 @@ def _handle(
     report = None
     if mode != "off":
         try:
-            from jaxscope._explain.classify import is_jax_error
+            from jaxscope._explain.classify import explainable
             from jaxscope._explain.explainer import explain
 
-            if is_jax_error(value):
+            if explainable(value):
                 report = explain(value)
         except Exception:
             report = None
@@ -182,10 +195,13 @@ def _show(
         # so the frontend and nbclient still see the cell fail with this exception.
         from IPython.display import display
 
+        from jaxscope._explain.render import visible
+
         display(report)
-        first = report.message.splitlines()[0] if report.message else ""
+        said = report.jax_message or report.message
+        first = said.splitlines()[0] if said else ""
         stb = [
-            f"{etype.__name__}: {first}",
+            visible(f"{etype.__name__}: {first}"),
             "(source-mapped by jaxscope above; %tb prints the full traceback)",
         ]
         if mode == "full" and full:

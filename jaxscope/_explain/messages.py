@@ -22,6 +22,11 @@ LEAKED_IN = re.compile(
     r"(?P<file>.+?):(?P<line>\d+) traced for (?P<tr>\w+)"
 )
 ARISES = re.compile(r"It arose in (?:the )?(?P<what>.+?)\.?$", re.MULTILINE)
+# Documentation pages of JAX, Flax and Equinox; a link elsewhere is never shown.
+DOCS = re.compile(
+    r"https://(?:docs\.jax\.dev|jax\.readthedocs\.io|flax\.readthedocs\.io"
+    r"|flax-linen\.readthedocs\.io|docs\.kidger\.site)/[\w./#%~=?&+-]*"
+)
 NAN_IN = re.compile(
     r"invalid value \((?P<what>nan|inf)\) encountered in (?P<prim>[\w.]+)"
 )
@@ -84,6 +89,22 @@ def clean_message(exc: BaseException) -> str:
             continue
         lines.append(line)
     return "\n".join(lines).strip()
+
+
+def docs_link(text: str) -> str:
+    """The first JAX/Flax/Equinox documentation link in ``text`` ("" if none)."""
+    found = DOCS.search(text)
+    return found.group().rstrip(".") if found else ""
+
+
+def without_docs(line: str) -> str:
+    """``line`` without a ``(https://...)`` documentation link (Flax ends its
+    messages with one), and without the start of a multi-line repr it ends with
+    (``..., got Variable(``)."""
+    line = re.sub(r"\s*\(" + DOCS.pattern + r"\)", "", line).strip()
+    if line.count("(") > line.count(")") and ", got " in line:
+        line = line[: line.rindex(", got ")]
+    return line
 
 
 def first_line(text: str) -> str:

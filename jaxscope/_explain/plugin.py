@@ -50,12 +50,12 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
         return
     exc = excinfo.value
     try:
-        from jaxscope._explain.classify import is_jax_error
+        from jaxscope._explain.classify import explainable
         from jaxscope._explain.explainer import explain
         from jaxscope._explain.render import text_of
         from jaxscope._explain.report import relativize
 
-        if not is_jax_error(exc):
+        if not explainable(exc):
             return
         report_ = relativize(explain(exc), str(item.config.rootpath))
         text = text_of(report_, 100, soft_wrap=True)  # long code hints stay on one line

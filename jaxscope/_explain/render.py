@@ -1,7 +1,9 @@
 """Rendering of ``ErrorReport``: the user's line with context and a caret, the hint.
 
 Text (rich) for terminals and ``str()``; HTML for notebooks, with the full traceback
-folded in a ``<details>``. Every string from the user or JAX is escaped.
+folded in a ``<details>``. Every string from the user or JAX is plain text: rich markup
+in it prints literally, control characters (the ESC of ANSI and OSC sequences) are shown
+as ``\\x1b`` so they never reach the terminal, and HTML is escaped.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from jaxscope._display import html, new_console, rich_renderable
 from jaxscope._explain.report import ErrorReport
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# C0 controls but newline and tab, DEL and the C1 controls (0x9b opens a CSI too).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _CSS = """
 <style>
@@ -33,6 +37,11 @@ _CSS = """
 .jaxscope-error .js-dim{color:#777}
 </style>
 """
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters written out (ESC → ``\\x1b``)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def text_of(
@@ -56,6 +65,12 @@ def _where(report: ErrorReport) -> str:
     return f"{loc}{fn}"
 
 
+def jax_line(report: ErrorReport) -> str:
+    """JAX's own first line, when the report's message does not already start with it."""
+    jax = report.jax_message
+    return jax if jax and not report.message.startswith(jax) else ""
+
+
 def caret_line(report: ErrorReport) -> str:
     """Spaces then ``^`` under the failing expression of the user's line ("" if unknown)."""
     if report.span is None:
@@ -64,7 +79,8 @@ def caret_line(report: ErrorReport) -> str:
     line = report.line_text
     if not line or start >= len(line) or end <= start:
         return ""
-    end = min(end, len(line))
+    # Columns of the raw line, moved to where they fall once it is made visible.
+    start, end = len(visible(line[:start])), len(visible(line[: min(end, len(line))]))
     return " " * start + "^" * (end - start)
 
 
@@ -80,7 +96,7 @@ def context_lines(report: ErrorReport) -> list[tuple[str, bool]]:
     for number, text in report.source_lines:
         is_current = number == current
         mark = "→" if is_current else " "
-        rows.append((f"{mark} {number:>{width}} │ {text}", is_current))
+        rows.append((f"{mark} {number:>{width}} │ {visible(text)}", is_current))
         if is_current:
             caret = caret_line(report)
             if caret:
@@ -111,48 +127,58 @@ def _(report: ErrorReport) -> Any:
     from rich.text import Text
 
     out = Text()
-    out.append(report.kind, style="bold red")
+
+    def add(text: str, style: str = "") -> None:
+        out.append(visible(text), style=style)
+
+    add(report.kind, style="bold red")
     where = _where(report)
     if where:
-        out.append(f"  at {where}", style="yellow")
-    out.append("\n")
+        add(f"  at {where}", style="yellow")
+    add("\n")
+    if jax_line(report):
+        add(jax_line(report) + "\n")
     if report.message:
-        out.append(report.message + "\n")
+        add(report.message + "\n")
     rows = context_lines(report)
     if rows:
-        out.append("\n")
+        add("\n")
         for text, current in rows:
             style = (
                 "bold"
                 if current
                 else ("red" if "^" in text and "│ " in text else "dim")
             )
-            out.append(text + "\n", style=style)
+            add(text + "\n", style=style)
     details = [
-        f"{o.expr}: {o.aval}" + (f"  ← {o.origin}" if o.origin else "")
+        (f"{o.expr}: {o.aval}" if o.aval else o.expr)
+        + (f"  ← {o.origin}" if o.origin else "")
         for o in report.operands
         if o.aval or o.origin
     ]
     shown = {f"{o.expr}: {o.aval}" for o in report.operands}
     details += [c for c in report.jax_context if c not in shown]
     if details:
-        out.append("\n")
+        add("\n")
         for item in details:
-            out.append("  " + item + "\n", style="cyan")
+            add("  " + item + "\n", style="cyan")
     if report.hint:
-        out.append("\n")
-        out.append("hint: ", style="bold green")
-        out.append(report.hint + "\n")
+        add("\n")
+        add("hint: ", style="bold green")
+        add(report.hint + "\n")
+    if report.docs:
+        add("docs: ", style="dim")
+        add(report.docs + "\n", style="blue")
     if len(report.frames) > 1:
-        out.append("\n")
-        out.append("frames: ", style="dim")
-        out.append(_frames_text(report) + "\n", style="dim")
+        add("\n")
+        add("frames: ", style="dim")
+        add(_frames_text(report) + "\n", style="dim")
     out.rstrip()
     return out
 
 
 def _esc(text: str) -> str:
-    return _html.escape(text, quote=True)
+    return _html.escape(visible(text), quote=True)
 
 
 @html.register
@@ -164,6 +190,8 @@ def _(report: ErrorReport) -> str:
         + (f' <span class="js-where">at {_esc(where)}</span>' if where else "")
         + "</div>"
     )
+    if jax_line(report):
+        parts.append(f'<div class="js-msg">{_esc(jax_line(report))}</div>')
     if report.message:
         parts.append(f'<div class="js-msg">{_esc(report.message)}</div>')
     rows = context_lines(report)
@@ -195,6 +223,12 @@ def _(report: ErrorReport) -> str:
         parts.append("<table>" + "".join(table_rows) + "</table>")
     if report.hint:
         parts.append(f'<div class="js-hint"><b>hint:</b> {_esc(report.hint)}</div>')
+    if report.docs:
+        link = _esc(report.docs)
+        parts.append(
+            f'<div class="js-dim">docs: <a href="{link}" target="_blank" '
+            f'rel="noopener">{link}</a></div>'
+        )
     if len(report.frames) > 1:
         parts.append(f'<div class="js-dim">frames: {_esc(_frames_text(report))}</div>')
     if report.traceback:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from jaxscope._display import Renderable, to_html, to_text
@@ -18,7 +18,7 @@ from jaxscope._records import SourceLoc
 __all__ = ["ErrorKind", "ErrorReport", "Operand", "relativize"]
 
 
-class ErrorKind(str, Enum):
+class ErrorKind(StrEnum):
     """What kind of error a report explains; each member equals its string value
     (``ErrorKind.SHAPE == "shape"``)."""
 
@@ -37,11 +37,11 @@ class ErrorKind(str, Enum):
     TRANSFORMATION = "transformation"
     STRUCTURE = "structure"
     STATIC_ARG = "static_arg"
+    DONATED = "donated"
+    UNBOUND_AXIS = "unbound_axis"
+    TRACE_LEVEL = "trace_level"
     JAX_OTHER = "jax_other"
     NOT_JAX = "not_jax"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,6 +78,10 @@ class ErrorReport(Renderable):
             exclusive), or None.
         traceback: the full traceback text.
         original_message: the exception's message as JAX wrote it.
+        jax_message: the first line of that message, as the library wrote it (shown
+            above ``message`` when that rewrites it); "" for a non-JAX error.
+        docs: the documentation link the message gives (docs.jax.dev, Flax's or
+            Equinox's documentation), or "".
     """
 
     kind: str
@@ -96,6 +100,8 @@ class ErrorReport(Renderable):
     span: tuple[int, int] | None = None
     traceback: str = ""
     original_message: str = ""
+    jax_message: str = ""
+    docs: str = ""
 
     def __str__(self) -> str:
         return to_text(self, width=100)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import linecache
+import types
 from dataclasses import dataclass
 from typing import TypeGuard
 
@@ -102,6 +103,28 @@ def site_at(filename: str, line: int, col: int | None, end_col: int | None) -> S
         ):
             best = node
     return Site(source, best, stmt, scope if scope is not None else tree)
+
+
+def function_node(filename: str, code: types.CodeType) -> ast.AST | None:
+    """The definition (``def`` or ``lambda``) that compiled to ``code``, if found."""
+    tree, _source = _module_ast(filename)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if node.name == code.co_name and code.co_firstlineno in (
+                first,
+                node.lineno,
+            ):
+                return node
+        elif (
+            isinstance(node, ast.Lambda)
+            and code.co_name == "<lambda>"
+            and node.lineno == code.co_firstlineno
+        ):
+            return node
+    return None
 
 
 def _is_simple_stmt(node: ast.AST) -> TypeGuard[ast.stmt]:

@@ -623,3 +623,39 @@ def test_well_known_messages_get_specific_hints(catch, call, category, hint):
     assert report.category == category
     assert hint in report.hint
     assert report.user_frame.file == __file__
+
+
+# ----------------------------------------- JAX's own first line and documentation link
+
+BOOL_DOCS = (
+    "https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerBoolConversionError"
+)
+
+
+def test_report_keeps_jaxs_first_line_and_its_documentation_link(catch):
+    report = js.explain(catch(jax.jit(relu), 1.0))
+    assert report.jax_message == (
+        "Attempted boolean conversion of traced array with shape bool[]."
+    )
+    assert report.docs == BOOL_DOCS
+    lines = str(report).splitlines()
+    jax_line = lines.index(report.jax_message)
+    assert lines[jax_line + 1].startswith("Python `if` needs a concrete True/False")
+    hint = next(i for i, line in enumerate(lines) if line.startswith("hint: "))
+    assert lines[hint + 1 :].count(f"docs: {BOOL_DOCS}") == 1
+    html = report._repr_mimebundle_()["text/html"]
+    assert f'<a href="{BOOL_DOCS}"' in html
+    assert "Attempted boolean conversion of traced array" in html
+
+
+def test_jax_line_is_not_repeated_when_the_message_starts_with_it(catch):
+    report = js.explain(catch(jax.jit(add_bias), jnp.ones(3), jnp.ones(4)))
+    assert report.message.startswith(report.jax_message)
+    assert str(report).count(report.jax_message) == 1
+    assert report.docs == ""
+
+
+def test_only_documentation_links_of_known_sites_are_kept(catch):
+    exc = catch(jax.jit(relu), 1.0)
+    exc.args = (str(exc).replace("docs.jax.dev", "evil.example"),)
+    assert js.explain(exc).docs == ""

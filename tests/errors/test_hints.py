@@ -86,3 +86,24 @@ def test_item_assignment_hint_comes_from_the_statement():
     result = explanation(facts(ErrorKind.ITEM_ASSIGNMENT, "", site=site))
     assert "x = x.at[1].add(2.0)" in result.hint
     assert "(`x[1] += 2.0`)" in result.message
+
+
+def test_library_builders_without_findings_name_nothing_they_do_not_know():
+    """With nothing found in the frames, the donated, unbound-axis and trace-level
+    builders give the general fix and name no variable, call or transform."""
+    donated = explanation(facts(ErrorKind.DONATED, "Array has been deleted."))
+    assert donated.message.startswith("An array used here was deleted")
+    assert "`" not in donated.message
+    axis = explanation(
+        facts(ErrorKind.UNBOUND_AXIS, "Found an unbound axis name: rows.")
+    )
+    assert 'jax.vmap(f, axis_name="rows")' in axis.hint
+    assert "BatchNorm" not in axis.message
+    level = explanation(
+        facts(
+            ErrorKind.TRACE_LEVEL,
+            "Cannot mutate Variable from a different trace level",
+        )
+    )
+    assert level.message.startswith("An NNX object from outside a JAX transform")
+    assert "nnx.split" in level.hint and "`" not in level.message

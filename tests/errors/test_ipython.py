@@ -168,3 +168,51 @@ def test_automatic_pdb_still_opens_after_the_report(jax_ns, monkeypatch):
         ip.run_line_magic("pdb", "off")
     assert "hint:" in out
     assert out.index("hint:") < out.index("ipdb>")
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_jaxerrors_help_lists_every_mode_and_changes_nothing(ip, flag):
+    with capture_output() as captured:
+        result = ip.run_line_magic("jaxerrors", flag)
+    assert result is None
+    assert "%jaxerrors [" in captured.stdout
+    for mode in ("on", "full", "off", "status"):
+        assert f"  {mode}" in captured.stdout
+    with capture_output() as captured:
+        ip.run_line_magic("jaxerrors", "")
+    assert captured.stdout.strip() == "jaxscope error display: on"
+
+
+def test_jaxerrors_is_documented(ip):
+    doc = ip.find_line_magic("jaxerrors").__doc__
+    assert "%tb" in doc and "%debug" in doc and "js.explain" in doc
+
+
+def test_cell_report_keeps_jaxs_first_line_and_documentation_link(jax_ns):
+    ip = jax_ns
+    run(ip, RELU)
+    _, _, out = run(ip, "jax.jit(relu)(1.0)")
+    lines = out.splitlines()
+    jax_line = lines.index(
+        "Attempted boolean conversion of traced array with shape bool[]."
+    )
+    assert lines[jax_line + 1].startswith("Python `if` needs a concrete True/False")
+    docs = "https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerBoolConversionError"
+    assert f"docs: {docs}" in lines
+
+
+def test_jupyter_error_line_is_jaxs_own_first_line(jax_ns, monkeypatch):
+    """In Jupyter the HTML report is followed by a short error line for the frontend:
+    it is the exception as JAX wrote it, with control characters made visible."""
+    ip = jax_ns
+    shown = []
+    monkeypatch.setattr(ip, "kernel", object(), raising=False)
+    monkeypatch.setattr(
+        ip, "_showtraceback", lambda etype, value, stb: shown.append(stb)
+    )
+    run(ip, RELU)
+    run(ip, "jax.jit(relu)(1.0)")
+    assert shown[-1][0] == (
+        "TracerBoolConversionError: "
+        "Attempted boolean conversion of traced array with shape bool[]."
+    )

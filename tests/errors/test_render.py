@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
@@ -128,3 +130,83 @@ def test_long_frame_lists_are_elided_in_the_middle():
     assert line == (
         "frames: m.py:1 (f1) → … 5 more → m.py:7 (f7) → m.py:8 (f8) → m.py:9 (f9) → m.py:10 (f10)"
     )
+
+
+HOSTILE = (
+    "[bold red]x[/] cache[/data] \x1b[31mred\x1b[0m "
+    "\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\ \x9b31m"
+)
+
+
+def hostile_report() -> ErrorReport:
+    """Every user-controlled string of a report carries markup and escape sequences."""
+    loc = SourceLoc(file="m.py" + HOSTILE, line=1, column=0, function="f" + HOSTILE)
+    return shape_report(
+        kind="Error" + HOSTILE,
+        message=HOSTILE,
+        user_frame=loc,
+        frames=[loc, SourceLoc(file="n.py", line=2, function=HOSTILE)],
+        hint=HOSTILE,
+        operands=(Operand(expr=HOSTILE, aval=HOSTILE, origin=HOSTILE),),
+        jax_context=(HOSTILE,),
+        source_lines=((1, "x = '" + HOSTILE + "'"),),
+        span=(0, 1),
+        traceback="Traceback " + HOSTILE,
+    )
+
+
+def _no_escapes(text: str) -> None:
+    assert "\x1b" not in text and "\x9b" not in text
+
+
+@pytest.mark.parametrize("color", [False, True])
+def test_text_shows_markup_literally_and_escape_sequences_escaped(color):
+    from jaxscope._explain.render import text_of
+
+    text = text_of(hostile_report(), width=400, color=color)
+    if color:  # the renderer's own styles are the only escape sequences left
+        text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    _no_escapes(text)
+    assert "[bold red]x[/] cache[/data]" in text
+    assert "\\x1b[31mred\\x1b[0m" in text
+    assert "\\x1b]8;;http://evil\\x1b\\link" in text
+
+
+def test_html_shows_escape_sequences_escaped():
+    out = to_html(hostile_report())
+    _no_escapes(out)
+    assert "[bold red]x[/] cache[/data]" in out
+    assert "\\x1b[31mred" in out
+
+
+def test_hostile_exception_message_and_function_name_print_as_plain_text(catch):
+    import jax
+
+    from jaxscope._explain.explainer import explain
+    from jaxscope._explain.render import text_of
+
+    def relu(x):
+        return x if x > 0 else 0.0
+
+    name = "relu[bold]\x1b[31m\x1b]8;;http://evil\x1b\\"
+    relu.__name__ = relu.__qualname__ = name
+    for exc in (
+        catch(jax.jit(relu), 1.0),
+        ValueError("bad [bold red]value[/] \x1b[31m\x1b]8;;http://evil\x1b\\"),
+    ):
+        report = explain(exc)
+        text = text_of(report, width=400)
+        _no_escapes(text)
+        _no_escapes(to_html(report))
+        assert "[bold" in text
+        assert "\\x1b[31m" in text
+
+
+def test_an_operand_without_a_type_shows_no_empty_type():
+    report = shape_report(
+        operands=(Operand(expr="state", origin="argument state of f (position 1)"),),
+        jax_context=(),
+    )
+    text = to_text(report, width=100)
+    assert "  state  ← argument state of f (position 1)" in text
+    assert "state: " not in text
