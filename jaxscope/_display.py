@@ -67,7 +67,12 @@ def widget_of(obj: Any) -> Any:
     return widget(obj)
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F)}
+# C0 controls but tab and newline, DEL, and C1 controls (0x9b starts a CSI sequence on
+# some terminals just as ESC [ does).
+_CONTROL = {
+    c: f"\\x{c:02x}"
+    for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))
+}
 
 
 def printable(text: str) -> str:

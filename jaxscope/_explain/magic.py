@@ -195,13 +195,13 @@ def _show(
         # so the frontend and nbclient still see the cell fail with this exception.
         from IPython.display import display
 
-        from jaxscope._explain.render import visible
+        from jaxscope._display import printable
 
         display(report)
         said = report.jax_message or report.message
         first = said.splitlines()[0] if said else ""
         stb = [
-            visible(f"{etype.__name__}: {first}"),
+            printable(f"{etype.__name__}: {first}"),
             "(source-mapped by jaxscope above; %tb prints the full traceback)",
         ]
         if mode == "full" and full:

@@ -12,12 +12,11 @@ import html as _html
 import re
 from typing import Any
 
-from jaxscope._display import html, new_console, rich_renderable
+from jaxscope._display import html, new_console, printable, rich_renderable
 from jaxscope._explain.report import ErrorReport
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # C0 controls but newline and tab, DEL and the C1 controls (0x9b opens a CSI too).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _CSS = """
 <style>
@@ -37,11 +36,6 @@ _CSS = """
 .jaxscope-error .js-dim{color:#777}
 </style>
 """
-
-
-def visible(text: str) -> str:
-    """``text`` with its control characters written out (ESC → ``\\x1b``)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def text_of(
@@ -80,7 +74,10 @@ def caret_line(report: ErrorReport) -> str:
     if not line or start >= len(line) or end <= start:
         return ""
     # Columns of the raw line, moved to where they fall once it is made visible.
-    start, end = len(visible(line[:start])), len(visible(line[: min(end, len(line))]))
+    start, end = (
+        len(printable(line[:start])),
+        len(printable(line[: min(end, len(line))])),
+    )
     return " " * start + "^" * (end - start)
 
 
@@ -96,7 +93,7 @@ def context_lines(report: ErrorReport) -> list[tuple[str, bool]]:
     for number, text in report.source_lines:
         is_current = number == current
         mark = "→" if is_current else " "
-        rows.append((f"{mark} {number:>{width}} │ {visible(text)}", is_current))
+        rows.append((f"{mark} {number:>{width}} │ {printable(text)}", is_current))
         if is_current:
             caret = caret_line(report)
             if caret:
@@ -129,7 +126,7 @@ def _(report: ErrorReport) -> Any:
     out = Text()
 
     def add(text: str, style: str = "") -> None:
-        out.append(visible(text), style=style)
+        out.append(printable(text), style=style)
 
     add(report.kind, style="bold red")
     where = _where(report)
@@ -178,7 +175,7 @@ def _(report: ErrorReport) -> Any:
 
 
 def _esc(text: str) -> str:
-    return _html.escape(visible(text), quote=True)
+    return _html.escape(printable(text), quote=True)
 
 
 @html.register
