@@ -46,6 +46,9 @@ class EqnInfo:
     scope: str = ""
     region: str = ""
     n_subjaxprs: int = 0
+    frames: tuple[SourceLoc, ...] = ()
+    """Every frame of the call stack that traced it, innermost first, installed
+    libraries' included (``source`` is the innermost one in the user's own code)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,3 +62,6 @@ class OpInfo:
     fusion: str | None = None
     op_name: str = ""
     computation: str = ""
+    frames: tuple[SourceLoc, ...] = ()
+    """The call stack recorded for the op, innermost first, libraries' frames
+    included (``source`` is the innermost one in the user's own code)."""

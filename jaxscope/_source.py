@@ -114,6 +114,12 @@ def loc_of_function(fn: Any) -> SourceLoc | None:
     return None
 
 
+def is_library_file(filename: str) -> bool:
+    """Whether ``filename`` is an installed library's (site-packages, or a path in
+    ``$JAXSCOPE_LIBRARY_PATHS``), not the user's own project."""
+    return _csource.is_library_file(filename)
+
+
 def is_user_file(filename: str) -> bool:
     """Whether ``filename`` is the user's (not JAX's, not the stdlib's, not jaxscope's)."""
     return _csource.is_user_file(filename)

@@ -22,7 +22,7 @@ from jaxscope._hlo.parse import (
     stack_frame_id,
 )
 from jaxscope._records import OpInfo, SourceLoc
-from jaxscope._source import display_filename, is_user_file
+from jaxscope._source import display_filename, is_library_file, is_user_file
 
 # Front-end machinery JAX counts as user code: a call site traced through ``%hlo`` or a
 # pytest run must show the cell / test line, not IPython's or pytest's own frames.
@@ -45,7 +45,9 @@ class LocResolver:
         self.table = table if table is not None else FrameTable()
         self._user: dict[str, bool] = {}
         self._display: dict[str, str] = {}
-        self._by_frame_id: dict[int, SourceLoc | None] = {}
+        self._by_frame_id: dict[
+            int, tuple[SourceLoc | None, tuple[SourceLoc, ...]]
+        ] = {}
 
     def _is_user(self, file: str) -> bool:
         known = self._user.get(file)
@@ -57,30 +59,51 @@ class LocResolver:
             )
         return known
 
-    def loc(self, frames: list[Frame]) -> SourceLoc | None:
-        """The innermost user frame of ``frames`` (innermost first), else the innermost."""
-        if not frames:
-            return None
-        chosen = next((fr for fr in frames if self._is_user(fr.file)), frames[0])
-        shown = self._display.get(chosen.file)
+    def _loc(self, frame: Frame) -> SourceLoc:
+        shown = self._display.get(frame.file)
         if shown is None:
-            shown = self._display[chosen.file] = display_filename(chosen.file)
-            self.raw_files.setdefault(shown, chosen.file)
+            shown = self._display[frame.file] = display_filename(frame.file)
+            self.raw_files.setdefault(shown, frame.file)
         return SourceLoc(
             file=shown,
-            line=chosen.line,
-            column=chosen.column if chosen.column >= 0 else None,
-            function=chosen.function,
+            line=frame.line,
+            column=frame.column if frame.column >= 0 else None,
+            function=frame.function,
         )
+
+    def located(
+        self, frames: list[Frame]
+    ) -> tuple[SourceLoc | None, tuple[SourceLoc, ...]]:
+        """``(source, user frames)`` of a stack (innermost first): the innermost frame
+        in the user's own code, else in any user-visible file (an installed
+        library's), else the innermost frame."""
+        if not frames:
+            return None, ()
+        visible = [fr for fr in frames if self._is_user(fr.file)]
+        locs = tuple(self._loc(fr) for fr in visible)
+        for frame, loc in zip(visible, locs, strict=True):
+            if not is_library_file(frame.file):
+                return loc, locs
+        return (locs[0] if locs else self._loc(frames[0])), locs
+
+    def loc(self, frames: list[Frame]) -> SourceLoc | None:
+        """The innermost user frame of ``frames`` (innermost first), else the innermost."""
+        return self.located(frames)[0]
 
     def of_metadata(self, metadata: str) -> SourceLoc | None:
         """The source of an HLO op's ``metadata={...}`` text, if it records one."""
+        return self.located_metadata(metadata)[0]
+
+    def located_metadata(
+        self, metadata: str
+    ) -> tuple[SourceLoc | None, tuple[SourceLoc, ...]]:
+        """``(source, frames)`` of an HLO op's ``metadata={...}`` text."""
         frame_id = stack_frame_id(metadata)
         if frame_id is None:
             frame = inline_frame(metadata)
-            return self.loc([frame]) if frame is not None else None
+            return self.located([frame]) if frame is not None else (None, ())
         if frame_id not in self._by_frame_id:
-            self._by_frame_id[frame_id] = self.loc(self.table.frames(frame_id))
+            self._by_frame_id[frame_id] = self.located(self.table.frames(frame_id))
         return self._by_frame_id[frame_id]
 
 
@@ -112,12 +135,14 @@ def parse_hlo(text: str) -> ParsedOps:
     ops = []
     for instr in instrs:
         metadata = instr.metadata
+        source, frames = resolver.located_metadata(metadata)
         ops.append(
             OpInfo(
                 name=instr.name,
                 opcode=instr.opcode,
                 shape=short_shape(instr.shape),
-                source=resolver.of_metadata(metadata),
+                source=source,
+                frames=frames,
                 fusion=fusion_of_computation.get(instr.computation),
                 op_name=op_name(metadata),
                 computation=instr.computation,

@@ -102,11 +102,7 @@ class _Sources:
         self.source_text: dict[tuple[str, int], str] = {}
         self.raw_files: dict[str, str] = {}
 
-    def of(self, eqn: Any) -> SourceLoc | None:
-        """The user's source line of ``eqn`` (None when it has none)."""
-        raw = _csource.innermost_user_frame(_csource.eqn_traceback(eqn))
-        if raw is None:
-            return None
+    def loc(self, raw: Any) -> SourceLoc:
         loc = self.locs.get(raw)
         if loc is None:
             loc = loc_from_raw(raw)
@@ -117,6 +113,21 @@ class _Sources:
                 if text:
                     self.source_text[loc.key] = text
         return loc
+
+    def of(
+        self, eqn: Any, enclosing: SourceLoc | None
+    ) -> tuple[SourceLoc | None, tuple[SourceLoc, ...]]:
+        """``(source, frames)`` of ``eqn``: the innermost frame in the user's own
+        code, else the line of the equation that encloses it (equations of JAX's or a
+        library's nested jit record no user frame), else the innermost frame."""
+        raws = _csource.frames_of(_csource.eqn_traceback(eqn))
+        frames = tuple(self.loc(raw) for raw in raws)
+        for raw, loc in zip(raws, frames, strict=True):
+            if not _csource.is_library_file(raw.file):
+                return loc, frames
+        if enclosing is not None:
+            return enclosing, frames
+        return (frames[0] if frames else None), frames
 
 
 class _Builder:
@@ -277,7 +288,13 @@ def build_model(closed_jaxpr: Any) -> JaxprModel:
     )
 
 
-def _walk(jaxpr: Any, path: tuple[int, ...], label: str, b: _Builder) -> Region:
+def _walk(
+    jaxpr: Any,
+    path: tuple[int, ...],
+    label: str,
+    b: _Builder,
+    enclosing: SourceLoc | None = None,
+) -> Region:
     depth = len(path) // 2
     atom = b.atom
     region = Region(
@@ -296,7 +313,7 @@ def _walk(jaxpr: Any, path: tuple[int, ...], label: str, b: _Builder) -> Region:
         eqn_path = (*path, index)
         subs = b.subjaxprs(eqn)
         params = _params(eqn.params, subs)
-        source = b.sources.of(eqn)
+        source, frames = b.sources.of(eqn, enclosing)
         info = EqnInfo(
             path=eqn_path,
             depth=depth,
@@ -310,6 +327,7 @@ def _walk(jaxpr: Any, path: tuple[int, ...], label: str, b: _Builder) -> Region:
             scope=_csource.eqn_name_stack(eqn),
             region=label,
             n_subjaxprs=len(subs),
+            frames=frames,
         )
         b.flat.append(info)
         region.eqns.append(info)
@@ -318,7 +336,7 @@ def _walk(jaxpr: Any, path: tuple[int, ...], label: str, b: _Builder) -> Region:
             b.by_line.setdefault(source.key, []).append(info)
         if subs:
             kids = [
-                _walk(_cj.open_jaxpr(sub)[0], (*eqn_path, j), key, b)
+                _walk(_cj.open_jaxpr(sub)[0], (*eqn_path, j), key, b, source)
                 for j, (key, sub) in enumerate(subs)
             ]
             region.children[index] = kids

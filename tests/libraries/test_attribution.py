@@ -80,3 +80,29 @@ def test_fast_frames_agree_with_jax_on_every_equation():
                 for f in siu.user_frames(tb)
             ]
             assert ours == theirs
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_every_equation_has_a_user_line_even_inside_nested_jits(name):
+    step, args = PROGRAMS[name]()
+    eqns = js.jaxpr(step)(*args).eqns
+    assert [e for e in eqns if e.source is None] == []
+
+
+def test_the_library_frame_stays_available_as_detail():
+    step, args = PROGRAMS["linen_resnet"]()
+    conv = next(
+        e for e in js.jaxpr(step)(*args).eqns if e.primitive == "conv_general_dilated"
+    )
+    assert conv.frames[0].file.endswith("flax/linen/linear.py")
+    assert conv.source in conv.frames and conv.source.file == PROGRAMS_FILE
+
+
+@pytest.mark.parametrize("name", ["linen_lm", "eqx_gru", "nnx_cnn"])
+def test_optimized_hlo_ops_point_at_the_users_lines(name):
+    step, args = PROGRAMS[name]()
+    ops = js.hlo(step, stage="optimized")(*args).ops
+    located = [op for op in ops if op.source is not None]
+    assert len(located) > len(ops) / 3
+    assert {op.source.file for op in located} == {PROGRAMS_FILE}
+    assert any("site-packages" in frame.file for op in located for frame in op.frames)
