@@ -176,6 +176,9 @@ class Staged:
 
     traced: Any
     inputs: Any
+    input_names: tuple[str, ...] = ()
+    """The user's name of each of the jaxpr's inputs (``params['w']``,
+    ``model.linear1.kernel``, ``x (keyword)``), where they could be read."""
 
 
 def trace(
@@ -224,7 +227,8 @@ def stage(
             return _stage_equinox(fn, args, kwargs)
         if not nums and not names and _clib.is_nnx_jit(fn):
             traced = _clib.jax_stage(getattr(fn, "trace")(*args, **kwargs))  # noqa: B009
-            return Staged(traced, _clib.nnx_pure_arguments(fn, args, kwargs))
+            inputs = _clib.nnx_pure_arguments(fn, args, kwargs)
+            return Staged(traced, inputs, _nnx_input_names(fn, args, kwargs, inputs))
     except InvalidCallError:
         raise
     except Exception as exc:
@@ -246,7 +250,54 @@ def stage(
         raise
     except Exception as exc:
         raise trace_error(fn, exc, api_name) from exc
-    return Staged(traced, _dynamic_part(args, kwargs, all_nums, all_names))
+    inputs = _dynamic_part(args, kwargs, all_nums, all_names)
+    statics = {n % len(args) if n < 0 and args else n for n in all_nums}
+    positions = [i for i in range(len(args)) if i not in statics]
+    return Staged(traced, inputs, _input_names(fn, positions, inputs))
+
+
+def _leaf_names(tree: Any, prefix: str) -> list[str]:
+    paths = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return [prefix + jax.tree_util.keystr(path) for path, _ in paths]
+
+
+def _input_names(
+    fn: Any, positions: Sequence[int], inputs: tuple[tuple[Any, ...], dict[str, Any]]
+) -> tuple[str, ...]:
+    """Each input leaf named by the parameter it is passed as, then its pytree path."""
+    params = param_names(fn)
+    dynamic_args, dynamic_kwargs = inputs
+    names: list[str] = []
+    for position, arg in zip(positions, dynamic_args, strict=True):
+        prefix = params[position] if position < len(params) else f"args[{position}]"
+        names += _leaf_names(arg, prefix)
+    for key, value in dynamic_kwargs.items():
+        names += _leaf_names(value, key)
+    return tuple(names)
+
+
+def _nnx_input_names(
+    fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], inputs: Any
+) -> tuple[str, ...]:
+    """``model.linear1.kernel`` for the state leaves of NNX arguments; plain names
+    for the rest. Empty when the counts do not line up (names would be wrong)."""
+    params = param_names(fn)
+    names: list[str] = []
+    pure_args, pure_kwargs = inputs
+    for position, (arg, pure) in enumerate(zip(args, pure_args, strict=True)):
+        prefix = params[position] if position < len(params) else f"args[{position}]"
+        paths = _clib.nnx_state_paths(arg)
+        n_leaves = len(jax.tree_util.tree_leaves(pure))
+        if paths is not None and len(paths) == n_leaves:
+            names += [f"{prefix}.{path}" for path in paths]
+        elif paths is None:
+            names += _leaf_names(arg, prefix)
+        else:
+            return ()
+    for key, value in kwargs.items():
+        names += _leaf_names(value, key)
+    expected = len(jax.tree_util.tree_leaves((pure_args, pure_kwargs)))
+    return tuple(names) if len(names) == expected else ()
 
 
 def _dynamic_part(
@@ -276,7 +327,10 @@ def _stage_equinox(
         call_args, call_kwargs = eqx.combine(dynamic, static)
         return eqx.filter(user_fn(*call_args, **call_kwargs), eqx.is_array)
 
-    return Staged(jax.jit(with_static).trace(dynamic), dynamic)
+    traced = jax.jit(with_static).trace(dynamic)
+    dynamic_args, dynamic_kwargs = dynamic
+    names = _input_names(fn, range(len(args)), (dynamic_args, dynamic_kwargs))
+    return Staged(traced, dynamic, names)
 
 
 def _fresh(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -46,9 +46,9 @@ from jaxscope._staging import (
     first_line,
     function_name,
     param_names,
+    stage,
     staged,
     static_args,
-    trace,
     trace_error,
 )
 from jaxscope.compat import jaxpr as _cjaxpr
@@ -201,16 +201,17 @@ def _lower(
     kwargs: dict[str, Any],
     nums: tuple[int, ...],
     names: tuple[str, ...],
-) -> Any:
-    """``fn`` traced and lowered on the example arguments (pmap lowers directly;
+) -> tuple[Any, tuple[str, ...]]:
+    """``fn`` traced and lowered on the example arguments, and the user's name of each
+    input where known (pmap lowers directly;
     ``eqx.filter_jit``'s own ``lower`` returns Equinox's object, so it is traced)."""
     pmap_like = hasattr(fn, "lower") and not hasattr(fn, "trace")
     if pmap_like and not _clib.is_equinox_filter_jit(fn):
         try:
-            return fn.lower(*args, **kwargs)
+            return fn.lower(*args, **kwargs), ()
         except Exception as exc:
             raise trace_error(fn, exc, "js.shardings") from exc
-    traced = trace(
+    staged = stage(
         fn,
         args,
         kwargs,
@@ -219,9 +220,10 @@ def _lower(
         api_name="js.shardings",
     )
     try:
-        return traced.lower()
+        lowered = staged.traced.lower()
     except Exception as exc:
         raise trace_error(fn, exc, "js.shardings") from exc
+    return lowered, staged.input_names
 
 
 # ------------------------------------------------------------------ input and output specs
@@ -287,8 +289,20 @@ def _input_specs(
     nums: tuple[int, ...],
     n_args: int,
     mesh: dict[str, int] | None,
+    input_names: tuple[str, ...] = (),
 ) -> list[tuple[str, str]]:
-    """Each input leaf's sharding, named by the parameter it is passed as."""
+    """Each input leaf's sharding, named by the parameter it is passed as (or by
+    the user's names staging read: NNX state paths, Equinox field paths)."""
+    if input_names:
+        leaves = jax.tree_util.tree_leaves(
+            compiled.input_shardings,
+            is_leaf=lambda s: isinstance(s, jax.sharding.Sharding),
+        )
+        if len(leaves) == len(input_names):
+            return [
+                (name, _as_spec(leaf, mesh))
+                for name, leaf in zip(input_names, leaves, strict=True)
+            ]
     names = param_names(fn)
     statics = _static_positions(fn, nums, n_args)
     dynamic = [i for i in range(n_args) if i not in statics]
@@ -316,7 +330,7 @@ def program_shardings(
 ) -> ProgramShardingView:
     """Build the ``ProgramShardingView`` of ``fn(*args, **kwargs)`` (compiled, not run)."""
     nums, names = static_args(static_argnums, static_argnames, "js.shardings")
-    lowered = _lower(fn, args, kwargs, nums, names)
+    lowered, input_names = _lower(fn, args, kwargs, nums, names)
     try:
         compiled, pre_text, stage = _compile_with_dump(lowered)
     except Exception as exc:
@@ -328,7 +342,7 @@ def program_shardings(
     text = compiled.as_text()
     return ProgramShardingView(
         function_name=function_name(fn),
-        inputs=_input_specs(fn, compiled, nums, len(args), mesh),
+        inputs=_input_specs(fn, compiled, nums, len(args), mesh, input_names),
         outputs=_specs_with_paths(compiled.output_shardings, "out", mesh),
         ops=parse_op_shardings(pre_text, mesh),
         collectives=parse_collectives(text, parse_stack_frames(text), mesh),

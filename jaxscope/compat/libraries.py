@@ -73,3 +73,20 @@ def nnx_pure_arguments(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     graphlib = private("flax.nnx.graphlib", needed_by)
     with require(graphlib, "update_context", needed_by)(fn):
         return require(fn, "_get_pure_args_kwargs", needed_by)(args, kwargs)
+
+
+def nnx_state_paths(node: Any) -> list[str] | None:
+    """Dotted paths (``"linear1.kernel"``) of an NNX graph node's state leaves, in
+    the order ``nnx.jit`` passes them to its inner ``jax.jit``; None for a value
+    that is not an NNX graph node.
+
+    Relies on: the public ``flax.nnx.state`` / ``flax.nnx.to_flat_state`` and
+    ``flax.nnx.graphlib.is_graph_node``.
+    """
+    from flax import nnx
+
+    graphlib = private("flax.nnx.graphlib", "compat.libraries.nnx_state_paths")
+    if not require(graphlib, "is_graph_node", "compat.libraries.nnx_state_paths")(node):
+        return None
+    flat = nnx.to_flat_state(nnx.state(node))
+    return [".".join(str(part) for part in path) for path, _ in flat]

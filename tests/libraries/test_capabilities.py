@@ -75,3 +75,19 @@ def test_equinox_non_array_fields_are_static_as_filter_jit_makes_them():
     )
     n_arrays = len([x for x in jax.tree_util.tree_leaves(args) if hasattr(x, "shape")])
     assert len(view.closed_jaxpr.jaxpr.invars) == n_arrays
+
+
+@pytest.mark.parametrize(
+    ("name", "first"),
+    [
+        ("nnx_cnn", "model.conv1.bias"),
+        ("eqx_cnn", "model.layers[0].weight"),
+        ("eqx_gru", "model.cell.weight_ih"),
+        ("linen_resnet", "params['Conv_0']['bias']"),
+    ],
+)
+def test_sharding_inputs_are_named_in_the_users_terms(name, first):
+    step, args = PROGRAMS[name]()
+    inputs = [path for path, _ in js.shardings(step)(*args).inputs]
+    assert inputs[0] == first
+    assert not any("states[" in p or "[0][0]" in p for p in inputs)
