@@ -1,39 +1,42 @@
 """Graph viewer at scale: a 20,000-equation program (20 named-scope layers x 1,000).
 
-Prints, in one run:
-- Python side: tracing with plain ``jax.make_jaxpr`` vs ``js.jaxpr`` + graph model +
-  payload (JSON), and the payload / HTML sizes;
-- browser side (headless Chromium, the static HTML export): time to the first rendered
-  view, time to expand one 1,000-node layer (shown as artificial layers of 100), time
-  to open one such 100-node layer, and for reference the same 1,000-node layer laid
-  out in one piece (no artificial layers).
+Python side: ``js.graph(f)(x)`` and its HTML (the viewer with its JSON payload, what a
+notebook displays) against ``jax.make_jaxpr(f)(x)`` on fresh functions (no budget),
+and the payload's size (budget <= 5 MB).
 
-Budgets (issue 8): first view <= 2 s, expand <= 0.5 s, payload <= 5 MB.
+Browser side (headless Chromium, the static HTML export), each timed to the frame
+*after* the paint (``requestAnimationFrame`` then a task), median of several page loads:
+- first view: navigation start to the first painted frame after layout (<= 2 s);
+- expand one 1,000-node layer, which shows it as 10 artificial layers of 100 (<= 0.5 s);
+- open one of those 100-node artificial layers, drawing its nodes (<= 0.5 s);
+- for reference, the same 1,000-node layer laid out in one piece (no budget).
 
-    python benchmarks/bench_graph.py [--layers 20] [--per-layer 1000]
+    python benchmarks/bench_graph.py [--smoke] [--rounds N] [--json PATH]
+
+Set ``CHROMIUM`` to the browser's path (default: ``chromium`` on PATH); without one,
+or without Playwright, the browser side is skipped.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import statistics
-import sys
-import tempfile
-import time
-from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import harness
 import jax
 import jax.numpy as jnp
+import programs
 
 import jaxscope as js
-from jaxscope._graph.model import build_graph, to_payload
-from jaxscope._graph.render import standalone_html
-from jaxscope._jaxpr.model import build_model
 
+LAYERS, PER_LAYER = 20, 1_000
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -42,136 +45,136 @@ ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+MOUNT = 'mod.mountStatic(mount,graph,{"height":520})'
+UNCHUNKED = 'mod.mountStatic(mount,graph,{"height":520,"chunkMax":1000000000})'
+
+# In the page: run ``action`` (it receives the viewer's api), resolve with the ms from
+# before it to the first task after the next paint, and the nodes drawn after it.
+TIMED = """([action, label]) => new Promise(resolve => {
+    const api = document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph;
+    const group = api.groups().find(g => g.label === label);
+    const t0 = performance.now();
+    api.expand(action === 'layer' ? group.id : 'a' + group.id + ':0');
+    requestAnimationFrame(() => setTimeout(
+        () => resolve([performance.now() - t0, api.visible()])));
+})"""
+FIRST_PAINT = """() => new Promise(resolve => requestAnimationFrame(
+    () => setTimeout(() => resolve(performance.now()))))"""
 
 
-def make_program(layers: int, per_layer: int):
-    def f(x):
-        for i in range(layers):
-            with jax.named_scope(f"layer{i}"):
-                for _ in range(per_layer // 2):
-                    x = jnp.sin(x) * 1.01
-        return x
-
-    return f
+def html_of(view) -> str:
+    return view._repr_mimebundle_()["text/html"]
 
 
-def best(fn, repeat=3):
-    times = []
-    out = None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), statistics.median(times), out
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--layers", type=int, default=20)
-    ap.add_argument("--per-layer", type=int, default=1000)
-    ap.add_argument("--chromium", default="/usr/bin/chromium")
-    a = ap.parse_args()
+def bench(cfg: harness.Config) -> Iterator[harness.Result]:
     x = jnp.ones(8)
+    js.graph(programs.layered(2, 10))(x)  # imports, renderer registration
+    views = []
 
-    # fresh functions each time: JAX caches traces of the same function object
-    t_jax, _, closed = best(
-        lambda: jax.make_jaxpr(make_program(a.layers, a.per_layer))(x), repeat=2
-    )
-    n_eqns = len(closed.jaxpr.eqns)
-    t_view, _, view = best(
-        lambda: js.jaxpr(make_program(a.layers, a.per_layer))(x), repeat=2
-    )
-    t_model, _, model = best(lambda: build_model(view.closed_jaxpr))
-    t_graph, _, graph = best(lambda: build_graph(model, title="f"))
-    t_payload, _, payload = best(
-        lambda: json.dumps(to_payload(graph), separators=(",", ":"))
-    )
-    gv = js.GraphView(graph)
-    html = standalone_html(gv)
-    print(
-        f"program: {n_eqns} equations, {len(graph.nodes)} nodes, {len(graph.edges)} edges, "
-        f"{len(graph.groups)} groups (jax {jax.__version__})"
-    )
-    print(
-        f"python: jax.make_jaxpr {t_jax:.2f} s | js.jaxpr {t_view:.2f} s "
-        f"(ratio {t_view / t_jax:.2f}x) | jaxpr model {t_model:.2f} s | graph model "
-        f"{t_graph:.2f} s | payload {t_payload:.2f} s"
-    )
-    extra = t_graph + t_payload
-    print(
-        f"python: graph model + payload {extra:.2f} s = {extra / t_jax:.2f}x plain make_jaxpr"
-    )
-    print(
-        f"payload: {len(payload) / 1e6:.2f} MB JSON (budget 5 MB), HTML output "
-        f"{len(html.encode()) / 1e6:.2f} MB"
-    )
+    def scoped(f) -> None:
+        view = js.graph(f)(x)
+        html_of(view)
+        views.append(view)
 
-    if not Path(a.chromium).exists():
-        print("browser: chromium not found; skipped")
-        return 0
-    from playwright.sync_api import sync_playwright
+    yield harness.compare(
+        f"graph {LAYERS * PER_LAYER:,} eqns, js.graph + HTML / make_jaxpr",
+        scoped,
+        lambda f: jax.make_jaxpr(f)(x),
+        make=lambda: programs.layered(LAYERS, PER_LAYER),
+        rounds=cfg.n(3),
+        warmup=0,
+    )
+    view = views[-1]
+    payload = json.dumps(view.payload(), separators=(",", ":")).encode()
+    html = html_of(view)
+    yield harness.value(
+        f"graph {LAYERS * PER_LAYER:,} eqns, payload size",
+        [len(payload)],
+        budget=harness.Budget(5e6, on="value"),
+        unit="B",
+        note=f"{view!r}; HTML {len(html.encode()) / 1e6:.2f} MB",
+    )
+    yield from browser(cfg, html)
 
+
+def browser(cfg: harness.Config, html: str) -> Iterator[harness.Result]:
+    chromium = os.environ.get("CHROMIUM") or shutil.which("chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = chromium = None
+    if not chromium or sync_playwright is None:
+        skipped = "skipped: no Chromium (set CHROMIUM) or no Playwright"
+        yield harness.Result("graph browser", None, None, verdict=skipped)
+        return
+    assert MOUNT in html, "the viewer's mount call changed; update bench_graph"
+    pages = {"chunked": html, "unchunked": html.replace(MOUNT, UNCHUNKED)}
+    times: dict[str, list[float]] = {
+        k: [] for k in ("first", "layer", "chunk", "unchunked")
+    }
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=a.chromium, args=ARGS)
-        results = {}
-        for label, opts in (("chunked", {}), ("unchunked", {"chunkMax": 10**9})):
-            path = Path(tmp) / f"{label}.html"
-            path.write_text(
+        browser = p.chromium.launch(executable_path=chromium, args=ARGS)
+        paths = {}
+        for label, body in pages.items():
+            paths[label] = Path(tmp) / f"{label}.html"
+            paths[label].write_text(
                 "<!doctype html><html><head><meta charset='utf-8'></head><body>"
-                + standalone_html(gv, options=opts)
+                + body
                 + "</body></html>",
                 "utf-8",
             )
-            firsts, expands, chunk_opens = [], [], []
-            for _ in range(3):
-                page = browser.new_page(viewport={"width": 1400, "height": 900})
-                errors = []
-                page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
-                page.goto(path.as_uri())
-                page.wait_for_selector(
-                    ".jaxscope-graph[data-state=ready]", timeout=60000
-                )
-                # first view: navigation start -> first rendered frame after the layout
-                first = page.evaluate(
-                    "() => new Promise(r => requestAnimationFrame(() => r(performance.now())))"
-                )
-                firsts.append(first / 1000)
-                ms = page.evaluate("""() => new Promise(r => {
-                    const api = document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph;
-                    const t0 = performance.now(); api.expand('g1');
-                    requestAnimationFrame(() => r(performance.now() - t0)); })""")
-                expands.append(ms / 1000)
+        for i in range(cfg.warm(1) + cfg.n(5)):
+            order = list(paths) if i % 2 == 0 else list(paths)[::-1]
+            for label in order:
+                got = load_and_expand(browser, paths[label], chunked=label == "chunked")
+                if i < cfg.warm(1):
+                    continue
                 if label == "chunked":
-                    ms2 = page.evaluate("""() => new Promise(r => {
-                        const api = document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph;
-                        const t0 = performance.now(); api.expand('ag1:0');
-                        requestAnimationFrame(() => r(performance.now() - t0)); })""")
-                    chunk_opens.append(ms2 / 1000)
-                visible = int(page.get_attribute(".jaxscope-graph", "data-visible"))
-                assert not errors, errors
-                page.close()
-            results[label] = (
-                min(firsts),
-                min(expands),
-                min(chunk_opens) if chunk_opens else None,
-                visible,
-            )
+                    for key, seconds in got.items():
+                        times[key].append(seconds)
+                else:
+                    times["unchunked"].append(got["layer"])
         browser.close()
-    first, expand, chunk, _ = results["chunked"]
-    print(
-        f"browser: first view {first:.2f} s (budget 2 s) | expand a {a.per_layer}-node layer "
-        f"{expand:.3f} s (budget 0.5 s; shown as {-(-a.per_layer // 100)} artificial layers) | "
-        f"open one 100-node artificial layer {chunk:.3f} s"
+    half = harness.Budget(0.5, on="value")
+    yield harness.value(
+        "graph browser: first view", times["first"], budget=harness.Budget(2.0, "value")
     )
-    _, raw, _, _ = results["unchunked"]
-    print(
-        f"browser (reference): the same {a.per_layer}-node layer laid out in one piece "
-        f"{raw:.2f} s"
+    yield harness.value(
+        f"graph browser: expand a {PER_LAYER:,}-node layer (10 boxes)",
+        times["layer"],
+        budget=half,
     )
-    ok = first <= 2 and expand <= 0.5 and len(payload) <= 5e6
-    print("budgets:", "met" if ok else "NOT met")
-    return 0
+    yield harness.value(
+        "graph browser: open a 100-node artificial layer", times["chunk"], budget=half
+    )
+    yield harness.value(
+        f"graph browser: a {PER_LAYER:,}-node layer in one piece",
+        times["unchunked"],
+        note="reference: no artificial layers",
+    )
+
+
+def load_and_expand(browser, path: Path, *, chunked: bool) -> dict[str, float]:
+    """Seconds to the first view and to each expansion, on a new page."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_selector(".jaxscope-graph[data-state=ready]", timeout=120_000)
+    out = {"first": page.evaluate(FIRST_PAINT) / 1e3}
+    before = int(page.get_attribute(".jaxscope-graph", "data-visible") or 0)
+    ms, visible = page.evaluate(TIMED, ["layer", "layer1"])
+    grown = {"layer": visible > before}
+    out["layer"] = ms / 1e3
+    if chunked:
+        ms, after = page.evaluate(TIMED, ["chunk", "layer1"])
+        grown["chunk"] = after >= visible + 99
+        out["chunk"] = ms / 1e3
+    page.close()
+    assert not errors, errors
+    assert all(grown.values()), f"an expansion drew nothing: {grown}"
+    return out
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    harness.main(bench, __doc__)

@@ -1,99 +1,60 @@
-"""js.hlo(f, stage="optimized")(x) against jax.jit(f).lower(x).compile().as_text().
+"""HLO: ``js.hlo(f, stage="optimized")(x)`` against ``jax.jit(f).lower(x).compile().as_text()``.
 
-Same ~1,000-op program, same process. Each run uses a freshly defined function so
-no JAX cache is shared between runs; the two sides alternate. The budget is checked
-on the best (minimum) wall time of each side, the estimator least disturbed by other
-processes on a shared machine (as ``timeit`` does); medians and process CPU time
-(all threads, which XLA's compiler uses) are printed too. The jaxscope side includes reading ``.ops`` (the op table with source
-lines and fusion membership), so laziness does not flatter it. Budget: <= 1.2.
+The user's call, whole: jaxscope's side also reads ``.ops`` (every optimized op with its
+source lines and fusion) and ``.by_line``, so laziness does not flatter it. Every round
+uses fresh functions, so neither side hits JAX's trace or compile caches. Programs: one
+long function of distinct lines, many small functions and an Equinox MLP train step,
+at 1,000 equations. Budget: median ratio <= 1.2.
 
-Run: .venv/bin/python benchmarks/bench_hlo.py [runs]
+    python benchmarks/bench_hlo.py [--smoke] [--rounds N] [--json PATH]
 """
 
 from __future__ import annotations
 
-import statistics
-import sys
-import time
+import os
 
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+from collections.abc import Iterator
+
+import harness
 import jax
 import jax.numpy as jnp
+import programs
 
 import jaxscope as js
 
-
-def make_program(n_layers: int = 250):
-    """A fresh function of about 4 ops per layer (sin, mul, cos, add)."""
-
-    def program(x):
-        for _ in range(n_layers):
-            x = jnp.sin(x) * 1.01 + jnp.cos(x)
-        return x.sum()
-
-    return program
+SIZE = 1_000
+BUDGET = harness.Budget(1.2)
 
 
-def plain_jax(x) -> tuple[float, float]:
-    f = make_program()
-    start, cpu = time.perf_counter(), time.process_time()
-    jax.jit(f).lower(x).compile().as_text()
-    return time.perf_counter() - start, time.process_time() - cpu
-
-
-def with_jaxscope(x, stage: str = "optimized") -> tuple[float, float, int]:
-    f = make_program()
-    start, cpu = time.perf_counter(), time.process_time()
-    view = js.hlo(f, stage=stage)(x)
-    n_ops = len(view.ops)
-    _ = view.by_line
-    return time.perf_counter() - start, time.process_time() - cpu, n_ops
-
-
-def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 9
+def bench(cfg: harness.Config) -> Iterator[harness.Result]:
     x = jnp.ones((16, 16), jnp.float32)
-    n_eqns = len(jax.make_jaxpr(make_program())(x).eqns)
-    with_jaxscope(x)  # warm up: imports and JAX's own first-use costs
-    plain_jax(x)
-    base: list[tuple[float, float]] = []
-    ours: list[tuple[float, float]] = []
-    n_ops = 0
-    for i in range(runs):
-        if i % 2:
-            base.append(plain_jax(x))
-            *t, n_ops = with_jaxscope(x)
-            ours.append((t[0], t[1]))
-        else:
-            *t, n_ops = with_jaxscope(x)
-            ours.append((t[0], t[1]))
-            base.append(plain_jax(x))
+    for kind, make in programs.user_programs(SIZE, x).items():
+        n_ops: list[int] = []
 
-    def stats(samples: list[tuple[float, float]]) -> tuple[float, float, float]:
-        walls = [w for w, _ in samples]
-        cpus = [c for _, c in samples]
-        return min(walls), statistics.median(walls), statistics.median(cpus)
+        def scoped(call, n_ops=n_ops):
+            fn, args = call
+            view = js.hlo(fn, stage="optimized")(*args)
+            n_ops.append(len(view.ops))
+            _ = view.by_line
 
-    b_min, b_med, b_cpu = stats(base)
-    o_min, o_med, o_cpu = stats(ours)
-    print(
-        f"program: {n_eqns} jaxpr equations, {n_ops} optimized HLO ops; {runs} runs each"
-    )
-    print(
-        "                                          best wall   median wall  median CPU"
-    )
-    print(
-        f"jax.jit(f).lower(x).compile().as_text(): {b_min * 1e3:8.1f} ms  "
-        f"{b_med * 1e3:8.1f} ms  {b_cpu * 1e3:8.1f} ms"
-    )
-    print(
-        f"js.hlo(f, stage='optimized')(x) + .ops:   {o_min * 1e3:8.1f} ms  "
-        f"{o_med * 1e3:8.1f} ms  {o_cpu * 1e3:8.1f} ms"
-    )
-    print(
-        f"ratio: {o_min / b_min:.3f} best wall (budget <= 1.2); "
-        f"{o_med / b_med:.3f} median wall; {o_cpu / b_cpu:.3f} median CPU"
-    )
+        def plain(call):
+            fn, args = call
+            jax.jit(fn).lower(*args).compile().as_text()
+
+        result = harness.compare(
+            f"hlo optimized {kind}, {SIZE:,} eqns",
+            scoped,
+            plain,
+            make=make,
+            rounds=cfg.n(7),
+            warmup=cfg.warm(1),
+            budget=BUDGET,
+        )
+        result.note = f"{n_ops[-1]:,} optimized HLO ops"
+        yield result
 
 
 if __name__ == "__main__":
-    main()
+    harness.main(bench, __doc__)

@@ -1,43 +1,39 @@
-"""``import jaxscope`` vs ``import jax``: median wall time of fresh interpreters.
+"""Import: ``import jaxscope`` against ``import jax``, each in a fresh interpreter.
 
-Budget: jaxscope adds at most 150 ms. Run: ``python benchmarks/bench_import.py [runs]``.
+Each round starts ``python -c "import jax"`` and ``python -c "import jaxscope"``
+(alternating which goes first); CPU time is the children's. Budget: jaxscope adds at
+most 150 ms (median of the paired differences).
+
+    python benchmarks/bench_import.py [--smoke] [--rounds N] [--json PATH]
 """
 
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
 
-BUDGET_MS = 150.0
+import harness
 
-
-def wall(module: str) -> float:
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", f"import {module}"], check=True, env=env)
-    return time.perf_counter() - start
+ENV = dict(os.environ, JAX_PLATFORMS="cpu")
 
 
-def main() -> int:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 9
-    wall("jax"), wall("jaxscope")  # warm the OS file cache
-    jax_t, js_t = [], []
-    for _ in range(runs):  # interleaved so machine noise hits both alike
-        jax_t.append(wall("jax"))
-        js_t.append(wall("jaxscope"))
-    a, b = statistics.median(jax_t) * 1e3, statistics.median(js_t) * 1e3
-    extra = b - a
-    print(f"median of {runs} fresh interpreters (python -c 'import X'):")
-    print(f"  import jax       {a:8.1f} ms")
-    print(
-        f"  import jaxscope  {b:8.1f} ms   (+{extra:.1f} ms; budget +{BUDGET_MS:.0f} ms)"
+def fresh_import(module: str) -> None:
+    subprocess.run([sys.executable, "-c", f"import {module}"], check=True, env=ENV)
+
+
+def bench(cfg: harness.Config) -> Iterator[harness.Result]:
+    yield harness.compare(
+        "import jaxscope vs import jax",
+        lambda: fresh_import("jaxscope"),
+        lambda: fresh_import("jax"),
+        rounds=cfg.n(15),
+        warmup=cfg.warm(1),  # the OS file cache
+        budget=harness.Budget(0.150, on="extra"),
+        cpu_clock=harness.children_cpu_time,
     )
-    print("within budget" if extra <= BUDGET_MS else "OVER BUDGET")
-    return 0 if extra <= BUDGET_MS else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    harness.main(bench, __doc__)

@@ -1,32 +1,34 @@
-"""Leak checking cost, as ratios against plain JAX in the same run.
+"""Leak checking: ``with js.check_leaks():`` against ``with jax.checking_leaks():``.
 
-The same workload (a small MLP: jitted loss + grad steps, a vmapped forward, a scan
-and a while loop; nothing leaks) runs three ways: with no checking, under
-``jax.checking_leaks()`` and under ``js.check_leaks()``. Each repeat builds fresh
-functions, so every variant traces and compiles what it runs: JAX's checker only
-looks at traces that actually happen, and jaxscope retraces on purpose.
+The workload (a small MLP: 20 jitted loss + grad steps, a vmapped forward, a scan and
+a while loop; nothing leaks) runs inside each checker; the block's exit, where the
+checking happens, is inside the clock.
 
-1. cold: fresh functions every repeat (what a leak-checked test or script pays).
-   Budget: js.check_leaks no slower than jax.checking_leaks by more than 20%.
-2. eager: 30 eager jnp ops (no user jit) already compiled before the block: with
-   retrace=True each distinct op is recompiled once per block.
-3. warm: the same functions called again after a first run. jax.checking_leaks then
-   checks nothing (its caches hit: a leak would stay hidden); js.check_leaks
-   retraces and recompiles (retrace=True, the default) or shares a cache across its
-   own blocks (retrace=False).
+1. cold: fresh functions every round, so everything traces and compiles (what a
+   leak-checked test or script pays). Budget: median ratio <= 1.2. Also against no
+   checking at all (no budget).
+2. eager: 30 eager jnp ops (no user jit), compiled before the block: with
+   ``retrace=True`` each distinct op is recompiled once per block (no budget).
+3. warm: functions already compiled before the block. ``jax.checking_leaks`` then
+   checks nothing (its caches hit; a leak would stay hidden); ``js.check_leaks``
+   retraces and recompiles (``retrace=True``, the default), or with
+   ``retrace=False`` keeps a cache across its own blocks (no budget).
 
-Run: python benchmarks/bench_leaks.py
+    python benchmarks/bench_leaks.py [--smoke] [--rounds N] [--json PATH]
 """
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
 import contextlib
 import itertools
-import statistics
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import harness
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -34,7 +36,7 @@ from jax import lax
 import jaxscope as js
 
 
-def make_workload() -> Callable[[], Any]:
+def make_workload() -> Callable[[], None]:
     """Fresh functions (new trace-cache keys) and a runner for them."""
 
     def mlp(params, x):
@@ -50,7 +52,7 @@ def make_workload() -> Callable[[], Any]:
         grads = jax.grad(loss)(params, x, y)
         return [
             (w - 0.1 * gw, b - 0.1 * gb)
-            for (w, b), (gw, gb) in zip(params, grads, strict=False)
+            for (w, b), (gw, gb) in zip(params, grads, strict=True)
         ]
 
     batched = jax.jit(jax.vmap(lambda p, x: mlp(p, x[None])[0], in_axes=(None, 0)))
@@ -64,14 +66,11 @@ def make_workload() -> Callable[[], Any]:
             lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 1.01), (0, 1.0)
         )
     )
-
     key = jax.random.PRNGKey(0)
-    sizes = [16, 32, 32, 8]
-    params = []
-    for i, (m, n) in enumerate(itertools.pairwise(sizes)):
-        params.append(
-            (jax.random.normal(jax.random.fold_in(key, i), (m, n)) * 0.1, jnp.zeros(n))
-        )
+    params = [
+        (jax.random.normal(jax.random.fold_in(key, i), (m, n)) * 0.1, jnp.zeros(n))
+        for i, (m, n) in enumerate(itertools.pairwise([16, 32, 32, 8]))
+    ]
     x = jnp.ones((64, 16))
     y = jnp.zeros((64, 8))
 
@@ -86,6 +85,12 @@ def make_workload() -> Callable[[], Any]:
     return run
 
 
+def warm_workload() -> Callable[[], None]:
+    run = make_workload()
+    run()
+    return run
+
+
 def eager_ops() -> None:
     x = jnp.linspace(0.0, 1.0, 256)
     for _ in range(5):
@@ -94,62 +99,79 @@ def eager_ops() -> None:
     x.block_until_ready()
 
 
-VARIANTS: dict[str, Callable[[], Any]] = {
-    "none": contextlib.nullcontext,
-    "jax.checking_leaks": jax.checking_leaks,
-    "js.check_leaks": js.check_leaks,
-    "js.check_leaks(retrace=False)": lambda: js.check_leaks(retrace=False),
-}
+def inside(checker: Callable[[], Any]) -> Callable[[Callable[[], None]], None]:
+    """A side running its argument (a workload) inside ``checker()``'s block."""
+
+    def side(run: Callable[[], None]) -> None:
+        with checker():
+            run()
+
+    return side
 
 
-def timed(ctx: Callable[[], Any], run: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
-    with ctx():
-        run()
-    return time.perf_counter() - t0
+JS = inside(js.check_leaks)
+JAX = inside(jax.checking_leaks)
+NONE = inside(contextlib.nullcontext)
 
 
-def bench(mode: str, repeats: int) -> dict[str, float]:
-    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    names = list(VARIANTS)
-    for i in range(repeats):
-        order = (
-            names[i % len(names) :] + names[: i % len(names)]
-        )  # rotate who goes first
-        for name in order:
-            run = make_workload()
-            if mode == "warm":
-                run()
-            times[name].append(timed(VARIANTS[name], run))
-    return {name: statistics.median(ts) for name, ts in times.items()}
-
-
-def report(mode: str, medians: dict[str, float]) -> None:
-    base = medians["none"]
-    jax_t = medians["jax.checking_leaks"]
-    print(f"\n{mode}: median seconds per run (ratio vs none, vs jax.checking_leaks)")
-    for name, t in medians.items():
-        print(f"  {name:32s} {t:8.3f} s   x{t / base:5.2f}   x{t / jax_t:5.2f}")
-
-
-def main() -> None:
+def bench(cfg: harness.Config) -> Iterator[harness.Result]:
     make_workload()()  # JAX's own one-time set-up out of the measurements
     eager_ops()
-    cold = bench("cold", repeats=5)
-    report("cold (fresh functions: everything traces and compiles)", cold)
-    ratio = cold["js.check_leaks"] / cold["jax.checking_leaks"]
-    verdict = "OK" if ratio <= 1.20 else "OVER BUDGET"
-    print(
-        f"  budget js.check_leaks / jax.checking_leaks <= 1.20: {ratio:.2f} {verdict}"
+    warmup = cfg.warm(1)
+    yield harness.compare(
+        "leaks cold, js.check_leaks / jax.checking_leaks",
+        JS,
+        JAX,
+        make=make_workload,
+        rounds=cfg.n(9),
+        budget=harness.Budget(1.2),
+        warmup=warmup,
     )
-    eager = {
-        name: statistics.median(timed(ctx, eager_ops) for _ in range(5))
-        for name, ctx in VARIANTS.items()
-    }
-    report("eager (jnp ops outside any jit, compiled before the block)", eager)
-    warm = bench("warm", repeats=5)
-    report("warm (functions compiled before the block)", warm)
+    yield harness.compare(
+        "leaks cold, js.check_leaks / no checking",
+        JS,
+        NONE,
+        make=make_workload,
+        rounds=cfg.n(5),
+        warmup=warmup,
+    )
+    yield harness.compare(
+        "leaks eager ops, js.check_leaks / jax.checking_leaks",
+        JS,
+        JAX,
+        make=lambda: eager_ops,
+        rounds=cfg.n(5),
+        warmup=warmup,
+    )
+    yield harness.compare(
+        "leaks warm, js.check_leaks / jax.checking_leaks",
+        JS,
+        JAX,
+        make=warm_workload,
+        rounds=cfg.n(5),
+        note="jax.checking_leaks checks nothing on cache hits; jaxscope retraces",
+        warmup=warmup,
+    )
+    cached = inside(lambda: js.check_leaks(retrace=False))
+    yield harness.compare(
+        "leaks eager ops, js.check_leaks(retrace=False) / jax.checking_leaks",
+        cached,
+        JAX,
+        make=lambda: eager_ops,
+        rounds=cfg.n(5),
+        warmup=warmup,
+    )
+    same = warm_workload()
+    yield harness.compare(
+        "leaks warm, js.check_leaks(retrace=False) / jax.checking_leaks",
+        cached,
+        JAX,
+        make=lambda: same,
+        rounds=cfg.n(5),
+        note="the same functions every round: retrace=False keeps its cache",
+        warmup=warmup,
+    )
 
 
 if __name__ == "__main__":
-    main()
+    harness.main(bench, __doc__)

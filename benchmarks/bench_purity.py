@@ -1,24 +1,38 @@
-"""Purity watcher cost: a jitted call's cache hit, and tracing, with the watcher on vs off.
+"""Purity watcher: a jitted call's cache hit, and tracing, with ``js.watch_purity`` on vs off.
 
-Budgets: cache-hit ratio <= 1.02, trace-time ratio <= 1.3. Run:
-    python benchmarks/bench_purity.py
+1. Cache hit: 5,000 calls of a compiled function per round, the watcher active
+   (started outside the clock) vs inactive. Budget: median ratio <= 1.02.
+2. Tracing: ``jax.jit(f).trace(x)`` of a fresh function (a new code object from a new
+   file each round, as a re-run notebook cell makes; it captures globals the watcher
+   snapshots), inside ``with js.watch_purity():`` vs without. Budget: <= 1.3.
+
+    python benchmarks/bench_purity.py [--smoke] [--rounds N] [--json PATH]
 """
 
 from __future__ import annotations
 
-import statistics
-import time
-import timeit
+import os
 
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+from collections.abc import Iterator
+
+import harness
 import jax
 import jax.numpy as jnp
+import programs
 
 import jaxscope as js
 
+CALLS = 5_000
+
 SOURCE = """
 import jax.numpy as jnp
+
 scale = 2.0
 table = {"bias": 0.5}
+
+
 def model(x):
     for _ in range(60):
         x = jnp.tanh(x * scale + table["bias"])
@@ -26,55 +40,45 @@ def model(x):
 """
 
 
-def fresh_model():
-    """A new function with its own code object, as a new notebook cell would make."""
-    namespace: dict = {}
-    exec(compile(SOURCE, f"<bench-{time.perf_counter_ns()}>", "exec"), namespace)
-    return namespace["model"]
-
-
-def hit_time(fn, x, number=20_000, repeats=7) -> float:
-    return min(timeit.repeat(lambda: fn(x), number=number, repeat=repeats)) / number
-
-
-def trace_time(watch: bool, n: int = 15) -> float:
-    times = []
-    for _ in range(n):
-        fn = jax.jit(fresh_model())
-        start = time.perf_counter()
-        if watch:
-            with js.watch_purity():
-                fn.trace(jnp.ones(8))
-        else:
-            fn.trace(jnp.ones(8))
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def main() -> None:
+def bench(cfg: harness.Config) -> Iterator[harness.Result]:
     x = jnp.ones(8)
     fn = jax.jit(lambda v: v * 2.0 + 1.0)
     jax.block_until_ready(fn(x))
-    off, on = [], []
     log = js.watch_purity()
-    for _ in range(3):  # interleave so drift hits both sides alike
-        off.append(hit_time(fn, x))
-        log.start()
-        on.append(hit_time(fn, x))
-        log.stop()
-    hit_off, hit_on = min(off), min(on)
-    print(
-        f"cache hit  off {hit_off * 1e6:7.2f} us   on {hit_on * 1e6:7.2f} us   "
-        f"ratio {hit_on / hit_off:.3f}  (budget <= 1.02)"
+
+    def calls() -> None:
+        for _ in range(CALLS):
+            fn(x)
+
+    yield harness.compare(
+        "purity cache hit, watcher on/off",
+        calls,
+        calls,
+        jaxscope_context=lambda: log,
+        rounds=cfg.n(41),
+        warmup=cfg.warm(2),
+        budget=harness.Budget(1.02),
+        per=CALLS,
     )
-    trace_time(False, 3)  # warm-up
-    t_off = trace_time(False)
-    t_on = trace_time(True)
-    print(
-        f"trace      off {t_off * 1e3:7.2f} ms   on {t_on * 1e3:7.2f} ms   "
-        f"ratio {t_on / t_off:.3f}  (budget <= 1.3)"
+    assert not log.findings, log.findings
+
+    def watched(model) -> None:
+        with js.watch_purity():
+            jax.jit(model).trace(x)
+
+    def plain(model) -> None:
+        jax.jit(model).trace(x)
+
+    yield harness.compare(
+        "purity tracing, watcher on/off",
+        watched,
+        plain,
+        make=lambda: programs.load(SOURCE, "model"),
+        rounds=cfg.n(21),
+        warmup=cfg.warm(2),
+        budget=harness.Budget(1.3),
     )
 
 
 if __name__ == "__main__":
-    main()
+    harness.main(bench, __doc__)

@@ -1,10 +1,11 @@
-"""js.shardings on a program with ~1,000 sharded ops vs ``jit(f).lower(...).compile()``.
+"""Sharding: ``js.shardings(f)(x, ws)`` against ``jax.jit(f).lower(x, ws).compile()``.
 
-Prints the median of each and their ratio (budget: <= 1.3), plus the ratio of minima,
-which is steadier on a shared machine. Every repetition uses a
-freshly defined function, so neither side hits JAX's trace or compile caches.
+A 200-layer program (about 1,000 sharded ops) on a 4 x 2 mesh of 8 host CPU devices.
+jaxscope's side also reads ``.line_summary`` (per source line: ops, collectives,
+bytes). Every round uses a fresh function, so neither side hits JAX's trace or compile
+caches. Budget: median ratio <= 1.3.
 
-    .venv/bin/python benchmarks/bench_sharding.py
+    python benchmarks/bench_sharding.py [--smoke] [--rounds N] [--json PATH]
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ os.environ["XLA_FLAGS"] = (
 ).strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import re
-import statistics
-import time
+from collections.abc import Iterator
 
+import harness
 import jax
 import jax.numpy as jnp
 from jax.sharding import NamedSharding
@@ -28,7 +28,6 @@ from jax.sharding import PartitionSpec as P
 import jaxscope as js
 
 LAYERS = 200
-REPS = 7
 
 
 def make_f():
@@ -42,7 +41,7 @@ def make_f():
     return f
 
 
-def main() -> None:
+def bench(cfg: harness.Config) -> Iterator[harness.Result]:
     auto = jax.sharding.AxisType.Auto
     mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=(auto, auto))
     x = jax.device_put(jnp.ones((64, 32)), NamedSharding(mesh, P("data", "model")))
@@ -50,35 +49,32 @@ def main() -> None:
         jax.device_put(jnp.ones((32, 32)) * i, NamedSharding(mesh, P("model", None)))
         for i in range(4)
     ]
-    with (
-        jax.sharding.use_mesh(mesh)
-        if hasattr(jax.sharding, "use_mesh")
-        else jax.set_mesh(mesh)
-    ):
-        text = jax.jit(make_f()).lower(x, ws).as_text(dialect="hlo")
-        n_ops = len(re.findall(r"^\s+(?:ROOT )?%?\S+ = ", text, re.M))
-        plain, scoped = [], []
-        view = None
-        for _ in range(REPS):
-            t0 = time.perf_counter()
-            jax.jit(make_f()).lower(x, ws).compile()
-            plain.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            view = js.shardings(make_f())(x, ws)
-            scoped.append(time.perf_counter() - t0)
-    assert view is not None
-    p, s = statistics.median(plain), statistics.median(scoped)
-    pmin, smin = min(plain), min(scoped)
-    print(
-        f"program: {n_ops} HLO ops before optimization, {len(view.ops)} sharded ops, "
-        f"{len(view.collectives)} collectives"
-    )
-    print(f"jit(f).lower().compile(): {p * 1000:8.1f} ms (median of {REPS})")
-    print(f"js.shardings(f)(...):      {s * 1000:8.1f} ms (median of {REPS})")
-    print(
-        f"ratio of medians: {s / p:.2f}, of minima: {smin / pmin:.2f}  (budget <= 1.3)"
-    )
+    use_mesh = getattr(jax.sharding, "use_mesh", None) or jax.set_mesh
+    seen: list[str] = []
+
+    def scoped(f) -> None:
+        view = js.shardings(f)(x, ws)
+        _ = view.line_summary
+        seen.append(
+            f"{len(view.ops):,} sharded ops, {len(view.collectives)} collectives"
+        )
+
+    def plain(f) -> None:
+        jax.jit(f).lower(x, ws).compile()
+
+    with use_mesh(mesh):
+        result = harness.compare(
+            f"shardings, {LAYERS} layers",
+            scoped,
+            plain,
+            make=make_f,
+            rounds=cfg.n(9),
+            warmup=cfg.warm(1),
+            budget=harness.Budget(1.3),
+        )
+    result.note = f"{seen[-1]}, 8 host devices"
+    yield result
 
 
 if __name__ == "__main__":
-    main()
+    harness.main(bench, __doc__)
