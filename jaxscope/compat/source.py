@@ -117,8 +117,12 @@ def user_frames(traceback: Any) -> list[RawFrame]:
 
 
 _MISSING: Any = object()
-_FRAMES: dict[tuple[types.CodeType, int], RawFrame | None] = {}
-_POSITIONS: dict[types.CodeType, list[tuple[int | None, int | None]]] = {}
+# Keyed by id(code): hashing a code object hashes its whole bytecode, which for one
+# long function made every lookup as slow as the function is long. _CODES holds each
+# code object seen, so its id cannot be reused while the caches know it.
+_CODES: dict[int, types.CodeType] = {}
+_FRAMES: dict[tuple[int, int], RawFrame | None] = {}
+_POSITIONS: dict[int, list[tuple[int | None, int | None]]] = {}
 _CACHE_LIMIT = 200_000
 
 
@@ -126,12 +130,10 @@ def _position(code: types.CodeType, lasti: int) -> tuple[int, int]:
     # One (line, column) table per code object, built once from co_positions(): JAX's
     # code_addr2location walks the line table on every call, which made mapping a long
     # function quadratic.
-    table = _POSITIONS.get(code)
+    table = _POSITIONS.get(id(code))
     if table is None:
-        if len(_POSITIONS) > _CACHE_LIMIT:
-            _POSITIONS.clear()
         table = [(line, column) for line, _, column, _ in code.co_positions()]
-        _POSITIONS[code] = table
+        _POSITIONS[id(code)] = table
     index = lasti // 2  # lasti is a byte offset; co_positions() has one row per unit
     line, column = table[index] if 0 <= index < len(table) else (None, None)
     return (line if line is not None else code.co_firstlineno), (
@@ -140,11 +142,14 @@ def _position(code: types.CodeType, lasti: int) -> tuple[int, int]:
 
 
 def _frame(code: types.CodeType, lasti: int, is_user: Any) -> RawFrame | None:
-    key = (code, lasti)
+    key = (id(code), lasti)
     frame = _FRAMES.get(key, _MISSING)
     if frame is _MISSING:
         if len(_FRAMES) > _CACHE_LIMIT:
+            _CODES.clear()
             _FRAMES.clear()
+            _POSITIONS.clear()
+        _CODES[id(code)] = code
         frame = None
         if is_user(code.co_filename):
             line, column = _position(code, lasti)
