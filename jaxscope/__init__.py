@@ -65,6 +65,7 @@ _EXPORTS: dict[str, str] = {
     "step": "._stepper.stepper",
     "find_nan": "._stepper.stepper",
     "Stepper": "._stepper.stepper",
+    "NanInInput": "._stepper.values",
     # purity
     "watch_purity": "._purity.watcher",
     "stale": "._purity.watcher",
@@ -156,3 +157,4 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from ._stepper.stepper import Stepper as Stepper
     from ._stepper.stepper import find_nan as find_nan
     from ._stepper.stepper import step as step
+    from ._stepper.values import NanInInput as NanInInput

@@ -56,6 +56,7 @@ EXPECTED = [
     "sharding",
     "shardings",
     # stepping
+    "NanInInput",
     "Stepper",
     "find_nan",
     "step",

@@ -6,11 +6,12 @@ import html as _html
 from typing import Any
 
 from jaxscope._display import html as html_dispatch
-from jaxscope._display import rich_renderable
+from jaxscope._display import plain, rich_renderable
 from jaxscope._format import truncate
 from jaxscope._jaxpr.model import eqn_line
 from jaxscope._records import EqnInfo
 from jaxscope._stepper.stepper import Frame, NanFinding, Stepper, ValueSummary
+from jaxscope._stepper.values import NanInInput
 
 _MAX_ROWS = 40
 
@@ -242,4 +243,29 @@ def _(finding: NanFinding) -> str:
         f"{esc(finding.primitive)} at {esc(_where(finding.eqn))}</div>"
         f"<pre>{esc(eqn_line(finding.eqn))}</pre><div>in {esc(frames_text(finding.frames))}</div>"
         f"{values_html(finding.inputs, 'inputs')}{values_html(finding.outputs, 'outputs')}</div>"
+    )
+
+
+# ------------------------------------------------------------ a NaN already in an input
+
+
+@rich_renderable.register
+def _(finding: NanInInput) -> Any:
+    from rich.console import Group
+
+    return Group(
+        plain(
+            f"{finding.kind} already in the input {finding.path}: no equation made it"
+        ),
+        _values_table([finding.value], "input"),
+    )
+
+
+@html_dispatch.register
+def _(finding: NanInInput) -> str:
+    esc = _html.escape
+    return (
+        f'{_CSS}<div class="jaxscope-step"><div class="nan">{esc(finding.kind)} already '
+        f"in the input {esc(finding.path)}: no equation made it</div>"
+        f"{values_html([finding.value], 'input')}</div>"
     )

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import numpy as np
 
 from jaxscope._display import Renderable
 from jaxscope._exceptions import (
@@ -36,13 +37,20 @@ from jaxscope._stepper.breakpoints import Breakpoints, Target, until_target
 from jaxscope._stepper.interpreter import Interpreter
 from jaxscope._stepper.plan import Node, Plan
 from jaxscope._stepper.source import SourceReader
-from jaxscope._stepper.values import Frame, NanFinding, ValueSummary, summarize_value
+from jaxscope._stepper.values import (
+    Frame,
+    NanFinding,
+    NanInInput,
+    ValueSummary,
+    summarize_value,
+)
 from jaxscope.compat import jaxpr as _cj
 
 __all__ = [
     "BreakpointError",
     "Frame",
     "NanFinding",
+    "NanInInput",
     "StepError",
     "Stepper",
     "StepperFinishedError",
@@ -376,13 +384,13 @@ def _input_leaves(fn: Any, staged: Staged) -> list[Any]:
     return leaves
 
 
-def _start(
+def _stage(
     fun: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     statics: Statics,
-) -> Stepper:
-    """A ``Stepper`` of ``fun(*args, **kwargs)``, paused before its first equation."""
+    api_name: str = "js.step",
+) -> tuple[Staged, list[Any]]:
     nums, names = statics
     staged = stage(
         fun,
@@ -390,16 +398,48 @@ def _start(
         kwargs,
         static_argnums=nums,
         static_argnames=names,
-        api_name="js.step",
+        api_name=api_name,
     )
+    return staged, _input_leaves(fun, staged)
+
+
+def _stepper_of(fun: Callable[..., Any], staged: Staged, leaves: list[Any]) -> Stepper:
     traced = staged.traced
     return Stepper(
         traced.jaxpr,
-        _input_leaves(fun, staged),
+        leaves,
         traced.out_tree,
         function_name=_short_name(fun),
         defined_at=loc_of_function(fun),
     )
+
+
+def _start(
+    fun: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    statics: Statics,
+) -> Stepper:
+    """A ``Stepper`` of ``fun(*args, **kwargs)``, paused before its first equation."""
+    return _stepper_of(fun, *_stage(fun, args, kwargs, statics))
+
+
+def _non_finite(values: Any) -> tuple[bool, bool]:
+    """Whether any floating leaf of ``values`` holds a NaN, and an Inf."""
+    nan = inf = False
+    for leaf in jax.tree_util.tree_leaves(values):
+        data = np.asarray(leaf)
+        if np.issubdtype(data.dtype, np.inexact):
+            nan = nan or bool(np.isnan(data).any())
+            inf = inf or bool(np.isinf(data).any())
+    return nan, inf
+
+
+def _outputs(staged: Staged, leaves: list[Any]) -> Any:
+    """The program's outputs, compiled and run (far faster than stepping it)."""
+    from jax.extend.core import jaxpr_as_fun
+
+    return jax.jit(jaxpr_as_fun(staged.traced.jaxpr))(*leaves)
 
 
 def step(
@@ -429,15 +469,32 @@ def step(
 def find_nan(
     fun: Callable[..., Any],
     *,
-    inf: bool = True,
+    inf: bool | None = None,
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
-) -> Callable[..., NanFinding | None]:
+) -> Callable[..., NanFinding | NanInInput | None]:
     """The first equation of ``fun(*args)`` that produces a NaN (or Inf), or None.
+
+    A NaN (or, with ``inf=True``, an Inf) already in an argument is reported as a
+    ``NanInInput`` naming the argument's path (``params['w']``): nothing in the
+    program produced it.
 
     The result records the equation (``eqn``, ``source``, ``primitive``), whether it
     was a ``"nan"`` or an ``"inf"``, summaries of its inputs and outputs, and the frame
     stack (loop iterations included) where it happened.
+
+    The program is first run compiled: when its outputs hold no NaN (and no Inf),
+    there is nothing to hunt and the answer is None at once. ``inf=None`` (the
+    default) hunts an Inf only when one reaches the outputs, so an Inf that a
+    ``jnp.where`` or a schedule discards (``where(x > 0, log(x), 0)``) is not taken
+    for the culprit; ``inf=True`` stops at the first Inf anywhere, ``inf=False``
+    never does.
+
+    Args:
+        fun: the function (``jax.jit``, ``nnx.jit`` and ``eqx.filter_jit`` ones too).
+        inf: hunt Infs too: None (when one reaches the outputs), True or False.
+        static_argnums: positional arguments passed as Python values.
+        static_argnames: keyword arguments passed as Python values.
 
     Example:
         >>> import jax.numpy as jnp, jaxscope as js
@@ -448,9 +505,22 @@ def find_nan(
 
     def hunt(
         fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> NanFinding | None:
-        stepper = _start(fun, args, kwargs, statics)
-        stepper.break_on(nan=True, inf=inf).run()
+    ) -> NanFinding | NanInInput | None:
+        staged, leaves = _stage(fun, args, kwargs, statics, "js.find_nan")
+        for index, leaf in enumerate(leaves):
+            leaf_nan, leaf_inf = _non_finite(leaf)
+            if leaf_nan or (leaf_inf and inf):
+                names = staged.input_names
+                path = names[index] if index < len(names) else f"input {index}"
+                kind = "nan" if leaf_nan else "inf"
+                value = summarize_value(path, leaf, user_name=path)
+                return NanInInput(path=path, kind=kind, value=value)
+        out_nan, out_inf = _non_finite(_outputs(staged, leaves))
+        hunt_inf = out_inf if inf is None else inf
+        if not out_nan and not (out_inf and hunt_inf) and inf is not True:
+            return None
+        stepper = _stepper_of(fun, staged, leaves)
+        stepper.break_on(nan=True, inf=hunt_inf).run()
         if stepper.done or stepper.finding is None:
             return None
         return dataclasses.replace(stepper.finding, frames=stepper.frames)

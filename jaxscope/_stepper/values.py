@@ -95,6 +95,27 @@ class NanFinding(Renderable):
         return f"<NanFinding: {self.kind} from {self.eqn.primitive}{where}>"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NanInInput(Renderable):
+    """A NaN or Inf already in an argument of the call: no equation produced it, it
+    came in (from an earlier step, a bad initialisation, the data)."""
+
+    path: str
+    kind: str
+    value: ValueSummary
+
+    @property
+    def source(self) -> SourceLoc | None:
+        return None
+
+    @property
+    def primitive(self) -> str:
+        return "input"
+
+    def __repr__(self) -> str:
+        return f"<NanInInput: {self.kind} already in {self.path}>"
+
+
 def summarize_value(
     name: str, value: Any, preview_chars: int = 120, user_name: str = ""
 ) -> ValueSummary:
