@@ -91,3 +91,57 @@ def test_sharding_inputs_are_named_in_the_users_terms(name, first):
     inputs = [path for path, _ in js.shardings(step)(*args).inputs]
     assert inputs[0] == first
     assert not any("states[" in p or "[0][0]" in p for p in inputs)
+
+
+def test_linen_batchnorm_step_under_pmap():
+    from .programs import ResNetTiny
+
+    model = ResNetTiny()
+    x = jax.numpy.ones((8, 2, 8, 8, 3))
+    variables = model.init(jax.random.key(0), x[0])
+
+    def step(variables, x):
+        logits, updates = model.apply(variables, x, mutable=["batch_stats"])
+        return jax.lax.pmean(logits.mean(), "batch"), updates
+
+    pstep = jax.pmap(step, axis_name="batch", in_axes=(None, 0))
+    assert any(
+        e.primitive == "pmean" or "psum" in e.primitive
+        for e in js.jaxpr(pstep)(variables, x).eqns
+    )
+    assert js.shardings(pstep)(variables, x).collectives
+    assert js.step(pstep)(variables, x).run().done
+
+
+def test_nnx_scan_over_layers_inside_nnx_jit():
+    from flax import nnx
+
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(4, 4, rngs=rngs)
+
+        def __call__(self, x):
+            return nnx.relu(self.linear(x))
+
+    @nnx.vmap(in_axes=0, out_axes=0)
+    def make_blocks(rngs):
+        return Block(rngs)
+
+    blocks = make_blocks(nnx.Rngs(0).split(3))
+
+    @nnx.jit
+    def forward(blocks, x):
+        @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry)
+        def body(block, x):
+            return block(x)
+
+        return body(blocks, x)
+
+    eqns = js.jaxpr(forward)(blocks, jax.numpy.ones(4)).eqns
+    assert any(e.primitive == "scan" for e in eqns)
+    stepper = js.step(forward)(blocks, jax.numpy.ones(4)).run()
+    np.testing.assert_allclose(
+        np.asarray(jax.tree_util.tree_leaves(stepper.result)[-1]),
+        np.asarray(forward(blocks, jax.numpy.ones(4))),
+        rtol=1e-6,
+    )
