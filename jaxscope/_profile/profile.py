@@ -1,0 +1,345 @@
+"""``js.profile(f, repeat=5)(*args)``: measured time per source line of a compiled call.
+
+The call is compiled once (not timed), run ``warmup`` times, then ``repeat`` times
+under ``jax.profiler``; the per-op events XLA records are given to the lines of the
+user's code that produced each op (see ``attribution.py``).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from jaxscope._display import Renderable
+from jaxscope._exceptions import InvalidCallError, JaxscopeError
+from jaxscope._hlo.view import HloView
+from jaxscope._profile.attribution import Attribution, attribute
+from jaxscope._profile.compiling import (
+    Runner,
+    compile_lowered,
+    optimized_view,
+    stage_call,
+)
+from jaxscope._profile.events import (
+    CONTROL_OPCODES,
+    DeviceTimes,
+    device_times,
+    op_events,
+    run_under_profiler,
+)
+from jaxscope._profile.hlo_facts import ModuleFacts
+from jaxscope._profile.records import FunctionTime, Hotspot, LineTime, OpTime
+from jaxscope._profile.source import SourceBlock, source_blocks
+from jaxscope._staging import staged
+
+SPLIT_NOTE = (
+    "a fusion's time is split over its member ops' lines in proportion to their "
+    "estimated cost (flops, transcendentals x8, elements moved)"
+)
+
+
+class ProfileView(Renderable):
+    """Measured time of one compiled call, per op, per source line, per function.
+
+    Every time is seconds per run: the mean over the ``repeat`` profiled runs and,
+    for a program on several devices, over the devices (``for_device(d)`` gives one
+    device's numbers).
+
+    Attributes:
+        lines: ``LineTime`` rows, most time first; ``by_line`` keys them by
+            ``(file, line)``.
+        ops: ``OpTime`` of every op that ran, most time first.
+        functions: the user's call tree (``FunctionTime``), like a flame graph.
+        total: the time of every op that ran (the lines' times plus
+            ``unattributed``, the ops with no source line).
+        wall: the measured span of a run on the device, first op start to last op
+            end (median over runs; mean over devices).
+        run_times: host wall time of each profiled run (call to result ready).
+        device_totals: ``{device: op time per run}``.
+        hlo: the optimized ``HloView`` the ops come from.
+    """
+
+    __slots__ = (
+        "_attribution",
+        "_times",
+        "device_totals",
+        "devices_shown",
+        "function_name",
+        "hlo",
+        "module",
+        "platform",
+        "repeat",
+        "run_times",
+        "show_top",
+    )
+
+    def __init__(
+        self,
+        *,
+        hlo: HloView,
+        module: ModuleFacts,
+        times: dict[int, DeviceTimes],
+        run_times: Sequence[float],
+        repeat: int,
+        function_name: str = "",
+        platform: str = "",
+        devices_shown: tuple[int, ...] | None = None,
+    ) -> None:
+        self.hlo = hlo
+        self.module = module
+        self._times = times
+        self.run_times = tuple(run_times)
+        self.repeat = repeat
+        self.function_name = function_name
+        self.platform = platform
+        self.devices_shown = (
+            devices_shown if devices_shown is not None else tuple(times)
+        )
+        self.device_totals = {
+            d: sum(t.op_ns.values()) / 1e9 / max(1, t.runs) for d, t in times.items()
+        }
+        self.show_top = 10
+        self._attribution: Attribution | None = None
+
+    @property
+    def attribution(self) -> Attribution:
+        if self._attribution is None:
+            self._attribution = attribute(self.module, self._times, self.code)
+        return self._attribution
+
+    @property
+    def lines(self) -> list[LineTime]:
+        return self.attribution.lines
+
+    @property
+    def by_line(self) -> dict[tuple[str, int], LineTime]:
+        return {line.key: line for line in self.lines}
+
+    @property
+    def ops(self) -> list[OpTime]:
+        return self.attribution.ops
+
+    @property
+    def functions(self) -> FunctionTime:
+        return self.attribution.functions
+
+    @property
+    def total(self) -> float:
+        return self.attribution.total
+
+    @property
+    def unattributed(self) -> float:
+        return self.attribution.unattributed
+
+    @property
+    def wall(self) -> float:
+        spans = [
+            statistics.median(t.span_ns) / 1e9
+            for t in self._times.values()
+            if t.span_ns
+        ]
+        return sum(spans) / len(spans) if spans else 0.0
+
+    @property
+    def devices(self) -> tuple[int, ...]:
+        """The devices whose events were measured."""
+        return tuple(self._times)
+
+    @property
+    def iterations(self) -> bool:
+        """Whether any op ran more than once per run (a loop body)."""
+        return any(line.count > 1.0001 for line in self.lines)
+
+    def code(self, file: str, line: int) -> str:
+        """The source text of ``file:line`` (stripped), or ``""``."""
+        return self.hlo.source_line(file, line)
+
+    def ops_at(self, file: str, line: int) -> list[tuple[OpTime, float]]:
+        """The ops whose time went (in part) to ``file:line``, with that time."""
+        out = [
+            (op, seconds)
+            for op in self.ops
+            for loc, seconds in op.lines
+            if loc is not None and loc.key == (file, line)
+        ]
+        out.sort(key=lambda item: -item[1])
+        return out
+
+    def top(self, n: int = 10) -> list[Hotspot]:
+        """The ``n`` biggest costs: source lines (their compute) and, as their own
+        rows, each collective, copy and host transfer op."""
+        total = self.total
+        rows: list[Hotspot] = []
+        for line in self.lines:
+            compute = line.kinds.get("compute", 0.0) + line.kinds.get("control", 0.0)
+            if compute > 0:
+                rows.append(
+                    Hotspot(
+                        kind="line",
+                        time=compute,
+                        share=compute / total if total else 0.0,
+                        source=_loc(line),
+                        code=line.code,
+                        ops=line.ops,
+                    )
+                )
+        for op in self.ops:
+            if op.kind in ("collective", "copy", "transfer") and op.time > 0:
+                rows.append(
+                    Hotspot(
+                        kind=op.kind,
+                        time=op.time,
+                        share=op.time / total if total else 0.0,
+                        source=op.source,
+                        code=self.code(op.source.file, op.source.line)
+                        if op.source
+                        else "",
+                        ops=(op.name,),
+                    )
+                )
+        rows.sort(key=lambda row: -row.time)
+        return rows[:n]
+
+    def for_device(self, device: int) -> ProfileView:
+        """The same profile with only ``device``'s measurements."""
+        if device not in self._times:
+            raise InvalidCallError(
+                f"device {device} ran no op of this program; measured devices: "
+                f"{list(self._times)}"
+            )
+        return ProfileView(
+            hlo=self.hlo,
+            module=self.module,
+            times={device: self._times[device]},
+            run_times=self.run_times,
+            repeat=self.repeat,
+            function_name=self.function_name,
+            platform=self.platform,
+            devices_shown=(device,),
+        )
+
+    def source_blocks(self) -> list[SourceBlock]:
+        """The source shown by the displays: every measured line, whole functions."""
+        return source_blocks(line.key for line in self.lines)
+
+    def __repr__(self) -> str:
+        name = f" of {self.function_name}" if self.function_name else ""
+        return (
+            f"<ProfileView{name}: {self.total * 1e3:.3f} ms per run, "
+            f"{len(self.lines)} lines, {len(self.ops)} ops>"
+        )
+
+
+def _loc(line: LineTime) -> Any:
+    from jaxscope._records import SourceLoc
+
+    return SourceLoc(file=line.file, line=line.line, function=line.function)
+
+
+def _check_repeat(repeat: Any, warmup: Any) -> None:
+    for name, value, low in (("repeat", repeat, 1), ("warmup", warmup, 0)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise InvalidCallError(
+                f"js.profile: {name} must be an int >= {low}, got {value!r}; "
+                f"write e.g. js.profile(f, {name}={max(low, 1)})(x)"
+            )
+
+
+def profile_call(
+    fun: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    *,
+    repeat: int = 5,
+    warmup: int = 1,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    api_name: str = "js.profile",
+) -> ProfileView:
+    """Compile ``fun(*args, **kwargs)``, run it under the profiler, attribute the time."""
+    _check_repeat(repeat, warmup)
+    call = stage_call(
+        fun,
+        args,
+        kwargs,
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        api_name=api_name,
+    )
+    compiled = compile_lowered(call.lowered)
+    view = optimized_view(call.lowered, compiled, call.function_name)
+    module = ModuleFacts(view)
+    runner = Runner(compiled, call.inputs)
+    data, run_times = run_under_profiler(runner.prepare, runner, repeat, warmup)
+    events = op_events(data, module.module_name, module.ops)
+    if not events:
+        raise JaxscopeError(
+            f"{api_name}: jax.profiler recorded no per-op events of {module.module_name} "
+            f"on this backend ({_platform(compiled)}); the XLA build may not emit them"
+        )
+    control = frozenset(
+        name for name, f in module.ops.items() if f.op.opcode in CONTROL_OPCODES
+    )
+    return ProfileView(
+        hlo=view,
+        module=module,
+        times=device_times(events, repeat, control),
+        run_times=run_times,
+        repeat=repeat,
+        function_name=call.function_name,
+        platform=_platform(compiled),
+    )
+
+
+def _platform(compiled: Any) -> str:
+    try:
+        shardings = compiled.output_shardings
+        import jax
+
+        for sharding in jax.tree.leaves(shardings):
+            return next(iter(sharding.device_set)).platform
+    except Exception:
+        pass
+    return ""
+
+
+def profile(
+    fun: Callable[..., Any],
+    *,
+    repeat: int = 5,
+    warmup: int = 1,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+) -> Callable[..., ProfileView]:
+    """Measure where a compiled call spends its time, per line of your code.
+
+    ``js.profile(f)(*args)`` compiles ``f`` for ``args`` once (not timed), runs it
+    ``warmup`` times, then ``repeat`` times under ``jax.profiler``, and gives each
+    optimized-HLO op's measured time to the source line that produced it (a
+    fusion's time is split over its members' lines in proportion to their
+    estimated cost). Works on ``jax.jit``, ``nnx.jit`` and ``eqx.filter_jit``
+    functions and plain callables; donated arguments are copied for each run.
+
+    Example:
+        >>> import jax.numpy as jnp, jaxscope as js
+        >>> def f(a):
+        ...     return (a @ a).sum()
+        >>> view = js.profile(f, repeat=2)(jnp.ones((64, 64)))
+        >>> view.lines[0].code
+        'return (a @ a).sum()'
+    """
+    _check_repeat(repeat, warmup)
+    return staged(
+        fun,
+        "js.profile",
+        lambda f, args, kwargs: profile_call(
+            f,
+            args,
+            kwargs,
+            repeat=repeat,
+            warmup=warmup,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+        ),
+    )
