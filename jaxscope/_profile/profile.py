@@ -54,9 +54,11 @@ class ProfileView(Renderable):
         total: the time of every op that ran (the lines' times plus
             ``unattributed``, the ops with no source line).
         wall: the measured span of a run on the device, first op start to last op
-            end (median over runs; mean over devices).
+            end (mean over runs and devices, as every other time here).
         run_times: host wall time of each profiled run (call to result ready).
-        device_totals: ``{device: op time per run}``.
+        device_totals: ``{device: op time per run}`` of the devices shown.
+        devices: every device the program ran on; ``devices_shown`` those whose
+            numbers the view holds (all, or the one of ``for_device``).
         hlo: the optimized ``HloView`` the ops come from.
     """
 
@@ -64,6 +66,7 @@ class ProfileView(Renderable):
         "_attribution",
         "_times",
         "device_totals",
+        "devices",
         "devices_shown",
         "function_name",
         "hlo",
@@ -85,6 +88,7 @@ class ProfileView(Renderable):
         function_name: str = "",
         platform: str = "",
         devices_shown: tuple[int, ...] | None = None,
+        devices: tuple[int, ...] | None = None,
     ) -> None:
         self.hlo = hlo
         self.module = module
@@ -93,6 +97,7 @@ class ProfileView(Renderable):
         self.repeat = repeat
         self.function_name = function_name
         self.platform = platform
+        self.devices = devices if devices is not None else tuple(times)
         self.devices_shown = (
             devices_shown if devices_shown is not None else tuple(times)
         )
@@ -135,16 +140,9 @@ class ProfileView(Renderable):
     @property
     def wall(self) -> float:
         spans = [
-            statistics.median(t.span_ns) / 1e9
-            for t in self._times.values()
-            if t.span_ns
+            statistics.mean(t.span_ns) / 1e9 for t in self._times.values() if t.span_ns
         ]
         return sum(spans) / len(spans) if spans else 0.0
-
-    @property
-    def devices(self) -> tuple[int, ...]:
-        """The devices whose events were measured."""
-        return tuple(self._times)
 
     @property
     def iterations(self) -> bool:
@@ -217,6 +215,7 @@ class ProfileView(Renderable):
             function_name=self.function_name,
             platform=self.platform,
             devices_shown=(device,),
+            devices=self.devices,
         )
 
     def source_blocks(self) -> list[SourceBlock]:

@@ -145,8 +145,10 @@ def _rich_source_table(
     title = _short(block.file) + (f" — {block.function}" if block.function else "")
     table = Table(title=title, title_justify="left", box=None, pad_edge=False)
     for column in columns:
-        table.add_column(column, justify="right", no_wrap=True)
-    table.add_column("Line contents", no_wrap=True, overflow="ellipsis")
+        table.add_column(
+            column, justify="right", no_wrap=True, min_width=max(len(column), 7)
+        )
+    table.add_column("Line contents", no_wrap=True, overflow="ellipsis", ratio=1)
     for number, text in block.rows:
         found = row_of(block.file, number)
         cells, share = found if found is not None else (["" for _ in columns[1:]], 0.0)
@@ -240,11 +242,12 @@ def _memory_row(view: MemoryView) -> Callable[[str, int], Any]:
 
 
 def _buffer_where(buffer: Buffer) -> str:
-    if buffer.argument is not None:
+    line = _short(buffer.source.file, buffer.source.line) if buffer.source else ""
+    if buffer.argument is None:
+        return line
+    if buffer.opcode == "parameter" or not line:
         return f"argument {buffer.argument}"
-    if buffer.source is not None:
-        return _short(buffer.source.file, buffer.source.line)
-    return ""
+    return f"{line}, in {buffer.argument}'s buffer"
 
 
 @rich_renderable.register
