@@ -18,6 +18,7 @@ no op inside it covers (its self time).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import glob
 import itertools
 import os
@@ -25,7 +26,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,20 +75,14 @@ class DeviceTimes:
     )  # first op start → last op end, per run
 
 
-def run_under_profiler(
-    prepare: Callable[[], Any], call: Callable[[Any], Any], repeat: int, warmup: int
-) -> tuple[Any, list[float]]:
-    """Run ``call(prepare())`` ``warmup`` times, then ``repeat`` times under the profiler.
-
-    Returns the ``ProfileData`` and the wall time of each profiled run (from the
-    call to ``block_until_ready``; ``prepare`` is not timed). The trace's temporary
-    directory is removed.
-    """
-    for _ in range(warmup):
-        jax.block_until_ready(call(prepare()))
+@contextlib.contextmanager
+def tracing() -> Iterator[list[Any]]:
+    """``jax.profiler`` on inside the block (Python tracer off); after it, the list
+    it yields holds the ``ProfileData`` read back. The trace's directory is removed."""
     options = jax.profiler.ProfileOptions()
     options.python_tracer_level = 0  # Python calls are not what is measured
     log_dir = tempfile.mkdtemp(prefix="jaxscope-profile-")
+    out: list[Any] = []
     try:
         try:
             jax.profiler.start_trace(log_dir, profiler_options=options)
@@ -96,13 +91,8 @@ def run_under_profiler(
                 f"js.profile could not start jax.profiler ({exc}); stop the running "
                 "trace (jax.profiler.stop_trace()) and try again"
             ) from None
-        times: list[float] = []
         try:
-            for _ in range(repeat):
-                prepared = prepare()
-                start = time.perf_counter()
-                jax.block_until_ready(call(prepared))
-                times.append(time.perf_counter() - start)
+            yield out
         finally:
             jax.profiler.stop_trace()
         found = glob.glob(os.path.join(log_dir, "**", "*.xplane.pb"), recursive=True)
@@ -111,10 +101,29 @@ def run_under_profiler(
                 "jax.profiler wrote no trace (*.xplane.pb); js.profile needs a jaxlib "
                 "built with the profiler"
             )
-        data = jax.profiler.ProfileData.from_file(max(found, key=os.path.getmtime))
+        out.append(jax.profiler.ProfileData.from_file(max(found, key=os.path.getmtime)))
     finally:
         shutil.rmtree(log_dir, ignore_errors=True)
-    return data, times
+
+
+def run_under_profiler(
+    prepare: Callable[[], Any], call: Callable[[Any], Any], repeat: int, warmup: int
+) -> tuple[Any, list[float]]:
+    """Run ``call(prepare())`` ``warmup`` times, then ``repeat`` times under the profiler.
+
+    Returns the ``ProfileData`` and the wall time of each profiled run (from the
+    call to ``block_until_ready``; ``prepare`` is not timed).
+    """
+    for _ in range(warmup):
+        jax.block_until_ready(call(prepare()))
+    times: list[float] = []
+    with tracing() as data:
+        for _ in range(repeat):
+            prepared = prepare()
+            start = time.perf_counter()
+            jax.block_until_ready(call(prepared))
+            times.append(time.perf_counter() - start)
+    return data[0], times
 
 
 def _device_of(plane_name: str) -> int | None:

@@ -5,6 +5,7 @@ the one HLO reader), its shape in elements, and the user's call stack behind it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from jaxscope._source import is_library_file
 
 _ARRAY = re.compile(r"\b([a-z][a-z0-9]*)\[([^\]]*)\]")
 _HEADER = re.compile(r"^HloModule\s+([\w.\-]+)")
+# ops that are no work of the program's: they keep no line
+_NO_LINE = frozenset({"parameter", "constant", "tuple", "get-tuple-element"})
 _ENTRY = re.compile(r"^ENTRY\s+%?([\w.\-]+)", re.M)
 
 
@@ -38,16 +41,19 @@ def shape_elements(shape: str) -> int:
 
 def user_stack(op: OpInfo) -> tuple[SourceLoc, ...]:
     """The frames of ``op`` in the user's own code (no installed library's),
-    outermost first; a function seen twice in a row (a loop body traced inside
-    its caller's frame) is one frame, at its innermost line."""
+    outermost first; a function that appears again deeper in the stack is one
+    frame, at its innermost line (JAX records re-traced bodies under their
+    callers again)."""
     out: list[SourceLoc] = []
     for frame in reversed(op.frames):
         if is_library_file(frame.file):
             continue
-        if out and (out[-1].file, out[-1].function) == (frame.file, frame.function):
-            out[-1] = frame
-        else:
-            out.append(frame)
+        seen = [(f.file, f.function) for f in out]
+        if (frame.file, frame.function) in seen:
+            # a function met again further in: a transform (remat, a loop's
+            # backward pass) re-traced it; the stack returns to that frame
+            del out[seen.index((frame.file, frame.function)) :]
+        out.append(frame)
     return tuple(out)
 
 
@@ -56,8 +62,10 @@ class OpFacts:
     """One op as the profile and memory views see it.
 
     ``line`` is where the op's time and buffers are shown: the innermost frame in
-    the user's own code (``OpInfo.source``); ``stack`` is the user's frames that
-    lead there, outermost first.
+    the user's own code (``OpInfo.source``); an op XLA made without source
+    metadata (a broadcast of a constant, a layout copy) ``inherited`` the line of
+    the op that consumes it. ``stack`` is the user's frames that lead there,
+    outermost first.
     """
 
     op: OpInfo
@@ -66,10 +74,11 @@ class OpFacts:
     attrs: str
     calls: tuple[str, ...]
     stack: tuple[SourceLoc, ...]
+    inherited: SourceLoc | None = None
 
     @property
     def line(self) -> SourceLoc | None:
-        return self.op.source
+        return self.op.source or self.inherited
 
 
 class ModuleFacts:
@@ -97,7 +106,28 @@ class ModuleFacts:
                 stack=user_stack(op),
             )
             self.ops[op.name] = facts
-            self.by_computation.setdefault(op.computation, []).append(facts)
+        self._inherit_lines()
+        for facts in self.ops.values():
+            self.by_computation.setdefault(facts.op.computation, []).append(facts)
+
+    def _inherit_lines(self, depth: int = 4) -> None:
+        """Give ops without a source the line (and stack) of their nearest consumer."""
+        users: dict[str, list[str]] = {}
+        for facts in self.ops.values():
+            for operand in facts.operands:
+                users.setdefault(operand, []).append(facts.op.name)
+        for name, facts in self.ops.items():
+            if facts.op.source is not None or facts.op.opcode in _NO_LINE:
+                continue
+            frontier = users.get(name, [])
+            for _ in range(depth):
+                placed = [self.ops[u] for u in frontier if self.ops[u].op.source]
+                if placed:
+                    self.ops[name] = dataclasses.replace(
+                        facts, inherited=placed[0].op.source, stack=placed[0].stack
+                    )
+                    break
+                frontier = [v for u in frontier for v in users.get(u, [])]
 
     def members(self, fusion: str) -> list[OpFacts]:
         """The ops a fusion computes, nested fusions expanded (their ops, not them)."""

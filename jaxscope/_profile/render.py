@@ -69,6 +69,11 @@ def profile_summary(view: ProfileView) -> list[str]:
             else ""
         )
     )
+    if view.wall and view.total > 1.02 * view.wall:
+        out.append(
+            "ops overlapped: XLA ran independent ops at once, so their times add up "
+            "to more than the run"
+        )
     if len(view.devices) > 1 and len(devices) > 1:
         totals = view.device_totals.values()
         out.append(

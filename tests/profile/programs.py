@@ -74,9 +74,9 @@ def rnn(h0, xs, w):
 
 def scan_rnn() -> tuple[Any, tuple[Any, ...]]:
     return jax.jit(rnn), (
-        jnp.zeros((32, 128)),
-        jnp.ones((STEPS, 32, 128)) * 0.1,
-        jnp.eye(128) * 0.5,
+        jnp.zeros((64, 256)),
+        jnp.ones((STEPS, 64, 256)) * 0.1,
+        jnp.eye(256) * 0.5,
     )
 
 
