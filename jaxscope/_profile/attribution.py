@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from jaxscope._profile.costs import FREE, op_cost
 from jaxscope._profile.events import CONTROL_OPCODES, DeviceTimes
 from jaxscope._profile.hlo_facts import ModuleFacts, OpFacts
-from jaxscope._profile.records import FunctionTime, LineTime, OpTime
+from jaxscope._profile.records import FunctionTime, Hotspot, LineTime, OpTime
 from jaxscope._records import SourceLoc
 
 COLLECTIVES = frozenset(
@@ -244,3 +244,53 @@ def attribute(
         total=total,
         unattributed=builder.unattributed,
     )
+
+
+def ops_at(ops: list[OpTime], key: tuple[str, int]) -> list[tuple[OpTime, float]]:
+    """The ops whose time went (in part) to the line ``key``, with that time."""
+    out = [
+        (op, seconds)
+        for op in ops
+        for loc, seconds in op.lines
+        if loc is not None and loc.key == key
+    ]
+    out.sort(key=lambda item: -item[1])
+    return out
+
+
+def hotspots(
+    attribution: Attribution, code_of: Callable[[str, int], str]
+) -> list[Hotspot]:
+    """Every source line (its compute) and, as their own rows, each collective,
+    copy and host transfer op; most time first."""
+    total = attribution.total or 1.0
+    rows: list[Hotspot] = []
+    for line in attribution.lines:
+        compute = line.kinds.get("compute", 0.0) + line.kinds.get("control", 0.0)
+        if compute > 0:
+            where = SourceLoc(file=line.file, line=line.line, function=line.function)
+            rows.append(
+                Hotspot(
+                    kind="line",
+                    time=compute,
+                    share=compute / total,
+                    source=where,
+                    code=line.code,
+                    ops=line.ops,
+                )
+            )
+    for op in attribution.ops:
+        if op.kind in ("collective", "copy", "transfer") and op.time > 0:
+            code = code_of(op.source.file, op.source.line) if op.source else ""
+            rows.append(
+                Hotspot(
+                    kind=op.kind,
+                    time=op.time,
+                    share=op.time / total,
+                    source=op.source,
+                    code=code,
+                    ops=(op.name,),
+                )
+            )
+    rows.sort(key=lambda row: -row.time)
+    return rows

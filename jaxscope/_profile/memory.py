@@ -15,18 +15,16 @@ import jax
 
 from jaxscope._display import Renderable
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._hlo.parse import short_shape
 from jaxscope._hlo.view import HloView
-from jaxscope._profile.buffers import Allocation, BufferDump, Value, compile_with_dump
+from jaxscope._profile.at_peak import ARGUMENT_KINDS, BufferNamer, line_memory
+from jaxscope._profile.buffers import BufferDump, compile_with_dump
 from jaxscope._profile.compiling import lower, optimized_view, stage_call
 from jaxscope._profile.hlo_facts import ModuleFacts
-from jaxscope._profile.peak import Peak, find_peak
-from jaxscope._profile.records import Buffer, LineMemory
+from jaxscope._profile.peak import find_peak
+from jaxscope._profile.records import Buffer
 from jaxscope._profile.source import SourceBlock, source_blocks
 from jaxscope._records import SourceLoc
 from jaxscope._staging import staged
-
-_KIND_OF_ALLOCATION = {"parameter": "argument", "output": "output", "temp": "temporary"}
 
 
 class MemoryView(Renderable):
@@ -45,19 +43,9 @@ class MemoryView(Renderable):
         temp_bytes: XLA's temporary allocations, whole; ``temp_live_bytes`` the
             temporaries live at the peak.
         timeline: bytes live at each position of the schedule.
-        analysis: ``Compiled.memory_analysis()`` as ``HloView.memory`` gives it.
-        hlo: the optimized ``HloView``.
+        estimated: True when XLA gave no live ranges (temporaries counted whole).
+        hlo: the optimized ``HloView``; ``analysis`` its ``memory_analysis()``.
     """
-
-    __slots__ = (
-        "_dump",
-        "_peak",
-        "function_name",
-        "hlo",
-        "input_names",
-        "module",
-        "show_top",
-    )
 
     def __init__(
         self,
@@ -68,118 +56,50 @@ class MemoryView(Renderable):
         function_name: str = "",
         input_names: tuple[str, ...] = (),
     ) -> None:
-        self.hlo = hlo
-        self.input_names = input_names
-        self.module = module
-        self._dump = dump
-        self._peak: Peak = find_peak(dump)
-        self.function_name = function_name
+        self.hlo, self.module, self.function_name = hlo, module, function_name
+        peak = find_peak(dump)
+        self.peak_bytes, self.peak_position = peak.bytes, peak.position
+        self.temp_live_bytes, self.timeline = peak.temp, peak.live
+        self.estimated = peak.estimated
+        schedule = dump.schedule
+        self.peak_op = schedule[peak.position] if peak.position < len(schedule) else ""
+        facts = module.ops.get(self.peak_op)
+        self.peak_source: SourceLoc | None = facts.line if facts is not None else None
+        sizes = dict.fromkeys(("parameter", "output", "temp", "donated"), 0)
+        for a in dump.allocations:
+            if a.kind in sizes:
+                sizes[a.kind] += a.size
+            if a.kind == "parameter" and a.live_out:
+                sizes["donated"] += a.size
+        self.argument_bytes, self.temp_bytes = sizes["parameter"], sizes["temp"]
+        self.alias_bytes = sizes["donated"]
+        self.output_bytes = sizes["output"] + self.alias_bytes
+        self.buffers = BufferNamer(module, dump, input_names).buffers(peak)
+        self.lines = line_memory(self.buffers, self.peak_bytes, self.code)
+        self.by_line = {m.key: m for m in self.lines}
         self.show_top = 15
-
-    @property
-    def peak_bytes(self) -> int:
-        return self._peak.bytes
-
-    @property
-    def peak_position(self) -> int:
-        return self._peak.position
-
-    @property
-    def peak_op(self) -> str:
-        schedule = self._dump.schedule
-        position = self._peak.position
-        return schedule[position] if 0 <= position < len(schedule) else ""
-
-    @property
-    def peak_source(self) -> SourceLoc | None:
-        facts = self.module.ops.get(self.peak_op)
-        return facts.line if facts is not None else None
-
-    @property
-    def estimated(self) -> bool:
-        """True when XLA gave no live ranges (temporaries are counted whole)."""
-        return self._peak.estimated
-
-    def _sizes(self, *kinds: str, live_out: bool | None = None) -> int:
-        return sum(
-            a.size
-            for a in self._dump.allocations
-            if a.kind in kinds and (live_out is None or a.live_out == live_out)
-        )
-
-    @property
-    def argument_bytes(self) -> int:
-        return self._sizes("parameter")
-
-    @property
-    def output_bytes(self) -> int:
-        return self._sizes("output") + self.alias_bytes
-
-    @property
-    def alias_bytes(self) -> int:
-        return self._sizes("parameter", live_out=True)
-
-    @property
-    def temp_bytes(self) -> int:
-        return self._sizes("temp")
-
-    @property
-    def temp_live_bytes(self) -> int:
-        return self._peak.temp
-
-    @property
-    def timeline(self) -> tuple[int, ...]:
-        return self._peak.live
 
     @property
     def analysis(self) -> dict[str, int | None] | None:
         return self.hlo.memory
 
     @property
-    def buffers(self) -> list[Buffer]:
-        out = [self._buffer(a, v, size) for a, v, size in self._peak.at_peak]
-        out.sort(key=lambda b: (-b.bytes, b.name))
-        return out
+    def arguments(self) -> list[Buffer]:
+        return [b for b in self.buffers if b.kind in ARGUMENT_KINDS]
 
     def largest(self, n: int = 10) -> list[Buffer]:
         """The ``n`` largest buffers live at the peak."""
         return self.buffers[:n]
 
-    @property
-    def arguments(self) -> list[Buffer]:
-        return [b for b in self.buffers if b.kind in ("argument", "donated")]
-
-    @property
-    def lines(self) -> list[LineMemory]:
-        table: dict[tuple[str, int], list[Buffer]] = {}
-        for buffer in self.buffers:
-            if buffer.source is not None and buffer.kind not in ("argument", "donated"):
-                table.setdefault(buffer.source.key, []).append(buffer)
-        peak = self.peak_bytes
-        out: list[LineMemory] = []
-        for (file, line), buffers in table.items():
-            kinds: dict[str, int] = {}
-            for b in buffers:
-                kinds[b.kind] = kinds.get(b.kind, 0) + b.bytes
-            total = sum(b.bytes for b in buffers)
-            out.append(
-                LineMemory(
-                    file=file,
-                    line=line,
-                    function=buffers[0].source.function if buffers[0].source else None,
-                    code=self.code(file, line),
-                    bytes=total,
-                    share=total / peak if peak else 0.0,
-                    buffers=tuple(b.name for b in buffers),
-                    kinds=kinds,
-                )
-            )
-        out.sort(key=lambda m: (-m.bytes, m.file, m.line))
-        return out
-
-    @property
-    def by_line(self) -> dict[tuple[str, int], LineMemory]:
-        return {m.key: m for m in self.lines}
+    def buffers_at(self, file: str, line: int) -> list[Buffer]:
+        """The buffers at the peak that ``file:line`` defines (arguments aside)."""
+        return [
+            b
+            for b in self.buffers
+            if b.source is not None
+            and b.source.key == (file, line)
+            and b.kind not in ARGUMENT_KINDS
+        ]
 
     def code(self, file: str, line: int) -> str:
         """The source text of ``file:line`` (stripped), or ``""``."""
@@ -189,64 +109,12 @@ class MemoryView(Renderable):
         """The source shown by the displays: every line with bytes at the peak."""
         return source_blocks(m.key for m in self.lines)
 
-    def _buffer(self, allocation: Allocation, value: Value | None, size: int) -> Buffer:
-        kind = _KIND_OF_ALLOCATION.get(allocation.kind, allocation.kind)
-        if allocation.kind == "parameter" and allocation.live_out:
-            kind = "donated"
-        value = self._described_by(allocation, value)
-        name = value.name if value is not None else f"allocation {allocation.index}"
-        instruction = value.instruction if value is not None else ""
-        facts = self.module.ops.get(instruction)
-        argument = None
-        if allocation.kind == "parameter":
-            argument = _argument_name(allocation, self.module, self.input_names)
-        return Buffer(
-            name=name.removesuffix("{}"),
-            op=instruction,
-            opcode=facts.op.opcode if facts is not None else "",
-            shape=short_shape(value.shape) if value is not None else "",
-            bytes=size,
-            kind=kind,
-            source=facts.line if facts is not None else None,
-            argument=argument,
-            live=self._dump.ranges.get(value.name, (0, 0)) if value else (0, 0),
-            allocation=allocation.index,
-        )
-
-    def _described_by(
-        self, allocation: Allocation, value: Value | None
-    ) -> Value | None:
-        """An output allocation whose occupant at the peak has no source line (a
-        loop-carried value) is described by the value it ends up holding."""
-        if allocation.kind != "output" or self._line_of(value) is not None:
-            return value
-        placed = [v for v in allocation.values if self._line_of(v) is not None]
-        if not placed:
-            return value
-        ranges = self._dump.ranges
-        return max(placed, key=lambda v: ranges.get(v.name, (-1, -1))[1])
-
-    def _line_of(self, value: Value | None) -> SourceLoc | None:
-        facts = self.module.ops.get(value.instruction) if value is not None else None
-        return facts.line if facts is not None else None
-
     def __repr__(self) -> str:
         name = f" of {self.function_name}" if self.function_name else ""
-        return f"<MemoryView{name}: peak {self.peak_bytes} bytes, {len(self.buffers)} buffers>"
-
-
-def _argument_name(
-    allocation: Allocation, module: ModuleFacts, input_names: tuple[str, ...]
-) -> str:
-    """The user's name of a parameter allocation's argument (``params['w']``)."""
-    number = allocation.parameter
-    if number is not None and len(input_names) == module.n_parameters > number:
-        return input_names[number]
-    for value in allocation.values:
-        facts = module.ops.get(value.instruction)
-        if facts is not None and facts.op.opcode == "parameter" and facts.op.op_name:
-            return facts.op.op_name
-    return f"argument {allocation.parameter}"
+        return (
+            f"<MemoryView{name}: peak {self.peak_bytes} bytes, "
+            f"{len(self.buffers)} buffers>"
+        )
 
 
 def memory_of_lowered(

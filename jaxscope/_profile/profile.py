@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from jaxscope._display import Renderable
 from jaxscope._exceptions import InvalidCallError, JaxscopeError
 from jaxscope._hlo.view import HloView
-from jaxscope._profile.attribution import Attribution, attribute
+from jaxscope._profile.attribution import attribute, hotspots, ops_at
 from jaxscope._profile.compiling import (
     Runner,
     compile_lowered,
@@ -39,6 +40,19 @@ SPLIT_NOTE = (
 )
 
 
+@dataclass(frozen=True)
+class Measurement:
+    """What one ``js.profile`` call measured: the program and each device's times."""
+
+    hlo: HloView
+    module: ModuleFacts
+    times: dict[int, DeviceTimes]
+    run_times: tuple[float, ...]
+    repeat: int
+    function_name: str = ""
+    platform: str = ""
+
+
 class ProfileView(Renderable):
     """Measured time of one compiled call, per op, per source line, per function.
 
@@ -56,93 +70,32 @@ class ProfileView(Renderable):
         wall: the measured span of a run on the device, first op start to last op
             end (mean over runs and devices, as every other time here).
         run_times: host wall time of each profiled run (call to result ready).
-        device_totals: ``{device: op time per run}`` of the devices shown.
         devices: every device the program ran on; ``devices_shown`` those whose
-            numbers the view holds (all, or the one of ``for_device``).
+            numbers the view holds (all, or the one of ``for_device``);
+            ``device_totals``: ``{device: op time per run}`` of those.
         hlo: the optimized ``HloView`` the ops come from.
     """
 
-    __slots__ = (
-        "_attribution",
-        "_times",
-        "device_totals",
-        "devices",
-        "devices_shown",
-        "function_name",
-        "hlo",
-        "module",
-        "platform",
-        "repeat",
-        "run_times",
-        "show_top",
-    )
-
-    def __init__(
-        self,
-        *,
-        hlo: HloView,
-        module: ModuleFacts,
-        times: dict[int, DeviceTimes],
-        run_times: Sequence[float],
-        repeat: int,
-        function_name: str = "",
-        platform: str = "",
-        devices_shown: tuple[int, ...] | None = None,
-        devices: tuple[int, ...] | None = None,
-    ) -> None:
-        self.hlo = hlo
-        self.module = module
-        self._times = times
-        self.run_times = tuple(run_times)
-        self.repeat = repeat
-        self.function_name = function_name
-        self.platform = platform
-        self.devices = devices if devices is not None else tuple(times)
-        self.devices_shown = (
-            devices_shown if devices_shown is not None else tuple(times)
-        )
+    def __init__(self, measured: Measurement, device: int | None = None) -> None:
+        times = measured.times if device is None else {device: measured.times[device]}
+        self.measured = measured
+        self.hlo, self.module = measured.hlo, measured.module
+        self.function_name, self.platform = measured.function_name, measured.platform
+        self.repeat, self.run_times = measured.repeat, measured.run_times
+        self.devices, self.devices_shown = tuple(measured.times), tuple(times)
         self.device_totals = {
             d: sum(t.op_ns.values()) / 1e9 / max(1, t.runs) for d, t in times.items()
         }
+        spans = [statistics.mean(t.span_ns) / 1e9 for t in times.values() if t.span_ns]
+        self.wall = sum(spans) / len(spans) if spans else 0.0
+        self.attribution = attribute(self.module, times, self.code)
+        self.lines: list[LineTime] = self.attribution.lines
+        self.by_line = {line.key: line for line in self.lines}
+        self.ops: list[OpTime] = self.attribution.ops
+        self.functions: FunctionTime = self.attribution.functions
+        self.total = self.attribution.total
+        self.unattributed = self.attribution.unattributed
         self.show_top = 10
-        self._attribution: Attribution | None = None
-
-    @property
-    def attribution(self) -> Attribution:
-        if self._attribution is None:
-            self._attribution = attribute(self.module, self._times, self.code)
-        return self._attribution
-
-    @property
-    def lines(self) -> list[LineTime]:
-        return self.attribution.lines
-
-    @property
-    def by_line(self) -> dict[tuple[str, int], LineTime]:
-        return {line.key: line for line in self.lines}
-
-    @property
-    def ops(self) -> list[OpTime]:
-        return self.attribution.ops
-
-    @property
-    def functions(self) -> FunctionTime:
-        return self.attribution.functions
-
-    @property
-    def total(self) -> float:
-        return self.attribution.total
-
-    @property
-    def unattributed(self) -> float:
-        return self.attribution.unattributed
-
-    @property
-    def wall(self) -> float:
-        spans = [
-            statistics.mean(t.span_ns) / 1e9 for t in self._times.values() if t.span_ns
-        ]
-        return sum(spans) / len(spans) if spans else 0.0
 
     @property
     def iterations(self) -> bool:
@@ -155,68 +108,21 @@ class ProfileView(Renderable):
 
     def ops_at(self, file: str, line: int) -> list[tuple[OpTime, float]]:
         """The ops whose time went (in part) to ``file:line``, with that time."""
-        out = [
-            (op, seconds)
-            for op in self.ops
-            for loc, seconds in op.lines
-            if loc is not None and loc.key == (file, line)
-        ]
-        out.sort(key=lambda item: -item[1])
-        return out
+        return ops_at(self.ops, (file, line))
 
     def top(self, n: int = 10) -> list[Hotspot]:
         """The ``n`` biggest costs: source lines (their compute) and, as their own
         rows, each collective, copy and host transfer op."""
-        total = self.total
-        rows: list[Hotspot] = []
-        for line in self.lines:
-            compute = line.kinds.get("compute", 0.0) + line.kinds.get("control", 0.0)
-            if compute > 0:
-                rows.append(
-                    Hotspot(
-                        kind="line",
-                        time=compute,
-                        share=compute / total if total else 0.0,
-                        source=_loc(line),
-                        code=line.code,
-                        ops=line.ops,
-                    )
-                )
-        for op in self.ops:
-            if op.kind in ("collective", "copy", "transfer") and op.time > 0:
-                rows.append(
-                    Hotspot(
-                        kind=op.kind,
-                        time=op.time,
-                        share=op.time / total if total else 0.0,
-                        source=op.source,
-                        code=self.code(op.source.file, op.source.line)
-                        if op.source
-                        else "",
-                        ops=(op.name,),
-                    )
-                )
-        rows.sort(key=lambda row: -row.time)
-        return rows[:n]
+        return hotspots(self.attribution, self.code)[:n]
 
     def for_device(self, device: int) -> ProfileView:
         """The same profile with only ``device``'s measurements."""
-        if device not in self._times:
+        if device not in self.measured.times:
             raise InvalidCallError(
                 f"device {device} ran no op of this program; measured devices: "
-                f"{list(self._times)}"
+                f"{list(self.devices)}"
             )
-        return ProfileView(
-            hlo=self.hlo,
-            module=self.module,
-            times={device: self._times[device]},
-            run_times=self.run_times,
-            repeat=self.repeat,
-            function_name=self.function_name,
-            platform=self.platform,
-            devices_shown=(device,),
-            devices=self.devices,
-        )
+        return ProfileView(self.measured, device)
 
     def source_blocks(self) -> list[SourceBlock]:
         """The source shown by the displays: every measured line, whole functions."""
@@ -228,12 +134,6 @@ class ProfileView(Renderable):
             f"<ProfileView{name}: {self.total * 1e3:.3f} ms per run, "
             f"{len(self.lines)} lines, {len(self.ops)} ops>"
         )
-
-
-def _loc(line: LineTime) -> Any:
-    from jaxscope._records import SourceLoc
-
-    return SourceLoc(file=line.file, line=line.line, function=line.function)
 
 
 def _check_repeat(repeat: Any, warmup: Any) -> None:
@@ -280,15 +180,16 @@ def profile_call(
     control = frozenset(
         name for name, f in module.ops.items() if f.op.opcode in CONTROL_OPCODES
     )
-    return ProfileView(
+    measured = Measurement(
         hlo=view,
         module=module,
         times=device_times(events, repeat, control),
-        run_times=run_times,
+        run_times=tuple(run_times),
         repeat=repeat,
         function_name=call.function_name,
         platform=_platform(compiled),
     )
+    return ProfileView(measured)
 
 
 def _platform(compiled: Any) -> str:

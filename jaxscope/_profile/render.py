@@ -444,16 +444,10 @@ def _buffers_detail(view: MemoryView, file: str, number: int) -> str:
     rows = [
         f"<tr><td>{_e(b.name)}</td><td>{_e(b.kind)}</td><td>{_e(b.shape)}</td>"
         f"<td>{_e(format_bytes(b.bytes))}</td></tr>"
-        for b in view.buffers
-        if b.source is not None
-        and b.source.key == (file, number)
-        and b.kind not in ("argument", "donated")
+        for b in view.buffers_at(file, number)
     ]
-    return (
-        "<table><tr><th>buffer</th><th>kind</th><th>shape</th><th>bytes</th></tr>"
-        + "".join(rows)
-        + "</table>"
-    )
+    head = "<tr><th>buffer</th><th>kind</th><th>shape</th><th>bytes</th></tr>"
+    return f"<table>{head}{''.join(rows)}</table>"
 
 
 @html.register
