@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from jaxscope._profile.costs import FREE, op_cost
 from jaxscope._profile.events import CONTROL_OPCODES, DeviceTimes
@@ -128,12 +129,13 @@ class _Builder:
     def add(self, facts: OpFacts, seconds: float, count: float) -> None:
         kind = op_kind(facts, self.module)
         cost = op_cost(facts, self.module)
-        to_lines: dict[SourceLoc | None, float] = {}
+        to_lines: dict[tuple[str, int] | None, list[Any]] = {}
         for member, fraction in _portions(facts, self.module):
             line = member.line or facts.line
             stack = member.stack or facts.stack or ((line,) if line else ())
             share = seconds * fraction
-            to_lines[line] = to_lines.get(line, 0.0) + share
+            key = line.key if line is not None else None
+            to_lines.setdefault(key, [line, 0.0])[1] += share
             self._tree(stack, share)
             if line is None:
                 self.unattributed += share
@@ -154,7 +156,7 @@ class _Builder:
                     for m in self.module.members(facts.op.name)
                     if m.op.opcode not in FREE
                 ),
-                lines=tuple(to_lines.items()),
+                lines=tuple((loc, seconds) for loc, seconds in to_lines.values()),
             )
         )
 

@@ -22,6 +22,7 @@ from jaxscope._profile.compiling import (
     optimized_view,
     stage_call,
 )
+from jaxscope._profile.costs import FREE
 from jaxscope._profile.events import (
     CONTROL_OPCODES,
     DeviceTimes,
@@ -172,7 +173,8 @@ def profile_call(
     runner = Runner(compiled, call.inputs)
     data, run_times = run_under_profiler(runner.prepare, runner, repeat, warmup)
     events = op_events(data, module.module_name, module.ops)
-    if not events:
+    runs_ops = any(f.op.opcode not in FREE for f in module.ops.values())
+    if not events and runs_ops:
         raise JaxscopeError(
             f"{api_name}: jax.profiler recorded no per-op events of {module.module_name} "
             f"on this backend ({_platform(compiled)}); the XLA build may not emit them"

@@ -58,6 +58,8 @@ def profile_summary(view: ProfileView) -> list[str]:
         f"js.profile{name}: {format_seconds(view.total)} of ops per run "
         f"(mean of {view.repeat} runs; {where})"
     ]
+    if not view.ops:
+        return [*out, "no op ran: the compiled program only passes its inputs through"]
     attributed = view.total - view.unattributed
     ratio = attributed / view.wall if view.wall else 0.0
     out.append(
@@ -315,6 +317,7 @@ _CSS = """
 {root} .jxp-row>summary::-webkit-details-marker{{display:none}}
 {root} .jxp-row[open]>summary{{outline:1px solid rgba(0,0,0,.4)}}
 {root} .jxp-c{{text-align:right;color:inherit}}
+{root} .jxp-hdr{{font-weight:bold}}
 {root} .jxp-code{{overflow:hidden;text-overflow:ellipsis}}
 {root} .jxp-ops{{margin:2px 0 6px 7ch;padding:2px 6px;border-left:3px solid rgba(128,128,128,.5)}}
 {root} .jxp-ops table td{{padding:0 8px 0 0}}
@@ -330,12 +333,17 @@ def _bg(share: float, rgb: tuple[int, int, int]) -> str:
 
 def _html_block(
     block: SourceBlock,
-    columns: int,
+    header: list[str],
     row_of: Callable[[str, int], tuple[list[str], float, str] | None],
     rgb: tuple[int, int, int],
 ) -> str:
+    columns = len(header) - 1
     title = _e(block.file) + (f" — {_e(block.function)}" if block.function else "")
-    rows = [f'<div class="jxp-block"><div class="jxp-title">{title}</div>']
+    names = "".join(f'<span class="jxp-c">{_e(h)}</span>' for h in header)
+    rows = [
+        f'<div class="jxp-block"><div class="jxp-title">{title}</div>'
+        f'<div class="jxp-cold jxp-hdr">{names}<span>Line contents</span></div>'
+    ]
     for number, text in block.rows:
         found = row_of(block.file, number)
         if found is None:
@@ -430,9 +438,10 @@ def _(view: ProfileView) -> str:
             return None
         return found[0], found[1], _line_detail(view, file, number)
 
-    n_columns = len(_profile_columns(loops)) - 1
+    header = _profile_columns(loops)
+    n_columns = len(header) - 1
     blocks = "".join(
-        _html_block(b, n_columns, row_of, _TIME_RGB) for b in view.source_blocks()
+        _html_block(b, header, row_of, _TIME_RGB) for b in view.source_blocks()
     )
     tree = f'<div class="jxp-tree"><div>call tree</div><ul>{_tree_html(view.functions)}</ul></div>'
     columns = "6ch " + " ".join(["9ch"] * n_columns) + " minmax(20ch,1fr)"
@@ -454,7 +463,7 @@ def _buffers_detail(view: MemoryView, file: str, number: int) -> str:
 def _(view: MemoryView) -> str:
     peak = view.peak_bytes
     head = _e("\n".join(memory_summary(view)))
-    spark = f'<div class="jxp-head" title="live bytes over the schedule">{_e(sparkline(view.timeline, 100))}</div>'
+    spark = f'<div class="jxp-head" title="live bytes over the schedule">live bytes over the schedule: {_e(sparkline(view.timeline, 100))}</div>'
     table = [
         '<table class="jxp-top"><tr><th>Bytes</th><th>%</th><th>Kind</th><th>Buffer</th><th>Shape</th><th>Defined at</th></tr>'
     ]
@@ -477,7 +486,8 @@ def _(view: MemoryView) -> str:
         return found[0], found[1], _buffers_detail(view, file, number)
 
     blocks = "".join(
-        _html_block(b, 3, row_of, _BYTES_RGB) for b in view.source_blocks()
+        _html_block(b, ["Line #", "Bytes", "%", "Buffers"], row_of, _BYTES_RGB)
+        for b in view.source_blocks()
     )
     body = f'<div class="jxp-head">{head}</div>{spark}{"".join(table)}{blocks}'
     return _wrap("memory", body, "6ch 9ch 9ch 9ch minmax(20ch,1fr)")

@@ -18,6 +18,8 @@ def format_seconds(seconds: float) -> str:
         ('12.3 ms', '580 µs', '25.0 ns')
     """
     value = abs(seconds)
+    if value == 0:
+        return "0 s"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
         if value >= scale:
             return f"{_three(seconds / scale)} {unit}"

@@ -152,3 +152,10 @@ def test_a_running_trace_is_reported_not_clobbered(tmp_path):
             profile(jnp.sin)(jnp.ones(4))
     finally:
         jax.profiler.stop_trace()
+
+
+def test_a_program_without_user_lines_still_profiles():
+    view = profile(lambda x: x, repeat=1)(jnp.ones(3))
+    assert view.lines == []
+    assert view.unattributed == pytest.approx(view.total)
+    assert "(no source line)" in str(view)
