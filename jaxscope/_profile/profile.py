@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import jax
+
 from jaxscope._display import Renderable
 from jaxscope._exceptions import InvalidCallError, JaxscopeError
 from jaxscope._hlo.view import HloView
@@ -195,13 +197,11 @@ def profile_call(
 
 
 def _platform(compiled: Any) -> str:
+    """``"cpu"``, ``"gpu"``, ... of the devices the executable writes its outputs on."""
     try:
-        shardings = compiled.output_shardings
-        import jax
-
-        for sharding in jax.tree.leaves(shardings):
+        for sharding in jax.tree.leaves(compiled.output_shardings):
             return next(iter(sharding.device_set)).platform
-    except Exception:
+    except Exception:  # a backend without shardings on its executables
         pass
     return ""
 
