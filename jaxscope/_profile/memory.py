@@ -1,0 +1,211 @@
+"""``js.memory(f)(*args)``: the memory peak of a compiled call, per buffer and line.
+
+Nothing is run: the call is compiled with XLA's buffer-assignment dump on
+(``buffers.py``) and the peak found over the schedule (``peak.py``). The peak agrees
+with ``Compiled.memory_analysis()`` (arguments + outputs + temporaries - aliased);
+it is lower only where XLA's temporary arena has gaps at its own peak.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+
+from jaxscope._display import Renderable
+from jaxscope._exceptions import InvalidCallError
+from jaxscope._hlo.view import HloView
+from jaxscope._profile.at_peak import ARGUMENT_KINDS, BufferNamer, line_memory
+from jaxscope._profile.buffers import BufferDump, compile_with_dump
+from jaxscope._profile.compiling import lower, optimized_view, stage_call
+from jaxscope._profile.hlo_facts import ModuleFacts
+from jaxscope._profile.peak import find_peak
+from jaxscope._profile.records import Buffer
+from jaxscope._profile.source import SourceBlock, source_blocks
+from jaxscope._records import SourceLoc
+from jaxscope._staging import staged
+
+
+class MemoryView(Renderable):
+    """Where the bytes of a compiled call are at its memory peak.
+
+    Attributes:
+        peak_bytes: bytes live at the peak (arguments, outputs, and the
+            temporaries live at that point of the schedule).
+        peak_position, peak_op: the schedule position of the peak and the
+            instruction running there; ``peak_source`` its line.
+        buffers: every ``Buffer`` live at the peak, largest first.
+        lines: ``LineMemory`` per source line (buffers its ops define), largest
+            first; ``by_line`` keys them by ``(file, line)``.
+        argument_bytes, output_bytes, alias_bytes: as XLA assigned them
+            (``alias_bytes``: outputs written into donated arguments).
+        temp_bytes: XLA's temporary allocations, whole; ``temp_live_bytes`` the
+            temporaries live at the peak.
+        timeline: bytes live at each position of the schedule.
+        estimated: True when XLA gave no live ranges (temporaries counted whole).
+        hlo: the optimized ``HloView``; ``analysis`` its ``memory_analysis()``.
+    """
+
+    def __init__(
+        self,
+        *,
+        hlo: HloView,
+        module: ModuleFacts,
+        dump: BufferDump,
+        function_name: str = "",
+        input_names: tuple[str, ...] = (),
+    ) -> None:
+        self.hlo, self.module, self.function_name = hlo, module, function_name
+        peak = find_peak(dump)
+        self.peak_bytes, self.peak_position = peak.bytes, peak.position
+        self.temp_live_bytes, self.timeline = peak.temp, peak.live
+        self.estimated = peak.estimated
+        schedule = dump.schedule
+        self.peak_op = schedule[peak.position] if peak.position < len(schedule) else ""
+        facts = module.ops.get(self.peak_op)
+        self.peak_source: SourceLoc | None = facts.line if facts is not None else None
+        sizes = dict.fromkeys(("parameter", "output", "temp", "donated"), 0)
+        for a in dump.allocations:
+            if a.kind in sizes:
+                sizes[a.kind] += a.size
+            if a.kind == "parameter" and a.live_out:
+                sizes["donated"] += a.size
+        self.argument_bytes, self.temp_bytes = sizes["parameter"], sizes["temp"]
+        self.alias_bytes = sizes["donated"]
+        self.output_bytes = sizes["output"] + self.alias_bytes
+        self.buffers = BufferNamer(module, dump, input_names).buffers(peak)
+        self.lines = line_memory(self.buffers, self.peak_bytes, self.code)
+        self.by_line = {m.key: m for m in self.lines}
+        self.show_top = 15
+
+    @property
+    def analysis(self) -> dict[str, int | None] | None:
+        return self.hlo.memory
+
+    @property
+    def arguments(self) -> list[Buffer]:
+        return [b for b in self.buffers if b.kind in ARGUMENT_KINDS]
+
+    def largest(self, n: int = 10) -> list[Buffer]:
+        """The ``n`` largest buffers live at the peak."""
+        return self.buffers[:n]
+
+    def buffers_at(self, file: str, line: int) -> list[Buffer]:
+        """The buffers at the peak that ``file:line`` defines (arguments aside)."""
+        return [
+            b
+            for b in self.buffers
+            if b.source is not None
+            and b.source.key == (file, line)
+            and b.kind not in ARGUMENT_KINDS
+        ]
+
+    def code(self, file: str, line: int) -> str:
+        """The source text of ``file:line`` (stripped), or ``""``."""
+        return self.hlo.source_line(file, line)
+
+    def source_blocks(self) -> list[SourceBlock]:
+        """The source shown by the displays: every line with bytes at the peak."""
+        return source_blocks(m.key for m in self.lines)
+
+    def __repr__(self) -> str:
+        name = f" of {self.function_name}" if self.function_name else ""
+        return (
+            f"<MemoryView{name}: peak {self.peak_bytes} bytes, "
+            f"{len(self.buffers)} buffers>"
+        )
+
+
+def memory_of_lowered(
+    lowered: Any, function_name: str = "", input_names: tuple[str, ...] = ()
+) -> MemoryView:
+    """The ``MemoryView`` of an already lowered call (compiles it, never runs it).
+
+    ``input_names`` names the program's inputs in order (``Staged.input_names``).
+    """
+    compiled, dump = compile_with_dump(lowered)
+    view = optimized_view(lowered, compiled, function_name)
+    return MemoryView(
+        hlo=view,
+        module=ModuleFacts(view),
+        dump=dump,
+        function_name=function_name,
+        input_names=input_names,
+    )
+
+
+def memory_call(
+    fun: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    *,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    api_name: str = "js.memory",
+) -> MemoryView:
+    """Trace, lower and compile ``fun(*args, **kwargs)``; its ``MemoryView``."""
+    call = stage_call(
+        fun,
+        args,
+        kwargs,
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        api_name=api_name,
+    )
+    return memory_of_lowered(call.lowered, call.function_name, call.input_names)
+
+
+def memory(
+    fun: Callable[..., Any],
+    *,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+) -> Callable[..., MemoryView]:
+    """Where a compiled call's memory goes at its peak, per buffer and source line.
+
+    ``js.memory(f)(*args)`` compiles ``f`` for ``args`` (never runs it) with XLA's
+    buffer-assignment dump and finds the point of the schedule where the most
+    bytes are live: arguments, outputs (donated arguments told apart) and the
+    temporaries live there, each with the op that defines it and its line.
+
+    Example:
+        >>> import jax.numpy as jnp, jaxscope as js
+        >>> def f(a):
+        ...     return (a @ a).sum()
+        >>> view = js.memory(f)(jnp.ones((64, 64)))
+        >>> view.peak_bytes >= 64 * 64 * 4
+        True
+    """
+    return staged(
+        fun,
+        "js.memory",
+        lambda f, args, kwargs: memory_call(
+            f,
+            args,
+            kwargs,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+        ),
+    )
+
+
+def largest_buffers_at_peak(target: Any, n: int = 10) -> list[Buffer]:
+    """The ``n`` largest buffers live at the memory peak of a compiled program.
+
+    For error explainers (an out-of-memory report): ``target`` is a ``MemoryView``,
+    a ``jax.stages.Lowered`` or a ``jax.stages.Traced`` (``jax.jit(f).trace(*args)``).
+    Each ``Buffer`` names its bytes, kind (argument / donated / output /
+    temporary), the op defining it and its source line. Nothing is executed.
+    """
+    if isinstance(target, MemoryView):
+        return target.largest(n)
+    if isinstance(target, jax.stages.Traced):
+        target = lower(target)
+    if not isinstance(target, jax.stages.Lowered):
+        raise InvalidCallError(
+            "largest_buffers_at_peak needs a MemoryView, jax.stages.Lowered or "
+            f"jax.stages.Traced, got {type(target).__name__}; pass "
+            "jax.jit(f).lower(*args)"
+        )
+    return memory_of_lowered(target).largest(n)

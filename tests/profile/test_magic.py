@@ -1,0 +1,80 @@
+"""%jaxprof and %jaxmem in a real IPython shell: cells map to ``In [N]``."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+
+CELL = """\
+import jax
+import jax.numpy as jnp
+def step(w, x):
+    h = jnp.tanh(x @ w)
+    return (h * h).sum()
+w = jnp.ones((128, 128)) / 128
+x = jnp.ones((64, 128))
+"""
+
+
+def define(ip) -> int:
+    result = ip.run_cell(CELL, store_history=True)
+    result.raise_error()
+    return result.execution_count
+
+
+def magic(ip, name: str, line: str):
+    with capture_output() as captured:
+        ip.run_line_magic(name, line)
+    assert len(captured.outputs) == 1, "the magic displayed nothing"
+    return captured.outputs[0].data
+
+
+def test_jaxprof_shows_cell_lines_in_text_and_html(ip):
+    n = define(ip)
+    data = magic(ip, "jaxprof", "--repeat 2 --top 3 step(w, x)")
+    text, html = data["text/plain"], data["text/html"]
+    assert text.startswith("js.profile of step: ")
+    assert "(mean of 2 runs; cpu" in text
+    assert f"In [{n}]" in text
+    assert re.search(
+        r"^\s*4\s+\S+ [µm]?s\s+\S+%\s+\d+\s+h = jnp\.tanh\(x @ w\)", text, re.M
+    )
+    assert re.search(r"^\s*3\s+def step\(w, x\):", text, re.M)
+    top = text.split("top lines", 1)[1].split("\n\n", 1)[0]
+    assert len(re.findall(rf"In \[{n}\]:\d", top)) <= 3
+    assert '<details class="jxp-row" data-line="4">' in html
+    assert f"In [{n}]" in html
+
+
+def test_jaxprof_device_option_and_jit_callees(ip):
+    define(ip)
+    text = magic(ip, "jaxprof", "--repeat 1 --device 0 jax.jit(step)(w, x)")[
+        "text/plain"
+    ]
+    assert "h = jnp.tanh(x @ w)" in text
+    with pytest.raises(UsageError, match="device 5 ran no op"):
+        ip.run_line_magic("jaxprof", "--repeat 1 --device 5 step(w, x)")
+
+
+def test_jaxmem_shows_the_peak(ip):
+    n = define(ip)
+    data = magic(ip, "jaxmem", "--top 4 step(w, x)")
+    text = data["text/plain"]
+    assert text.startswith("js.memory of step: peak ")
+    assert "argument w" in text and "argument x" in text
+    assert f"In [{n}]" in text
+    assert re.search(r"Line #\s+Bytes\s+%\s+Buffers\s+Line contents", text)
+    assert "jaxscope-memory" in data["text/html"]
+
+
+def test_magic_usage_errors_are_one_line(ip):
+    define(ip)
+    with pytest.raises(UsageError, match="needs a call expression"):
+        ip.run_line_magic("jaxprof", "")
+    with pytest.raises(UsageError, match="--repeat must be >= 1"):
+        ip.run_line_magic("jaxprof", "--repeat 0 step(w, x)")
+    with pytest.raises(UsageError, match="undefined_thing"):
+        ip.run_line_magic("jaxmem", "undefined_thing(w)")
