@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "BreakpointError": "._exceptions",
     "StepError": "._exceptions",
     "JaxRecompileWarning": "._exceptions",
+    "ProfileError": "._exceptions",
     # staging views
     "jaxpr": "._jaxpr.api",
     "hlo": "._hlo.api",
@@ -72,6 +73,17 @@ _EXPORTS: dict[str, str] = {
     "PurityLog": "._purity.watcher",
     "PuritySummary": "._purity.records",
     "PurityFinding": "._purity.records",
+    # time and memory per source line
+    "profile": "._profile.profile",
+    "ProfileView": "._profile.profile",
+    "memory": "._profile.memory",
+    "MemoryView": "._profile.memory",
+    "LineTime": "._profile.records",
+    "OpTime": "._profile.records",
+    "FunctionTime": "._profile.records",
+    "Hotspot": "._profile.records",
+    "Buffer": "._profile.records",
+    "LineMemory": "._profile.records",
     # errors
     "explain": "._explain.explainer",
     "ErrorReport": "._explain.report",
@@ -115,6 +127,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from ._exceptions import JaxRecompileWarning as JaxRecompileWarning
     from ._exceptions import JaxscopeCompatError as JaxscopeCompatError
     from ._exceptions import JaxscopeError as JaxscopeError
+    from ._exceptions import ProfileError as ProfileError
     from ._exceptions import RecompileWatchError as RecompileWatchError
     from ._exceptions import ShardingInputError as ShardingInputError
     from ._exceptions import ShardingValueError as ShardingValueError
@@ -134,6 +147,16 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from ._leaks.checker import check_leaks as check_leaks
     from ._leaks.records import Leak as Leak
     from ._leaks.records import LeakSummary as LeakSummary
+    from ._profile.memory import MemoryView as MemoryView
+    from ._profile.memory import memory as memory
+    from ._profile.profile import ProfileView as ProfileView
+    from ._profile.profile import profile as profile
+    from ._profile.records import Buffer as Buffer
+    from ._profile.records import FunctionTime as FunctionTime
+    from ._profile.records import Hotspot as Hotspot
+    from ._profile.records import LineMemory as LineMemory
+    from ._profile.records import LineTime as LineTime
+    from ._profile.records import OpTime as OpTime
     from ._purity.records import PurityFinding as PurityFinding
     from ._purity.records import PuritySummary as PuritySummary
     from ._purity.watcher import PurityLog as PurityLog

@@ -59,5 +59,9 @@ class StepError(JaxscopeError, RuntimeError):
     """An equation raised while the stepper ran it (the cause is chained)."""
 
 
+class ProfileError(JaxscopeError, RuntimeError):
+    """Profiling could not measure the program (a trace already running, no events)."""
+
+
 class JaxRecompileWarning(UserWarning):
     """A test recompiled a jitted function more often than the policy allows."""

@@ -24,6 +24,7 @@ EXPECTED = [
     "GraphvizMissingError",
     "HloError",
     "JaxRecompileWarning",
+    "ProfileError",
     "RecompileWatchError",
     "ShardingInputError",
     "ShardingValueError",
@@ -66,6 +67,17 @@ EXPECTED = [
     "PuritySummary",
     "stale",
     "watch_purity",
+    # time and memory per source line
+    "Buffer",
+    "FunctionTime",
+    "Hotspot",
+    "LineMemory",
+    "LineTime",
+    "MemoryView",
+    "OpTime",
+    "ProfileView",
+    "memory",
+    "profile",
     # errors
     "ErrorReport",
     "explain",
@@ -119,6 +131,7 @@ def test_errors_refine_builtins():
         "ShardingValueError",
         "StepError",
         "StepperFinishedError",
+        "ProfileError",
         "JaxscopeCompatError",
     ):
         assert issubclass(getattr(jaxscope, name), jaxscope.JaxscopeError)

@@ -32,7 +32,7 @@ from typing import Any
 
 import jax
 
-from jaxscope._exceptions import JaxscopeError
+from jaxscope._exceptions import ProfileError
 
 _DEVICE_PLANE = re.compile(r"^/device:([A-Z_]+):(\d+)")
 # lines the profiler derives from the kernels themselves: counting them would count twice
@@ -87,7 +87,7 @@ def tracing() -> Iterator[list[Any]]:
         try:
             jax.profiler.start_trace(log_dir, profiler_options=options)
         except RuntimeError as exc:
-            raise JaxscopeError(
+            raise ProfileError(
                 f"js.profile could not start jax.profiler ({exc}); stop the running "
                 "trace (jax.profiler.stop_trace()) and try again"
             ) from None
@@ -97,7 +97,7 @@ def tracing() -> Iterator[list[Any]]:
             jax.profiler.stop_trace()
         found = glob.glob(os.path.join(log_dir, "**", "*.xplane.pb"), recursive=True)
         if not found:
-            raise JaxscopeError(
+            raise ProfileError(
                 "jax.profiler wrote no trace (*.xplane.pb); js.profile needs a jaxlib "
                 "built with the profiler"
             )

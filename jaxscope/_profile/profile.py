@@ -15,7 +15,7 @@ from typing import Any
 import jax
 
 from jaxscope._display import Renderable
-from jaxscope._exceptions import InvalidCallError, JaxscopeError
+from jaxscope._exceptions import InvalidCallError, ProfileError
 from jaxscope._hlo.view import HloView
 from jaxscope._profile.attribution import attribute, hotspots, ops_at
 from jaxscope._profile.compiling import (
@@ -177,7 +177,7 @@ def profile_call(
     events = op_events(data, module.module_name, module.ops)
     runs_ops = any(f.op.opcode not in FREE for f in module.ops.values())
     if not events and runs_ops:
-        raise JaxscopeError(
+        raise ProfileError(
             f"{api_name}: jax.profiler recorded no per-op events of {module.module_name} "
             f"on this backend ({_platform(compiled)}); the XLA build may not emit them"
         )
