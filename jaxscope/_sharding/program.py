@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 import jax
 
-from jaxscope._display import Renderable
+from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError, ShardingValueError
 from jaxscope._hlo.parse import module_devices
 from jaxscope._records import SourceLoc
@@ -139,8 +139,9 @@ class ProgramShardingView(Renderable):
         return sum(1 for c in self.collectives if c.kind == kind)
 
     def __repr__(self) -> str:
+        name = printable(self.function_name)
         return (
-            f"<ProgramShardingView of {self.function_name}: {len(self.ops)} ops, "
+            f"<ProgramShardingView of {name}: {len(self.ops)} ops, "
             f"{len(self.collectives)} collectives>"
         )
 
