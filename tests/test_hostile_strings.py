@@ -220,3 +220,21 @@ def test_the_stepper_prompt_spells_out_control_characters(evil_module):
     out = io.StringIO()
     StepperPrompt(stepper, io.StringIO("l\nw\nv\nn\nn\nq\n"), out).run()
     _assert_shown_safely(out.getvalue())
+
+
+class _HostileRepr:
+    def __repr__(self) -> str:
+        return HOSTILE
+
+
+@pytest.mark.parametrize("magic", ["jaxpr", "hlo", "jaxgraph", "jaxstep", "sharding"])
+def test_magic_errors_spell_out_control_characters(ip, magic):
+    from IPython.core.error import UsageError
+
+    ip.user_ns.update(jnp=jnp, HostileRepr=_HostileRepr)
+    ip.run_cell("def f(x):\n    return jnp.sin(x)")
+    with pytest.raises(UsageError) as info:
+        ip.run_line_magic(magic, "f(HostileRepr())")
+    message = str(info.value)
+    assert "\x1b" not in message and "\x9b" not in message
+    assert "[bold red]red[/bold red]\\x1b[31m" in message

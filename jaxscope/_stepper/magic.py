@@ -19,6 +19,7 @@ from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
+    exception_text,
     parse_magic_args,
     show,
     usage_errors,
@@ -232,15 +233,10 @@ def _print(values: dict[str, Any], expr: str) -> str:
         result = eval(compile(expr, "<jaxstep>", "eval"), namespace)
     except Exception as exc:
         known = ", ".join(values) or "none yet"
-        return f"*** {type(exc).__name__}: {_message(exc)} (variables here: {known})"
+        return (
+            f"*** {type(exc).__name__}: {exception_text(exc)} (variables here: {known})"
+        )
     return safe_repr(result)
-
-
-def _message(exc: BaseException) -> str:
-    try:
-        return str(exc)
-    except Exception:  # an exception whose __str__ raises
-        return f"<{type(exc).__name__}>"
 
 
 def _in_kernel(shell: Any) -> bool:
