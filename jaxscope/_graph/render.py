@@ -13,11 +13,12 @@ import base64
 import functools
 import html as _html
 import json
+import re
 import uuid
 from pathlib import Path
 from typing import Any
 
-from jaxscope._display import html, rich_renderable, widget
+from jaxscope._display import html, plain, rich_renderable, widget
 from jaxscope._graph.view import GraphView
 
 _STATIC = Path(__file__).resolve().parent.parent / "_static"
@@ -32,15 +33,15 @@ def _bundle() -> tuple[str, str]:
 
 
 def json_for_script(data: Any) -> str:
-    """JSON safe inside a ``<script>`` element (no ``</script>``, no ``<!--``)."""
+    """JSON safe inside a ``<script>`` element (no ``</script>``, no ``<!--``), with
+    no raw control character (JSON escapes C0 ones; DEL and C1 are escaped here)."""
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    return (
-        text.replace("&", "\\u0026")
-        .replace("<", "\\u003c")
-        .replace(">", "\\u003e")
-        .replace("\u2028", "\\u2028")
-        .replace("\u2029", "\\u2029")
-    )
+    return _UNESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+# Characters JSON leaves raw that must not reach HTML: markup, line separators that
+# end a JavaScript line, DEL and C1 controls (JSON escapes C0 controls itself).
+_UNESCAPED = re.compile("[&<>\u2028\u2029\x7f-\x9f]")
 
 
 def standalone_html(
@@ -91,7 +92,7 @@ def _(view: GraphView) -> Any:
     title = Text()
     title.append("graph", style="bold")
     if view.title:
-        title.append(f" of {view.title}")
+        title.append(plain(f" of {view.title}"))
     title.append(
         f": {len(view.nodes)} nodes, {len(view.edges)} edges, "
         f"{len(view.groups)} groups",
@@ -115,11 +116,14 @@ def _(view: GraphView) -> Any:
             budget[0] -= 1
             label = Text()
             label.append(
-                group.label, style="bold magenta" if group.kind != "scope" else "yellow"
+                plain(
+                    group.label,
+                    "bold magenta" if group.kind != "scope" else "yellow",
+                )
             )
             label.append(f"  {group.size} nodes", style="dim")
             if group.source is not None:
-                label.append(f"  # {group.source}", style="yellow")
+                label.append(plain(f"  # {group.source}", "yellow"))
             add(branch.add(label), group.id)
 
     add(tree, None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxscope._display import Renderable, mimebundle, widget_of
+from jaxscope._display import Renderable, mimebundle, printable, widget_of
 from jaxscope._exceptions import GraphvizMissingError, JaxscopeError
 from jaxscope._graph.model import (
     GraphEdge,
@@ -98,7 +98,7 @@ class GraphView(Renderable):
         return bundle
 
     def __repr__(self) -> str:
-        title = f" of {self.title}" if self.title else ""
+        title = f" of {printable(self.title)}" if self.title else ""
         return (
             f"<GraphView{title}: {len(self.nodes)} nodes, {len(self.edges)} edges, "
             f"{len(self.groups)} groups>"

@@ -20,7 +20,7 @@ import os
 import re
 from typing import Any
 
-from jaxscope._display import html, rich_renderable
+from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._hlo.parse import COMPUTATION_HEADER, HLO_SECTIONS, instruction_parts
 from jaxscope._hlo.stablehlo import FUNC_HEADER
 from jaxscope._hlo.view import HloView
@@ -192,14 +192,13 @@ def cost_table(view: HloView) -> Any:
     table.add_column("what")
     table.add_column("value", justify="right")
     for label, value in cost_rows(view):
-        table.add_row(label, value)
+        table.add_row(plain(label), plain(value))
     return table
 
 
 @rich_renderable.register
 def _(view: HloView) -> Any:
     from rich.console import Group
-    from rich.text import Text
 
     lines, hidden = _display_lines(view)
     at_line = _ops_by_line(view)
@@ -209,13 +208,13 @@ def _(view: HloView) -> Any:
         op = at_line.get(index)
         if op is not None and op.source is not None:
             spans.append((f"  # {op.source}", "yellow"))
-        styled.append(spans)
+        styled.append([(printable(piece), style) for piece, style in spans])
     if hidden:
         styled.append(
             [(f"... {hidden} more lines not shown (view.text has them all)", "dim")]
         )
     body = _StyledLines(styled)
-    parts: list[Any] = [Text(_summary(view), style="bold"), body]
+    parts: list[Any] = [plain(_summary(view), "bold"), body]
     if view.show_cost:
         parts.append(cost_table(view))
     return Group(*parts)
@@ -295,7 +294,7 @@ def _short(loc: Any) -> str:
 
 
 def _e(text: str) -> str:
-    return _html.escape(text, quote=True)
+    return _html.escape(printable(text), quote=True)
 
 
 def _html_line(line: str, stage: str) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jaxscope._exceptions import InvalidCallError
+from jaxscope._ipython.common import exception_text
 from jaxscope._source import running_cell_number, running_shell
 
 
@@ -52,7 +53,7 @@ def _eval(
     except Exception as exc:
         raise InvalidCallError(
             f"evaluating {what} `{ast.get_source_segment(source, node) or '?'}` raised "
-            f"{type(exc).__name__}: {exc}"
+            f"{type(exc).__name__}: {exception_text(exc)}"
         ) from None
 
 

@@ -11,6 +11,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics
 from IPython.core.magic_arguments import argument, parse_argstring
 
+from jaxscope._display import printable
 from jaxscope._exceptions import InvalidCallError, JaxscopeError
 
 
@@ -53,11 +54,20 @@ def usage_errors(method: Callable[..., Any]) -> Callable[..., Any]:
         except HelpShown:
             return None
         except JaxscopeError as exc:
-            usage = UsageError(str(exc))
+            # The message quotes the user's names and values: no control codes.
+            usage = UsageError(printable(str(exc)))
             usage.user_exception = exc.__cause__  # type: ignore[attr-defined]
             raise usage from None
 
     return wrapper
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``; ``<TypeName>`` when the exception's own ``__str__`` raises."""
+    try:
+        return str(exc)
+    except Exception:
+        return f"<{type(exc).__name__}>"
 
 
 def keep_user_exception(result: Any) -> None:

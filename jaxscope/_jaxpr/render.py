@@ -14,7 +14,7 @@ import itertools
 import os
 from typing import Any
 
-from jaxscope._display import html, rich_renderable
+from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._format import plural
 from jaxscope._jaxpr.model import (
     Region,
@@ -56,10 +56,8 @@ def _(view: JaxprView) -> Any:
     out = Text(no_wrap=False)
     if view.by_source:
         for raw in view.display_text().splitlines():
-            if raw.startswith("    "):
-                out.append(raw + "\n")
-            else:
-                out.append(raw + "\n", style=_STYLES["source"])
+            style = "" if raw.startswith("    ") else _STYLES["source"]
+            out.append(plain(raw + "\n", style))
         out.rstrip()
         return out
     lines = display_lines(
@@ -72,28 +70,28 @@ def _(view: JaxprView) -> Any:
         if line.kind == "eqn" and line.info is not None:
             _rich_eqn(out, line.info, view.show_source)
         elif line.kind in ("fold", "elided"):
-            out.append(line.text, style=_STYLES["note"])
+            out.append(plain(line.text, _STYLES["note"]))
         else:
-            out.append(line.text, style=_STYLES["frame"])
+            out.append(plain(line.text, _STYLES["frame"]))
         out.append("\n")
     note = view.fold_note()
     if note:
-        out.append(note, style=_STYLES["note"])
+        out.append(plain(note, _STYLES["note"]))
     out.rstrip()
     return out
 
 
 def _rich_eqn(out: Any, info: EqnInfo, show_source: bool) -> None:
     outs, prim, params, ins = eqn_parts(info)
-    out.append(outs, style=_STYLES["outs"])
+    out.append(plain(outs, _STYLES["outs"]))
     out.append(" = ")
-    out.append(prim, style=_STYLES["prim"])
+    out.append(plain(prim, _STYLES["prim"]))
     if params:
-        out.append(params, style=_STYLES["params"])
+        out.append(plain(params, _STYLES["params"]))
     if ins:
-        out.append(" " + ins, style=_STYLES["ins"])
+        out.append(plain(" " + ins, _STYLES["ins"]))
     if show_source and info.source is not None:
-        out.append(f"  # {info.source}", style=_STYLES["source"])
+        out.append(plain(f"  # {info.source}", _STYLES["source"]))
 
 
 # --------------------------------------------------------------------------- HTML
@@ -139,7 +137,7 @@ if(first){reveal(first);first.scrollIntoView({block:"nearest"});}});
 
 
 def _esc(text: object) -> str:
-    return _html.escape(str(text), quote=True)
+    return _html.escape(printable(str(text)), quote=True)
 
 
 class _HtmlWriter:

@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 import jax
 
-from jaxscope._display import Renderable
+from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError, ShardingValueError
 from jaxscope._hlo.parse import module_devices
 from jaxscope._records import SourceLoc
@@ -139,8 +139,9 @@ class ProgramShardingView(Renderable):
         return sum(1 for c in self.collectives if c.kind == kind)
 
     def __repr__(self) -> str:
+        name = printable(self.function_name)
         return (
-            f"<ProgramShardingView of {self.function_name}: {len(self.ops)} ops, "
+            f"<ProgramShardingView of {name}: {len(self.ops)} ops, "
             f"{len(self.collectives)} collectives>"
         )
 
@@ -152,29 +153,64 @@ def _compile_with_dump(lowered: Any) -> tuple[Any, str, str]:
     """Compile ``lowered``; return (compiled, pre-partitioning HLO text, its stage).
 
     A persistent-compilation-cache hit skips XLA's passes, so nothing is dumped; the
-    compile is then redone once with that cache switched off (and switched back).
+    compile is then redone once, under a cache key no entry has and with this
+    thread's cache writes off, so it misses now and on every later call. No flag
+    changes for other threads, and none outlives the compile.
     """
-    compiled, text, stage = _compile_dumping(lowered)
-    config: Any = jax.config  # its flags are attributes pyright cannot see
-    if stage == _PROPAGATED or not config.jax_enable_compilation_cache:
-        return compiled, text, stage
-    if not getattr(config, "jax_compilation_cache_dir", None):
-        return compiled, text, stage
-    previous = config.jax_enable_compilation_cache
+    compiled, dumped = _compile_dumping(lowered)
+    if dumped is None and _persistent_cache_on():
+        no_writes = _no_cache_writes_in_this_thread()
+        if no_writes is not None:
+            with no_writes:
+                again, dumped = _compile_dumping(lowered, _CACHE_KEY_CHANGE)
+            compiled = again if dumped is not None else compiled
+    if dumped is not None:
+        return compiled, *dumped
     try:
-        config.update("jax_enable_compilation_cache", False)
-        again = _compile_dumping(lowered)
-    finally:
-        config.update("jax_enable_compilation_cache", previous)
-    return again if again[2] == _PROPAGATED else (compiled, text, stage)
+        text = lowered.as_text(dialect="hlo", debug_info=True)
+    except TypeError:
+        text = lowered.as_text(dialect="hlo")
+    return compiled, text, "before optimizations"
 
 
-def _compile_dumping(lowered: Any) -> tuple[Any, str, str]:
+def _persistent_cache_on() -> bool:
+    config: Any = jax.config  # its flags are attributes pyright cannot see
+    directory = getattr(config, "jax_compilation_cache_dir", None)
+    return bool(config.jax_enable_compilation_cache and directory)
+
+
+# A compiler option that only changes the persistent cache key: a dump-only flag at
+# its default value (JAX strips other dump flags from the key, not this one).
+_CACHE_KEY_CHANGE = {"xla_dump_large_constants": False}
+
+
+def _no_cache_writes_in_this_thread() -> Any:
+    """A context in which this thread stores no persistent-cache entry (a minimum
+    compile time no compile reaches), or None where JAX offers no such context.
+
+    Relies on: ``jax.config._value_holders`` holding JAX's config states, which are
+    thread-local context managers when called (jax 0.4.35 to 0.10.2).
+    """
+    holders = getattr(jax.config, "_value_holders", {})
+    state = holders.get("jax_persistent_cache_min_compile_time_secs")
+    try:
+        return state(float("inf")) if callable(state) else None
+    except Exception:  # a JAX whose states take no thread-local value
+        return None
+
+
+def _compile_dumping(
+    lowered: Any, extra_options: dict[str, Any] | None = None
+) -> tuple[Any, tuple[str, str] | None]:
+    """``lowered`` compiled, and the HLO XLA dumped before SPMD partitioning (or
+    before its passes) with that stage's name; None when XLA ran no passes (a
+    persistent-cache hit)."""
     with tempfile.TemporaryDirectory(prefix="jaxscope-sharding-") as tmp:
         options = {
             "xla_dump_to": tmp,
             "xla_dump_hlo_pass_re": "spmd-partitioning",
             "xla_dump_hlo_as_text": True,
+            **(extra_options or {}),
         }
         try:
             compiled = lowered.compile(compiler_options=options)
@@ -187,12 +223,8 @@ def _compile_dumping(lowered: Any) -> tuple[Any, str, str]:
             found = sorted(glob.glob(os.path.join(tmp, pattern)))
             if found:
                 with open(found[-1], encoding="utf-8") as fh:
-                    return compiled, fh.read(), stage
-    try:
-        text = lowered.as_text(dialect="hlo", debug_info=True)
-    except TypeError:
-        text = lowered.as_text(dialect="hlo")
-    return compiled, text, "before optimizations"
+                    return compiled, (fh.read(), stage)
+    return compiled, None
 
 
 def _lower(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html as _html
 from typing import Any
 
-from jaxscope._display import html, rich_renderable
+from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._format import format_bytes
 from jaxscope._sharding.array import ShardingView
 from jaxscope._sharding.layout import LayoutCell, ShardingLayout
@@ -43,6 +43,11 @@ PALETTE = (
 MAX_GRID = 32  # tiles per axis drawn; more are elided
 MAX_SHARD_ROWS = 16
 MAX_OP_ROWS = 60
+
+
+def _add_row(table: Any, *cells: str) -> None:
+    """A table row of user strings: plain text, never rich markup."""
+    table.add_row(*(plain(cell) for cell in cells))
 
 
 def colour(group: int) -> str:
@@ -133,7 +138,9 @@ def _grid_rich(layout: ShardingLayout) -> Any:
 
     rows = _elided(layout.row_edges)
     cols = _elided(layout.col_edges)
-    labels = [cell_label(c).replace(" (proc", "\n(proc") for c in layout.cells]
+    labels = [
+        printable(cell_label(c)).replace(" (proc", "\n(proc") for c in layout.cells
+    ]
     width = max((len(line) for t in labels for line in t.split("\n")), default=3) + 2
     table = Table(show_header=False, show_lines=True, box=box.SQUARE, padding=(0, 0))
     for _ in cols:
@@ -161,7 +168,8 @@ def _shards_table(view: ShardingView) -> Any:
         table.add_column(name)
     for shard in view.shards[:MAX_SHARD_ROWS]:
         proc = str(shard.process_index) + ("" if shard.addressable else " (remote)")
-        table.add_row(
+        _add_row(
+            table,
             shard.label,
             proc,
             shard.ranges,
@@ -170,7 +178,7 @@ def _shards_table(view: ShardingView) -> Any:
             str(shard.replica_id),
         )
     if len(view.shards) > MAX_SHARD_ROWS:
-        table.add_row(f"… {len(view.shards) - MAX_SHARD_ROWS} more", "", "", "", "", "")
+        _add_row(table, f"… {len(view.shards) - MAX_SHARD_ROWS} more", *[""] * 5)
     return table
 
 
@@ -182,7 +190,8 @@ def _tree_table(view: ShardingView) -> Any:
     for name in ("path", "shape", "dtype", "spec", "bytes/device", "replication"):
         table.add_column(name)
     for path, leaf in view.leaves:
-        table.add_row(
+        _add_row(
+            table,
             path,
             str(list(leaf.shape or ())),
             str(leaf.dtype),
@@ -225,17 +234,15 @@ def _mesh_rich(
     table = Table(box=box.SIMPLE, show_edge=False, pad_edge=False)
     table.add_column("")
     for label in grid.col_labels:
-        table.add_column(label, justify="center")
+        table.add_column(plain(label), justify="center")
     for label, row in zip(grid.row_labels, grid.rows, strict=True):
         cells = []
         for device in row:
             group = groups.get(device)
             style = f"black on {colour(group)}" if group is not None else ""
             cells.append(Text(f" {_device_text(device, procs or {})} ", style=style))
-        table.add_row(label, *cells)
-    return Group(
-        Text(f"mesh ({' x '.join(grid.axes)}): device ids", style="dim"), table
-    )
+        table.add_row(plain(label), *cells)
+    return Group(plain(f"mesh ({' x '.join(grid.axes)}): device ids", "dim"), table)
 
 
 def mesh_html(
@@ -265,7 +272,6 @@ def mesh_html(
 @rich_renderable.register
 def _(view: ShardingView) -> Any:
     from rich.console import Group
-    from rich.text import Text
 
     if view.is_tree:
         mesh = (
@@ -274,14 +280,14 @@ def _(view: ShardingView) -> Any:
             else "mixed"
         )
         return Group(
-            Text(f"{len(view.leaves)} arrays, mesh: {mesh}", style="bold"),
+            plain(f"{len(view.leaves)} arrays, mesh: {mesh}", "bold"),
             _tree_table(view),
         )
     assert view.layout is not None
-    parts: list[Any] = [Text(header(view), style="bold")]
+    parts: list[Any] = [plain(header(view), "bold")]
     note = dims_note(view.layout)
     if note:
-        parts.append(Text(note, style="dim"))
+        parts.append(plain(note, "dim"))
     parts.append(_grid_rich(view.layout))
     grid = view.mesh_grid
     if grid is not None:
@@ -312,7 +318,7 @@ def _(view: ProgramShardingView) -> Any:
 
     mesh = " x ".join(f"{k}={v}" for k, v in view.mesh.items()) if view.mesh else "none"
     parts: list[Any] = [
-        Text(
+        plain(
             f"shardings of {view.function_name}: {view.num_devices} devices, mesh: "
             f"{mesh}, {len(view.collectives)} collectives"
             + (
@@ -320,7 +326,7 @@ def _(view: ProgramShardingView) -> Any:
                 if view.collectives
                 else ""
             ),
-            style="bold",
+            "bold",
         )
     ]
     grid = view.mesh_grid
@@ -333,9 +339,9 @@ def _(view: ProgramShardingView) -> Any:
     io.add_column("path")
     io.add_column("sharding")
     for path, spec in view.inputs:
-        io.add_row("in", path, spec)
+        _add_row(io, "in", path, spec)
     for path, spec in view.outputs:
-        io.add_row("out", path, spec)
+        _add_row(io, "out", path, spec)
     parts.append(io)
     if view.collectives:
         parts.append(Text("collectives", style="bold"))
@@ -348,7 +354,8 @@ def _(view: ProgramShardingView) -> Any:
                 if c.axes
                 else (c.groups_text[:40] if c.groups_text else "-")
             )
-            ct.add_row(
+            _add_row(
+                ct,
                 c.kind,
                 format_bytes(c.bytes),
                 runs_text(c.runs),
@@ -359,16 +366,17 @@ def _(view: ProgramShardingView) -> Any:
         parts.append(ct)
         parts.append(Text("per source line", style="bold"))
         for row in view.line_summary:
-            parts.append(Text("  " + row.text))
+            parts.append(plain("  " + row.text))
     else:
         parts.append(Text("no collectives", style="dim"))
     if view.ops:
-        parts.append(Text(f"op shardings ({view.ops_stage})", style="bold"))
+        parts.append(plain(f"op shardings ({view.ops_stage})", "bold"))
         ot = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
         for name in ("op", "opcode", "shape", "sharding", "source"):
             ot.add_column(name)
         for op in view.ops[:MAX_OP_ROWS]:
-            ot.add_row(
+            _add_row(
+                ot,
                 op.name,
                 op.opcode,
                 op.shape.split("{")[0],
@@ -376,7 +384,7 @@ def _(view: ProgramShardingView) -> Any:
                 _src(op.source),
             )
         if len(view.ops) > MAX_OP_ROWS:
-            ot.add_row(f"… {len(view.ops) - MAX_OP_ROWS} more", "", "", "", "")
+            _add_row(ot, f"… {len(view.ops) - MAX_OP_ROWS} more", *[""] * 4)
         parts.append(ot)
     return Group(*parts)
 
@@ -402,7 +410,7 @@ _CSS = (
 
 
 def _e(text: Any) -> str:
-    return _html.escape(str(text))
+    return _html.escape(printable(str(text)))
 
 
 def _table(headers: list[str], rows: list[list[Any]]) -> str:

@@ -13,11 +13,13 @@ from typing import IO, Any, ClassVar
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
+from jaxscope._display import printable, safe_repr
 from jaxscope._exceptions import JaxscopeError
 from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
+    exception_text,
     parse_magic_args,
     show,
     usage_errors,
@@ -81,11 +83,12 @@ class _Prompt(cmd.Cmd):
         )
 
     def _say(self, text: str) -> None:
-        self.stdout.write(text + "\n")
+        # Names, source lines and values are the user's: no terminal control codes.
+        self.stdout.write(printable(text) + "\n")
 
     def precmd(self, line: str) -> str:
         if not self.use_rawinput and line != "EOF":
-            self.stdout.write(line.rstrip("\n") + "\n")
+            self._say(line.rstrip("\n"))
         return line
 
     def parseline(self, line: str) -> tuple[str | None, str | None, str]:
@@ -221,7 +224,7 @@ def _print(values: dict[str, Any], expr: str) -> str:
     if not expr:
         return "*** p needs a variable name or an expression"
     if expr in values:
-        return f"{expr} = {values[expr]!r}"
+        return f"{expr} = {safe_repr(values[expr])}"
     import jax.numpy as jnp
     import numpy as np
 
@@ -230,8 +233,10 @@ def _print(values: dict[str, Any], expr: str) -> str:
         result = eval(compile(expr, "<jaxstep>", "eval"), namespace)
     except Exception as exc:
         known = ", ".join(values) or "none yet"
-        return f"*** {type(exc).__name__}: {exc} (variables here: {known})"
-    return repr(result)
+        return (
+            f"*** {type(exc).__name__}: {exception_text(exc)} (variables here: {known})"
+        )
+    return safe_repr(result)
 
 
 def _in_kernel(shell: Any) -> bool:

@@ -6,7 +6,7 @@ import html as _html
 from typing import Any
 
 from jaxscope._display import html as html_dispatch
-from jaxscope._display import plain, rich_renderable
+from jaxscope._display import plain, printable, rich_renderable
 from jaxscope._format import truncate
 from jaxscope._jaxpr.model import eqn_line
 from jaxscope._records import EqnInfo
@@ -133,7 +133,7 @@ def _values_table(summaries: list[ValueSummary], title: str) -> Any:
     for col in ("name", "aval", "min", "max", "mean", "nan", "inf", "value"):
         table.add_column(col, no_wrap=col != "value", overflow="fold")
     for s in summaries[:_MAX_ROWS]:
-        table.add_row(
+        cells = (
             s.label,
             s.aval,
             stat_text(s.min),
@@ -143,22 +143,22 @@ def _values_table(summaries: list[ValueSummary], title: str) -> Any:
             str(s.inf_count),
             s.preview,
         )
+        table.add_row(*(plain(cell) for cell in cells))
     return table
 
 
 @rich_renderable.register
 def _(stepper: Stepper) -> Any:
     from rich.console import Group
-    from rich.text import Text
 
     parts: list[Any] = [
-        Text(f"Stepper of {stepper.function_name} ({stepper.reason})", style="bold")
+        plain(f"Stepper of {stepper.function_name} ({stepper.reason})", "bold")
     ]
-    parts.append(Text(location_text(stepper)))
+    parts.append(plain(location_text(stepper)))
     if not stepper.done:
         listing = listing_text(stepper, 3)
         if not listing.startswith("no source"):
-            parts.append(Text(listing, style="dim"))
+            parts.append(plain(listing, "dim"))
     parts.append(_values_table(stepper.summaries(), "values"))
     return Group(*parts)
 
@@ -166,15 +166,14 @@ def _(stepper: Stepper) -> Any:
 @rich_renderable.register
 def _(finding: NanFinding) -> Any:
     from rich.console import Group
-    from rich.text import Text
 
     return Group(
-        Text(
+        plain(
             f"{finding.kind} first produced by {finding.primitive} at {_where(finding.eqn)}",
-            style="bold red",
+            "bold red",
         ),
-        Text(f"  {eqn_line(finding.eqn)}"),
-        Text(f"  in {frames_text(finding.frames)}"),
+        plain(f"  {eqn_line(finding.eqn)}"),
+        plain(f"  in {frames_text(finding.frames)}"),
         _values_table(finding.inputs, "inputs"),
         _values_table(finding.outputs, "outputs"),
     )
@@ -191,9 +190,12 @@ _CSS = """<style>
 </style>"""
 
 
+def _esc(text: object) -> str:
+    return _html.escape(printable(str(text)))
+
+
 def values_html(summaries: list[ValueSummary], title: str) -> str:
     """An HTML table of value summaries (every string escaped)."""
-    esc = _html.escape
     head = "".join(
         f"<th>{c}</th>"
         for c in ("name", "aval", "min", "max", "mean", "nan", "inf", "value")
@@ -202,11 +204,11 @@ def values_html(summaries: list[ValueSummary], title: str) -> str:
     for s in summaries[:_MAX_ROWS]:
         cls = ' class="nan"' if s.nan_count or s.inf_count else ""
         rows.append(
-            f"<tr{cls}><td>{esc(s.label)}</td><td>{esc(s.aval)}</td><td>{stat_text(s.min)}</td>"
+            f"<tr{cls}><td>{_esc(s.label)}</td><td>{_esc(s.aval)}</td><td>{stat_text(s.min)}</td>"
             f"<td>{stat_text(s.max)}</td><td>{stat_text(s.mean)}</td><td>{s.nan_count}</td>"
-            f"<td>{s.inf_count}</td><td><code>{esc(s.preview)}</code></td></tr>"
+            f"<td>{s.inf_count}</td><td><code>{_esc(s.preview)}</code></td></tr>"
         )
-    return f"<div>{esc(title)}</div><table><tr>{head}</tr>{''.join(rows)}</table>"
+    return f"<div>{_esc(title)}</div><table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
 def _source_html(stepper: Stepper) -> str:
@@ -215,19 +217,18 @@ def _source_html(stepper: Stepper) -> str:
         return ""
     info = stepper.current
     current = info.source.line if info is not None and info.source is not None else -1
-    out = [f"<div>{_html.escape(str(file))}</div><pre>"]
+    out = [f"<div>{_esc(file)}</div><pre>"]
     for number, text in lines:
         cls = ' class="cur"' if number == current else ""
-        out.append(f"<span{cls}>{number:4d}  {_html.escape(text)}</span>\n")
+        out.append(f"<span{cls}>{number:4d}  {_esc(text)}</span>\n")
     out.append("</pre>")
     return "".join(out)
 
 
 @html_dispatch.register
 def _(stepper: Stepper) -> str:
-    esc = _html.escape
-    head = f'<div class="where">Stepper of {esc(stepper.function_name)} ({esc(stepper.reason)})</div>'
-    loc = f"<pre>{esc(location_text(stepper))}</pre>"
+    head = f'<div class="where">Stepper of {_esc(stepper.function_name)} ({_esc(stepper.reason)})</div>'
+    loc = f"<pre>{_esc(location_text(stepper))}</pre>"
     src = "" if stepper.done else _source_html(stepper)
     return (
         f'{_CSS}<div class="jaxscope-step">{head}{loc}{src}'
@@ -237,11 +238,10 @@ def _(stepper: Stepper) -> str:
 
 @html_dispatch.register
 def _(finding: NanFinding) -> str:
-    esc = _html.escape
     return (
-        f'{_CSS}<div class="jaxscope-step"><div class="nan">{esc(finding.kind)} first produced by '
-        f"{esc(finding.primitive)} at {esc(_where(finding.eqn))}</div>"
-        f"<pre>{esc(eqn_line(finding.eqn))}</pre><div>in {esc(frames_text(finding.frames))}</div>"
+        f'{_CSS}<div class="jaxscope-step"><div class="nan">{_esc(finding.kind)} first produced by '
+        f"{_esc(finding.primitive)} at {_esc(_where(finding.eqn))}</div>"
+        f"<pre>{_esc(eqn_line(finding.eqn))}</pre><div>in {_esc(frames_text(finding.frames))}</div>"
         f"{values_html(finding.inputs, 'inputs')}{values_html(finding.outputs, 'outputs')}</div>"
     )
 
@@ -263,9 +263,8 @@ def _(finding: NanInInput) -> Any:
 
 @html_dispatch.register
 def _(finding: NanInInput) -> str:
-    esc = _html.escape
     return (
-        f'{_CSS}<div class="jaxscope-step"><div class="nan">{esc(finding.kind)} already '
-        f"in the input {esc(finding.path)}: no equation made it</div>"
+        f'{_CSS}<div class="jaxscope-step"><div class="nan">{_esc(finding.kind)} already '
+        f"in the input {_esc(finding.path)}: no equation made it</div>"
         f"{values_html([finding.value], 'input')}</div>"
     )
