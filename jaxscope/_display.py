@@ -146,7 +146,7 @@ def to_text(obj: Any, width: int | None = None) -> str:
         console.print(get_rich(obj))
     except Exception as exc:  # rendering must never kill a cell
         _renderer_failed("text", obj, exc, "its repr")
-        return safe_repr(obj)
+        return printable(safe_repr(obj))
     return console.file.getvalue().rstrip("\n")
 
 
@@ -173,7 +173,7 @@ def safe_rich(obj: Any) -> Any:
         from rich.text import Text
 
         _renderer_failed("text", obj, exc, "its repr")
-        return Text(safe_repr(obj))
+        return Text(printable(safe_repr(obj)))
 
 
 def _terminal_width() -> int:

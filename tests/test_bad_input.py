@@ -37,16 +37,10 @@ def f(x, y=1):
 
 X = jnp.ones(3)
 APIS = ["jaxpr", "hlo", "graph", "step", "find_nan", "shardings"]
+
+
 # js.step / js.find_nan read the static options with a private copy that calls
 # tuple() on them (jaxscope/_stepper/stepper.py, not this branch's files).
-_STEPPER_STATICS = pytest.mark.xfail(
-    reason="_stepper/stepper.py _statics(None) raises TypeError; "
-    "it should use _staging.static_args",
-    raises=TypeError,
-    strict=True,
-)
-
-
 def _one_line_error(excinfo) -> str:
     message = str(excinfo.value)
     assert message and "\n" not in message, message
@@ -79,10 +73,7 @@ def test_a_static_argument_whose_repr_raises_works(api):
 
 @pytest.mark.parametrize(
     "api",
-    [
-        pytest.param(a, marks=_STEPPER_STATICS) if a in ("step", "find_nan") else a
-        for a in APIS
-    ],
+    list(APIS),
 )
 @pytest.mark.parametrize("option", ["static_argnums", "static_argnames"])
 def test_static_options_of_none_mean_none(api, option):

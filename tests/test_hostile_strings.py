@@ -160,17 +160,10 @@ NAMES = [
     "sharding tree",
 ]
 SHARDED = ["sharding array", "program shardings"]
-_JAXPR_STR = pytest.mark.xfail(
-    reason="JaxprView.__str__ and its text/plain fallback print display_text() "
-    "raw (jaxscope/_jaxpr/view.py, not this branch's)",
-    strict=True,
-)
 
 
 def _params(names):
-    return [
-        pytest.param(n, marks=_JAXPR_STR) if n.startswith("jaxpr") else n for n in names
-    ]
+    return list(names)
 
 
 @pytest.mark.parametrize("name", _params(NAMES))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxscope._display import Renderable
+from jaxscope._display import Renderable, printable
 from jaxscope._hlo.model import HloCapture
 from jaxscope._hlo.ops import source_text
 from jaxscope._records import OpInfo
@@ -89,7 +89,8 @@ class HloView(Renderable):
 
     def __repr__(self) -> str:
         name = f" of {self.function_name}" if self.function_name else ""
-        return f"<HloView{name}: stage={self.stage!r}, {len(self.text.splitlines())} lines>"
+        lines = len(self.text.splitlines())
+        return printable(f"<HloView{name}: stage={self.stage!r}, {lines} lines>")
 
 
 __all__ = ["HloView"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxscope._display import Renderable
+from jaxscope._display import Renderable, printable
 from jaxscope._jaxpr.model import (
     JaxprModel,
     Region,
@@ -154,14 +154,14 @@ class JaxprView(Renderable):
 
     def __str__(self) -> str:
         # Unwrapped, so each "# file:line" stays on its equation's line.
-        return self.display_text()
+        return printable(self.display_text())
 
     def _repr_mimebundle_(
         self, include: Any = None, exclude: Any = None
     ) -> dict[str, str]:
         from jaxscope._display import to_html
 
-        text = _terminal_colored(self) or self.display_text()
+        text = _terminal_colored(self) or printable(self.display_text())
         return {"text/plain": text, "text/html": to_html(self)}
 
     def graph(self) -> Any:
@@ -172,7 +172,7 @@ class JaxprView(Renderable):
 
     def __repr__(self) -> str:
         name = f" of {self.function_name}" if self.function_name else ""
-        return f"<JaxprView{name}: {len(self.eqns)} equations>"
+        return printable(f"<JaxprView{name}: {len(self.eqns)} equations>")
 
 
 def _terminal_colored(view: JaxprView) -> str | None:

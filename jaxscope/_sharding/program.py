@@ -53,6 +53,7 @@ from jaxscope._staging import (
 )
 from jaxscope.compat import jaxpr as _cjaxpr
 from jaxscope.compat import libraries as _clib
+from jaxscope.compat import sharding as _csharding
 
 _PROPAGATED = "after sharding propagation"
 
@@ -159,7 +160,7 @@ def _compile_with_dump(lowered: Any) -> tuple[Any, str, str]:
     """
     compiled, dumped = _compile_dumping(lowered)
     if dumped is None and _persistent_cache_on():
-        no_writes = _no_cache_writes_in_this_thread()
+        no_writes = _csharding.no_persistent_cache_writes()
         if no_writes is not None:
             with no_writes:
                 again, dumped = _compile_dumping(lowered, _CACHE_KEY_CHANGE)
@@ -182,21 +183,6 @@ def _persistent_cache_on() -> bool:
 # A compiler option that only changes the persistent cache key: a dump-only flag at
 # its default value (JAX strips other dump flags from the key, not this one).
 _CACHE_KEY_CHANGE = {"xla_dump_large_constants": False}
-
-
-def _no_cache_writes_in_this_thread() -> Any:
-    """A context in which this thread stores no persistent-cache entry (a minimum
-    compile time no compile reaches), or None where JAX offers no such context.
-
-    Relies on: ``jax.config._value_holders`` holding JAX's config states, which are
-    thread-local context managers when called (jax 0.4.35 to 0.10.2).
-    """
-    holders = getattr(jax.config, "_value_holders", {})
-    state = holders.get("jax_persistent_cache_min_compile_time_secs")
-    try:
-        return state(float("inf")) if callable(state) else None
-    except Exception:  # a JAX whose states take no thread-local value
-        return None
 
 
 def _compile_dumping(

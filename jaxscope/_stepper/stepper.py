@@ -21,7 +21,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxscope._display import Renderable
+from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import (
     BreakpointError,
     InvalidCallError,
@@ -32,7 +32,7 @@ from jaxscope._format import qualname
 from jaxscope._jaxpr.model import JaxprModel, build_model
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import loc_of_function
-from jaxscope._staging import Staged, stage, staged
+from jaxscope._staging import Staged, stage, staged, static_args
 from jaxscope._stepper.breakpoints import Breakpoints, Target, until_target
 from jaxscope._stepper.interpreter import Interpreter
 from jaxscope._stepper.plan import Node, Plan
@@ -314,13 +314,13 @@ class Stepper(Renderable):
 
     def __repr__(self) -> str:
         if self._done:
-            return f"<Stepper of {self.function_name}: done>"
+            return printable(f"<Stepper of {self.function_name}: done>")
         cur = self.current
         where = (
             f" at {cur.source}" if cur is not None and cur.source is not None else ""
         )
         prim = cur.primitive if cur is not None else "?"
-        return f"<Stepper of {self.function_name}: paused at {prim}{where}>"
+        return printable(f"<Stepper of {self.function_name}: paused at {prim}{where}>")
 
 
 def _arg_names(model: JaxprModel) -> dict[str, str]:
@@ -353,10 +353,6 @@ def _never(node: Node) -> bool:
 # ------------------------------------------------------------------------ the API
 
 Statics = tuple[tuple[Any, ...], tuple[Any, ...]]
-
-
-def _statics(value: int | str | Sequence[Any]) -> tuple[Any, ...]:
-    return (value,) if isinstance(value, (int, str)) else tuple(value)
 
 
 def _short_name(fun: Any) -> str:
@@ -462,7 +458,7 @@ def step(
         >>> s.run().result.tolist()
         [0.0, 0.0, 0.0]
     """
-    statics = (_statics(static_argnums), _statics(static_argnames))
+    statics = static_args(static_argnums, static_argnames, "js.step")
     return staged(fun, "js.step", functools.partial(_start, statics=statics))
 
 
@@ -501,7 +497,7 @@ def find_nan(
         >>> js.find_nan(lambda x: jnp.log(x) * 2)(jnp.array([1.0, -1.0])).primitive
         'log'
     """
-    statics = (_statics(static_argnums), _statics(static_argnames))
+    statics = static_args(static_argnums, static_argnames, "js.find_nan")
 
     def hunt(
         fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]

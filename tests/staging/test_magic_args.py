@@ -12,6 +12,7 @@ MAGICS = ["jaxpr", "hlo", "jaxgraph", "sharding", "recompiles", "purity", "jaxst
 @pytest.mark.parametrize("name", MAGICS)
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_help_prints_usage_and_does_nothing(ip, name, flag):
+    ip.user_ns.pop("_jaxstep", None)  # the shell is shared: an earlier %jaxstep's
     with capture_output() as cap:
         result = ip.run_line_magic(name, flag)
     assert result is None
