@@ -116,11 +116,40 @@ def largest_buffers(inner: Entry, site: Site, limit: int = 3) -> list[str]:
     parsed = eval_call_args(node, inner.frame)
     if callee is MISSING or parsed is None or not hasattr(callee, "trace"):
         return []
+    try:
+        traced = callee.trace(*parsed[0], **parsed[1])
+    except Exception:
+        return []
+    at_peak = _buffers_at_peak(traced, limit)
+    return at_peak if at_peak else _largest_values(traced, limit)
+
+
+def _buffers_at_peak(traced: object, limit: int) -> list[str]:
+    """The largest buffers live at the compiled program's memory peak (XLA's buffer
+    assignment: what really holds memory when it runs out), with their lines."""
+    from jaxscope._profile.memory import largest_buffers_at_peak
+
+    try:
+        buffers = largest_buffers_at_peak(traced, n=limit)
+    except Exception:  # an explainer never fails because a probe did
+        return []
+    out = []
+    for buffer in buffers:
+        where = f" at {buffer.source}" if buffer.source is not None else ""
+        what = f"argument {buffer.argument}" if buffer.argument else buffer.opcode
+        out.append(
+            f"{BUFFER}{buffer.shape} ({format_bytes(buffer.bytes)}, {buffer.kind}) "
+            f"from {what}{where}, live at the memory peak"
+        )
+    return out
+
+
+def _largest_values(traced: object, limit: int) -> list[str]:
+    """The largest values of the traced program (when no compile is possible)."""
     from jaxscope._jaxpr.model import build_model
 
     try:
-        traced = callee.trace(*parsed[0], **parsed[1])
-        eqns = build_model(traced.jaxpr).eqns
+        eqns = build_model(traced.jaxpr).eqns  # type: ignore[attr-defined]
     except Exception:
         return []
     sized = []

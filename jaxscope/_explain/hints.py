@@ -339,8 +339,10 @@ def _out_of_memory(facts: Facts) -> Explanation:
     hint = (
         (f"The largest {biggest.removeprefix(BUFFER)}. " if biggest else "")
         + "Reduce the batch or array sizes; free buffers you no longer need (del x, "
-        "donate_argnums in jax.jit); trade compute for memory with jax.checkpoint; "
-        "js.hlo(f, stage='optimized')(...).memory shows argument, output and temp bytes"
+        "donate_argnums in jax.jit); trade compute for memory with jax.checkpoint "
+        "(remat) around the layers that hold the largest buffers; shard the largest "
+        "arrays over devices; js.memory(f)(...) shows every buffer live at the peak "
+        "and the line that made it"
     )
     return Explanation(message, hint, extra)
 

@@ -430,10 +430,13 @@ def test_out_of_memory_runtime_error(line_of):
         test_out_of_memory_runtime_error, "# <- call"
     )
     largest = [c for c in report.jax_context if c.startswith("buffer ")]
+    # XLA's buffer assignment: what is live at the memory peak, and its line.
     assert largest[0].startswith(
-        f"buffer f32[16777216,16777216] ({format_bytes(2**50)}) from "
+        f"buffer f32[16777216,16777216] ({format_bytes(2**50)}, output) from "
     )
     assert f"{__file__}:{line_of(huge)}" in largest[0]
+    assert largest[0].endswith("live at the memory peak")
+    assert "jax.checkpoint" in report.hint and "js.memory" in report.hint
 
 
 def test_error_while_transforming_points_at_the_original_operation(catch, line_of):
