@@ -46,7 +46,6 @@ from jaxscope._purity.values import (
     fingerprint,
     ignorable,
     in_scope,
-    is_tracer,
     lookup,
     mutable_state,
     resolve_attrs,
@@ -54,6 +53,7 @@ from jaxscope._purity.values import (
 )
 from jaxscope._source import loc_of_code
 from jaxscope.compat import purity as _cpurity
+from jaxscope.compat.sharding import is_tracer
 
 if TYPE_CHECKING:
     from jaxscope._purity.watcher import PurityLog

@@ -64,12 +64,6 @@ def is_array(value: Any) -> bool:
         return False
 
 
-def is_tracer(value: Any) -> bool:
-    """Whether ``value`` is a JAX tracer (a value of a trace in progress)."""
-    jax = sys.modules.get("jax")
-    return jax is not None and isinstance(value, jax.core.Tracer)
-
-
 def _is_immutable_array(value: Any) -> bool:
     jax = sys.modules.get("jax")
     return jax is not None and isinstance(value, jax.Array)
