@@ -220,3 +220,37 @@ def test_stale_accepts_library_jit_wrappers_never_traced_while_watching():
     for fn in (eqx.filter_jit(lambda x: x), nnx.jit(lambda x: x)):
         with pytest.raises(js.InvalidCallError, match=r"start js\.watch_purity"):
             js.stale(fn)
+
+
+def test_percent_purity_reports_nothing_on_the_programs_cold_or_warm(ip):
+    from IPython.utils.capture import capture_output
+
+    def run(cell: str) -> None:
+        with capture_output() as cap:
+            result = ip.run_cell(cell)
+        assert result.success, result.error_in_exec
+        shown = cap.stdout + "".join(o.data.get("text/plain", "") for o in cap.outputs)
+        assert "jaxscope purity" not in shown, (cell, shown)
+
+    jax.clear_caches()  # library helpers (optax's) are traced again, while watching
+    ip.user_ns.update(PROGRAMS=PROGRAMS, next_args=_outputs_as_next_args, jax=jax)
+    ip.run_line_magic("purity", "on")
+    for name in NAMES:  # cold: traced while watching, then a second training step
+        run(
+            f"s, a = PROGRAMS[{name!r}]()\no = jax.block_until_ready(s(*a))\n"
+            f"jax.block_until_ready(s(*next_args({name!r}, a, o)))"
+        )
+    ip.run_line_magic("purity", "off")
+    for name in NAMES:  # warm: compiled before watching
+        run(
+            f"step_{name}, args_{name} = PROGRAMS[{name!r}]()\n"
+            f"out_{name} = jax.block_until_ready(step_{name}(*args_{name}))"
+        )
+    ip.run_line_magic("purity", "on")
+    for name in NAMES:
+        run(
+            f"jax.block_until_ready(step_{name}("
+            f"*next_args({name!r}, args_{name}, out_{name})))"
+        )
+    run("x = 1")
+    ip.run_line_magic("purity", "off")
