@@ -34,6 +34,9 @@ _MUTATORS = frozenset(
 )
 
 
+_DEREF_OPS = frozenset({"LOAD_DEREF", "LOAD_CLASSDEREF", "STORE_DEREF"})
+
+
 @dataclass(frozen=True, slots=True)
 class Access:
     scope: str  # "global" | "closure"
@@ -63,6 +66,8 @@ def code_facts(code: types.CodeType) -> CodeFacts:
         if ins.starts_line is not None:
             line = ins.starts_line
         op = ins.opname
+        if op in _DEREF_OPS and ins.argval in code.co_cellvars:
+            continue  # the code's own local, kept in a cell for its inner functions
         if op in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"):
             scope = "global" if op in ("LOAD_GLOBAL", "LOAD_NAME") else "closure"
             name = str(ins.argval)

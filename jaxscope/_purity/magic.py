@@ -14,6 +14,7 @@ from jaxscope._ipython.common import (
     show,
     usage_errors,
 )
+from jaxscope._purity.cells import names_touched
 from jaxscope._purity.records import PurityFinding
 from jaxscope._purity.watcher import PurityLog
 
@@ -37,19 +38,39 @@ class _SessionPurity:
     def after_cell(self, result: Any = None) -> None:
         if not self.log.active:
             return
-        new: list[PurityFinding] = []
+        try:
+            new = self._new_findings(result)
+        except Exception:  # the watcher's own failure never disturbs the session
+            return
+        if new:
+            count = getattr(result, "execution_count", None)
+            if count is None:
+                count = self.shell.execution_count - 1
+            _show_findings(new, f"In [{count}]")
+
+    def _new_findings(self, result: Any) -> list[PurityFinding]:
+        """Side effects recorded since the last cell, then stale values the cell can
+        have changed (each shown once)."""
         effects = self.log.side_effects
-        new.extend(effects[self.effects_seen :])
+        new = effects[self.effects_seen :]
         self.effects_seen = len(effects)
-        count = getattr(result, "execution_count", None)
-        cell = f"In [{count if count is not None else self.shell.execution_count - 1}]"
-        for finding in self.log.stale_values():
+        for finding in self.log._stale_after_cell(self._names_touched(result)):
             key = (finding.function, finding.name, finding.captured, finding.current)
             if key not in self.shown:
                 self.shown.add(key)
                 new.append(finding)
-        if new:
-            _show_findings(new, cell)
+        return new
+
+    def _names_touched(self, result: Any) -> frozenset[str] | None:
+        """The names the cell just run can have changed; None: check everything."""
+        raw = getattr(getattr(result, "info", None), "raw_cell", None)
+        if not isinstance(raw, str):
+            return None
+        try:
+            source = self.shell.transform_cell(raw)
+        except Exception:
+            return None
+        return names_touched(source, self.shell.user_ns)
 
 
 def _show_findings(findings: list[PurityFinding], cell: str) -> None:

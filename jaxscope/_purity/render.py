@@ -1,14 +1,21 @@
 """Rendering of purity findings and of their per-function summary: a compact table
-(rich) and an escaped HTML table."""
+(rich) and an escaped HTML table. Names, reprs and paths are the user's: shown as
+plain text (never rich markup, control characters spelled out), escaped in HTML."""
 
 from __future__ import annotations
 
 import html as _html
 from typing import Any
 
-from jaxscope._display import html, rich_renderable
+from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._purity.records import PurityFinding, PuritySummary, PuritySummaryRow
 from jaxscope._purity.watcher import PurityLog
+
+
+def _esc(text: str) -> str:
+    """A user string for HTML: escaped, control characters spelled out."""
+    return _html.escape(printable(text))
+
 
 _CSS = (
     "<style>.jaxscope-purity table{border-collapse:collapse}"
@@ -27,7 +34,7 @@ _KIND_LABEL = {
 
 
 def finding_line(finding: PurityFinding) -> str:
-    """One line: where, what, and the fix."""
+    """One line: where, what, and the fix (control characters spelled out)."""
     where = f"{finding.source}: " if finding.source is not None else ""
     if finding.kind == "stale_constant":
         what = (
@@ -36,7 +43,7 @@ def finding_line(finding: PurityFinding) -> str:
         )
     else:
         what = f"{finding.function} ran {finding.name} only while being traced"
-    return f"{where}{what} ({finding.hint})"
+    return printable(f"{where}{what} ({finding.hint})")
 
 
 def _rows(findings: list[PurityFinding]) -> list[tuple[str, str, str, str, str]]:
@@ -59,7 +66,7 @@ def _table(findings: list[PurityFinding], title: str) -> Any:
     for column in ("kind", "function", "name", "line", "captured → now"):
         table.add_column(column)
     for row in _rows(findings):
-        table.add_row(*row)
+        table.add_row(*(plain(cell) for cell in row))
     return table
 
 
@@ -71,31 +78,28 @@ def _(log: PurityLog) -> Any:
     findings = log.findings
     if not findings:
         return Text(_NONE_FOUND)
-    hints = [Text(f"• {f.name}: {f.hint}", style="dim") for f in findings]
+    hints = [plain(f"• {f.name}: {f.hint}", style="dim") for f in findings]
     return Group(_table(findings, f"jaxscope purity: {len(findings)} findings"), *hints)
 
 
 @rich_renderable.register
 def _(finding: PurityFinding) -> Any:
-    from rich.text import Text
-
-    return Text(finding_line(finding))
+    return plain(finding_line(finding))
 
 
 def findings_html(findings: list[PurityFinding], title: str) -> str:
     """An HTML table of findings with their hints; every string escaped."""
-    esc = _html.escape
     head = "".join(
-        f"<th>{esc(c)}</th>"
+        f"<th>{_esc(c)}</th>"
         for c in ("kind", "function", "name", "line", "captured → now", "fix")
     )
     body = "".join(
-        "<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in (*row, f.hint)) + "</tr>"
+        "<tr>" + "".join(f"<td>{_esc(cell)}</td>" for cell in (*row, f.hint)) + "</tr>"
         for row, f in zip(_rows(findings), findings, strict=True)
     )
     return (
         f'<div class="jaxscope-purity">{_CSS}'
-        f"<b>{esc(title)}</b><table><tr>{head}</tr>{body}</table></div>"
+        f"<b>{_esc(title)}</b><table><tr>{head}</tr>{body}</table></div>"
     )
 
 
@@ -138,21 +142,20 @@ def _(summary: PuritySummary) -> Any:
             column, justify="right" if column in _COUNT_COLUMNS else "left"
         )
     for row in summary.rows:
-        table.add_row(*_summary_cells(row))
+        table.add_row(*(plain(cell) for cell in _summary_cells(row)))
     return table
 
 
 @html.register
 def _(summary: PuritySummary) -> str:
-    esc = _html.escape
     if not summary.rows:
         return f'<div class="jaxscope-purity">{_NONE_FOUND}</div>'
     head = "".join(f"<th>{c}</th>" for c in _SUMMARY_COLUMNS)
     body = "".join(
-        "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in _summary_cells(r)) + "</tr>"
+        "<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in _summary_cells(r)) + "</tr>"
         for r in summary.rows
     )
     return (
-        f'<div class="jaxscope-purity">{_CSS}<b>{esc(_summary_title(summary))}</b>'
+        f'<div class="jaxscope-purity">{_CSS}<b>{_esc(_summary_title(summary))}</b>'
         f"<table><tr>{head}</tr>{body}</table></div>"
     )

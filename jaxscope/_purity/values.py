@@ -1,17 +1,22 @@
 """Values a traced function reads: how each is remembered, and how its names resolve.
 
 A ``Fingerprint`` remembers a value without keeping a user array alive: plain data
-is copied, arrays and other objects are held by weak reference (small arrays also by
-a digest of their bytes). ``lookup`` resolves a global or closure name of a
-function's code now; ``resolve_attrs`` follows the attribute chain read after it.
+is copied, arrays and other objects are held by weak reference, arrays also by a
+digest of their contents (so a NumPy array changed in place is seen). A
+``Comparison`` compares many captures in one pass, hashing each array once. ``lookup``
+resolves a global or closure name of a function's code now; ``resolve_attrs`` follows
+the attribute chain read after it. Nothing here lets a hostile object's
+``__getattr__``, ``__repr__`` or ``__eq__`` raise into the user's program.
 """
 
 from __future__ import annotations
 
 import builtins
 import functools
+import sys
 import types
 import weakref
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,8 +24,14 @@ import numpy as np
 
 from jaxscope._format import short_repr
 from jaxscope._purity.bytecode import Access
+from jaxscope._source import is_user_file
+from jaxscope.compat.source import is_library_file
 
-_MAX_VALUE_ELEMENTS = 100_000
+# JAX arrays are read back from the device to be hashed: only small ones. NumPy
+# arrays can change in place, so their contents are hashed up to a much larger size.
+_MAX_DEVICE_ELEMENTS = 100_000
+_MAX_HOST_BYTES = 64 * 2**20
+_SMALL_HOST_BYTES = 1 * 2**20
 
 # What ``lookup`` returns for a name that resolves to nothing.
 MISSING: Any = object()
@@ -35,15 +46,27 @@ class Fingerprint:
     ref: Any = None  # weakref (or None) for "array"/"object"
     ident: int = 0
     summary: str = ""
-    digest: Any = None  # (shape, dtype, bytes hash) for small arrays
+    digest: Any = None  # (shape, dtype, contents hash) of an array, when affordable
 
 
 def is_array(value: Any) -> bool:
-    return isinstance(value, np.ndarray) or (
-        hasattr(value, "shape")
-        and hasattr(value, "dtype")
-        and hasattr(value, "__array__")
-    )
+    """Whether ``value`` is an array (NumPy, JAX, or anything with shape, dtype and
+    ``__array__``); never raises, whatever the object's ``__getattr__`` does."""
+    if isinstance(value, np.ndarray):
+        return True
+    try:
+        return (
+            hasattr(value, "shape")
+            and hasattr(value, "dtype")
+            and hasattr(value, "__array__")
+        )
+    except Exception:
+        return False
+
+
+def _is_immutable_array(value: Any) -> bool:
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(value, jax.Array)
 
 
 def _freeze(value: Any, budget: list[int]) -> Any:
@@ -67,48 +90,62 @@ def _freeze(value: Any, budget: list[int]) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def _array_digest(value: Any) -> Any:
+def freeze(value: Any) -> Any:
+    """A comparable copy of plain data (scalars, strings and containers of them), or
+    raise TypeError for anything else."""
+    return _freeze(value, [10_000])
+
+
+def array_digest(value: Any) -> Any:
+    """``(shape, dtype, hash of the contents)`` of an array, or None where reading it
+    costs too much (a large device array) or is impossible (a tracer)."""
     try:
-        size = int(np.prod(value.shape))
-    except Exception:
-        return None
-    if size > _MAX_VALUE_ELEMENTS:
-        return None
-    try:
-        host = np.asarray(value)
+        if isinstance(value, np.ndarray):
+            host = value
+            if host.nbytes > _MAX_HOST_BYTES:
+                return None
+        else:
+            if int(np.prod(value.shape)) > _MAX_DEVICE_ELEMENTS:
+                return None
+            host = np.asarray(value)
+        if host.nbytes <= _SMALL_HOST_BYTES or host.dtype.hasobject:
+            contents: Any = hash(host.tobytes())
+        else:  # no copy of a large array: a checksum of its buffer
+            flat = np.ascontiguousarray(host)
+            contents = zlib.crc32(flat.data.cast("B"))
+        return (tuple(host.shape), str(host.dtype), contents)
     except Exception:  # a tracer or a deleted array has no value to compare
         return None
-    return (tuple(host.shape), str(host.dtype), hash(host.tobytes()))
 
 
 def describe_value(value: Any) -> str:
     """A short readable value: an array's few elements or its type, dtype and shape;
-    anything else's repr, cut to 60 characters."""
+    anything else's repr, cut to 60 characters (``<TypeName>`` if repr fails)."""
     if is_array(value):
-        shape = "x".join(str(d) for d in getattr(value, "shape", ()))
-        text = f"{type(value).__name__}({getattr(value, 'dtype', '?')}[{shape}])"
         try:
+            shape = "x".join(str(d) for d in value.shape)
+            text = f"{type(value).__name__}({value.dtype}[{shape}])"
             if int(np.prod(value.shape)) <= 4:
                 text = repr(np.asarray(value).tolist())
+            return text
         except Exception:
-            pass
-        return text
+            return f"<{type(value).__name__}>"
     return short_repr(value, 60)
 
 
-def fingerprint(value: Any) -> Fingerprint:
+def fingerprint(value: Any, check: Comparison | None = None) -> Fingerprint:
+    """How ``value`` is remembered: a copy of plain data, else a weak reference (and
+    for an array a digest of its contents)."""
     if is_array(value):
         return Fingerprint(
             "array",
             ref=_weak(value),
             ident=id(value),
             summary=describe_value(value),
-            digest=_array_digest(value),
+            digest=(check or Comparison()).digest(value),
         )
     try:
-        return Fingerprint(
-            "value", value=_freeze(value, [10_000]), summary=describe_value(value)
-        )
+        return Fingerprint("value", value=freeze(value), summary=describe_value(value))
     except TypeError:
         return Fingerprint(
             "object", ref=_weak(value), ident=id(value), summary=describe_value(value)
@@ -122,66 +159,131 @@ def _weak(value: Any) -> Any:
         return None
 
 
-def same(fp: Fingerprint, value: Any) -> bool:
-    if fp.kind == "value":
+class Comparison:
+    """One pass of comparisons: each array hashed, and each value copied and described
+    once, however many captures hold it (the values are kept only for the pass, so
+    their ids stay valid)."""
+
+    __slots__ = ("_descriptions", "_digests", "_frozen")
+
+    def __init__(self) -> None:
+        self._digests: dict[int, tuple[Any, Any]] = {}
+        self._frozen: dict[int, tuple[Any, Any]] = {}
+        self._descriptions: dict[int, tuple[Any, str]] = {}
+
+    def describe(self, value: Any) -> str:
+        """``describe_value(value)``."""
+        hit = self._descriptions.get(id(value))
+        if hit is None:
+            hit = self._descriptions[id(value)] = (value, describe_value(value))
+        return hit[1]
+
+    def digest(self, value: Any) -> Any:
+        hit = self._digests.get(id(value))
+        if hit is None:
+            hit = self._digests[id(value)] = (value, array_digest(value))
+        return hit[1]
+
+    def frozen(self, value: Any) -> Any:
+        """``freeze(value)``, or MISSING for what cannot be copied."""
+        hit = self._frozen.get(id(value))
+        if hit is None:
+            try:
+                copy = freeze(value)
+            except TypeError:
+                copy = MISSING
+            hit = self._frozen[id(value)] = (value, copy)
+        return hit[1]
+
+    def same(self, fp: Fingerprint, value: Any) -> bool:
+        """Whether ``value`` is what ``fp`` remembers: equal plain data, the same
+        unchanged object, or an array with the same contents."""
         try:
-            return fp.value == _freeze(value, [10_000])
-        except TypeError:
-            return False
-    alive = fp.ref() if fp.ref is not None else None
-    if fp.ref is not None and alive is value:
-        return True
-    if fp.ref is None and fp.ident == id(value):
-        return True
-    if fp.kind == "array" and fp.digest is not None and is_array(value):
-        return _array_digest(value) == fp.digest
-    return False
+            return self._same(fp, value)
+        except Exception:  # a value whose comparison fails is not reported
+            return True
+
+    def _same(self, fp: Fingerprint, value: Any) -> bool:
+        if fp.kind == "value":
+            copy = self.frozen(value)
+            return copy is not MISSING and bool(fp.value == copy)
+        alive = fp.ref() if fp.ref is not None else None
+        identical = alive is value if fp.ref is not None else fp.ident == id(value)
+        if fp.kind != "array" or fp.digest is None:
+            return identical
+        if identical and _is_immutable_array(value):
+            return True
+        return is_array(value) and self.digest(value) == fp.digest
+
+
+def same(fp: Fingerprint, value: Any) -> bool:
+    """``Comparison().same(fp, value)``: one comparison."""
+    return Comparison().same(fp, value)
 
 
 def mutable_state(value: Any) -> Any:
-    """A shallow picture of an object's contents, to see whether tracing changed it."""
+    """A shallow picture of an object's contents, to see whether tracing changed it
+    (None where there is none to take)."""
     try:
         if isinstance(value, (list, dict, set)):
-            return _freeze(value, [10_000])
+            try:
+                return freeze(value)
+            except TypeError:
+                items = value.values() if isinstance(value, dict) else value
+                return ("ids", tuple(id(v) for v in items))
         state = getattr(value, "__dict__", None)
         if isinstance(state, dict):
             return tuple((k, id(v)) for k, v in state.items())
-    except TypeError:
-        return (
-            "ids",
-            tuple(
-                id(v)
-                for v in (value if isinstance(value, (list, set)) else value.values())
-            ),
-        )
+    except Exception:  # a hostile object: nothing to compare
+        return None
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def in_scope(filename: str) -> bool:
+    """Whether code in ``filename`` is the user's own: not JAX's, the standard
+    library's, jaxscope's, or an installed library's (site-packages)."""
+    return is_user_file(filename) and not is_library_file(filename)
 
 
 def user_function(fn: Any) -> types.FunctionType | None:
-    seen = 0
-    while seen < 20:
-        if isinstance(fn, types.FunctionType):
-            return fn
-        if isinstance(fn, types.MethodType):
-            fn = fn.__func__
-        elif isinstance(fn, functools.partial):
-            fn = fn.func
-        elif hasattr(fn, "__wrapped__"):
-            fn = fn.__wrapped__
-        else:
-            return None
-        seen += 1
-    return None
+    """The Python function inside ``fn``, through bound methods, partials and
+    wrappers (``__wrapped__``: ``functools.wraps``, ``jax.jit``, ``eqx.filter_jit``,
+    ``nnx.jit``), past the wrapper functions of libraries: the first of the user's own,
+    else the innermost found, else None."""
+    found: types.FunctionType | None = None
+    for _ in range(20):
+        try:
+            if isinstance(fn, types.FunctionType):
+                found = fn
+                if in_scope(fn.__code__.co_filename):
+                    return fn
+                inner = getattr(fn, "__wrapped__", None)
+            elif isinstance(fn, types.MethodType):
+                inner = fn.__func__
+            elif isinstance(fn, functools.partial):
+                inner = fn.func
+            else:
+                inner = getattr(fn, "__wrapped__", None)
+        except Exception:  # a hostile __getattr__
+            return found
+        if inner is None or inner is fn:
+            return found
+        fn = inner
+    return found
 
 
 def lookup(fn: types.FunctionType, code: types.CodeType, access: Access) -> Any:
+    """The value ``access`` reads now: a global of ``fn``'s module (or a builtin), or a
+    closure variable of ``fn`` read by its code or by code nested in it."""
     if access.scope == "global":
         value = fn.__globals__.get(access.name, MISSING)
         if value is MISSING:
             value = getattr(builtins, access.name, MISSING)
         return value
-    if code is fn.__code__ and fn.__closure__ and access.name in code.co_freevars:
-        cell = fn.__closure__[code.co_freevars.index(access.name)]
+    freevars = fn.__code__.co_freevars
+    if fn.__closure__ and access.name in freevars:
+        cell = fn.__closure__[freevars.index(access.name)]
         try:
             return cell.cell_contents
         except ValueError:
@@ -189,9 +291,13 @@ def lookup(fn: types.FunctionType, code: types.CodeType, access: Access) -> Any:
     return MISSING
 
 
-def resolve_attrs(value: Any, attrs: tuple[str, ...]) -> Any:
+def resolve_attrs(
+    value: Any, attrs: tuple[str, ...], *, into_modules: bool = False
+) -> Any:
+    """``value.a.b`` for ``attrs == ("a", "b")``; MISSING where an attribute fails, and
+    at a module unless ``into_modules``."""
     for attr in attrs:
-        if isinstance(value, types.ModuleType):
+        if isinstance(value, types.ModuleType) and not into_modules:
             return MISSING
         try:
             value = getattr(value, attr)

@@ -9,7 +9,11 @@ call's cache-hit path is never touched.
 
 This module holds the log; the parts live beside it: ``records`` (findings and the
 summary), ``bytecode`` (what code reads and writes), ``values`` (fingerprints, name
-resolution) and ``tracing`` (the hook around JAX's tracing and what it records).
+resolution), ``roots`` (whose trace it is: through ``eqx.filter_jit``/``nnx.jit``, and
+the user's module methods it runs), ``tracing`` (the hook around JAX's tracing and
+what it records), ``effects`` (trace-time side effects: writes, print, clocks, random
+draws), ``stale`` (captured values compared with the values now) and ``cells`` (what
+a notebook cell can have changed, for ``%purity on``).
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ from __future__ import annotations
 import threading
 import types
 import weakref
+from collections.abc import Collection
 from typing import Any
 
 from jaxscope._display import Renderable
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import qualname
+from jaxscope._purity import stale as _stale
 from jaxscope._purity import tracing
 from jaxscope._purity.records import PurityFinding, PuritySummary, PuritySummaryRow
 from jaxscope._purity.values import user_function
@@ -58,12 +64,12 @@ def stale(fun: Any) -> list[PurityFinding]:
             f"js.stale expects a (jitted) Python function, got {type(fun).__name__}; "
             "pass the function itself, e.g. js.stale(f)"
         )
-    if not tracing.traced(fn):
+    if not _stale.traced(fn):
         raise InvalidCallError(
             f"no trace of {qualname(fn)} was recorded: start js.watch_purity() "
             "(or %purity on) before its first call, then call js.stale again"
         )
-    return tracing.stale_of(fn)
+    return _stale.stale_of(fn)
 
 
 class PurityLog(Renderable):
@@ -109,9 +115,7 @@ class PurityLog(Renderable):
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
-    def _record_trace(
-        self, fn: types.FunctionType, effects: list[PurityFinding]
-    ) -> None:
+    def _record_trace(self, fn: Any, effects: list[PurityFinding]) -> None:
         with self._lock:
             self._traced.add(fn)
             self._effects.extend(effects)
@@ -123,9 +127,11 @@ class PurityLog(Renderable):
 
     def stale_values(self) -> list[PurityFinding]:
         """Captured values of the functions traced while watching that differ now."""
-        with self._lock:
-            functions = list(self._traced)
-        return [f for fn in functions for f in tracing.stale_of(fn)]
+        return _stale.stale_among(self._traced, None)
+
+    def _stale_after_cell(self, names: Collection[str] | None) -> list[PurityFinding]:
+        """What a notebook cell mentioning ``names`` can have made stale (None: all)."""
+        return _stale.stale_among(self._traced, names)
 
     @property
     def findings(self) -> list[PurityFinding]:

@@ -4,11 +4,12 @@ Relies on: ``jax._src.interpreters.partial_eval.trace_to_jaxpr`` (a
 ``weakref_lru_cache``d function that ``jit`` calls, through the module attribute, with
 the user's Python callable first; present with that call shape in jax 0.9.0 to 0.10.2).
 It is reached only on a miss of jit's C++ fast path, so the hook costs nothing on a
-compiled call's cache hit.
+compiled call's cache hit. A listener that raises is skipped: the trace goes on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -32,7 +33,12 @@ class _TraceHook:
         listeners = list(_listeners)
         if not listeners:
             return self._original(fun, *args, **kwargs)
-        tokens = [(on_exit, on_enter(fun)) for on_enter, on_exit in listeners]
+        tokens = []
+        for on_enter, on_exit in listeners:
+            try:
+                tokens.append((on_exit, on_enter(fun)))
+            except Exception:  # a listener's failure never reaches the traced program
+                continue
         completed = False
         try:
             result = self._original(fun, *args, **kwargs)
@@ -40,7 +46,8 @@ class _TraceHook:
             return result
         finally:
             for on_exit, token in reversed(tokens):
-                on_exit(token, completed)
+                with contextlib.suppress(Exception):
+                    on_exit(token, completed)
 
     def __getattr__(self, name: str) -> Any:
         # cache_clear, evict_weakref, cache_info: JAX calls these on the attribute.

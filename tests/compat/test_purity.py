@@ -45,3 +45,27 @@ def test_exit_callback_reports_whether_the_trace_completed():
     finally:
         remove()
     assert (bad, False) in exits
+
+
+def test_a_failing_listener_never_reaches_the_traced_program():
+    def broken_enter(fun):
+        raise RuntimeError("listener bug on enter")
+
+    def broken_exit(token, ok):
+        raise RuntimeError("listener bug on exit")
+
+    def bad(x):
+        raise ValueError("the user's own error")
+
+    remove = cpurity.add_trace_listener(broken_enter, broken_exit)
+    try:
+        assert float(jax.jit(lambda x: x * 3)(jnp.float32(2.0))) == 6.0
+        try:
+            jax.jit(bad)(1.0)
+        except ValueError as exc:  # the user's error, not the listener's
+            assert "the user's own error" in str(exc)
+        else:  # pragma: no cover
+            raise AssertionError("the user's error was swallowed")
+    finally:
+        remove()
+    assert not cpurity.trace_hook_installed()

@@ -6,9 +6,7 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
-
-def _texts(cap) -> str:
-    return "\n".join(o.data.get("text/plain", "") for o in cap.outputs) + cap.stdout
+from .helpers import texts
 
 
 def test_purity_magic_warns_after_the_cell_that_changed_a_global(ip):
@@ -18,20 +16,20 @@ def test_purity_magic_warns_after_the_cell_that_changed_a_global(ip):
     )
     with capture_output() as cap:
         ip.run_cell("jit_fn(jnp.float32(0.0))")
-    assert "jaxscope purity" not in _texts(cap)
+    assert "jaxscope purity" not in texts(cap)
     with capture_output() as cap:
         result = ip.run_cell("shift = 1.0")
-    text = _texts(cap)
+    text = texts(cap)
     assert "shift = -1.0" in text and "1.0 now" in text
     assert f"changed by In [{result.execution_count}]" in text
     html = [o.data["text/html"] for o in cap.outputs if "text/html" in o.data]
     assert html and "shift" in html[0]
     with capture_output() as cap:
         ip.run_cell("x = 1")
-    assert "jaxscope purity" not in _texts(cap), "a finding is shown once"
+    assert "jaxscope purity" not in texts(cap), "a finding is shown once"
     with capture_output() as cap:
         ip.run_line_magic("purity", "report")
-    assert "shift" in _texts(cap)
+    assert "shift" in texts(cap)
     ip.run_line_magic("purity", "off")
 
 
@@ -41,7 +39,7 @@ def test_purity_magic_reports_print_inside_jit(ip):
         ip.run_cell(
             "import jax\n@jax.jit\ndef g(x):\n    print('tracing')\n    return x\ng(1.0)"
         )
-    text = _texts(cap)
+    text = texts(cap)
     assert "print" in text and "jax.debug.print" in text and "In [" in text
     ip.run_line_magic("purity", "off")
 
@@ -73,7 +71,7 @@ def test_purity_magic_on_twice_keeps_watching_and_clear_forgets(ip):
     assert "cleared" in cap.stdout
     with capture_output() as cap:
         ip.run_line_magic("purity", "report")
-    assert "no stale values or trace-time side effects" in _texts(cap)
+    assert "no stale values or trace-time side effects" in texts(cap)
     ip.run_line_magic("purity", "off")
 
 

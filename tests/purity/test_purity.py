@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import gc
-import importlib.util
-import textwrap
-import uuid
 import weakref
 
 import jax
@@ -16,27 +13,7 @@ import jaxscope as js
 from jaxscope._purity.watcher import PuritySummary
 from jaxscope.compat import purity as cpurity
 
-
-@pytest.fixture
-def load(tmp_path):
-    """Write ``source`` to a module file and import it (a fresh module each call)."""
-
-    def _load(source: str):
-        name = f"purity_case_{uuid.uuid4().hex[:8]}"
-        path = tmp_path / f"{name}.py"
-        path.write_text(textwrap.dedent(source))
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-
-    return _load
-
-
-def line_of(module, text: str) -> int:
-    with open(module.__file__) as f:
-        lines = f.read().splitlines()
-    return next(i for i, line in enumerate(lines, 1) if text in line)
+from .helpers import line_of
 
 
 def test_stale_global_scalar_is_reported_with_both_values(load):
@@ -340,3 +317,62 @@ def test_clear_forgets_what_was_recorded_and_reset_is_its_old_name(load, capsys)
     plog.reset()
     assert plog.findings == []
     assert js.PurityLog.reset is js.PurityLog.clear
+
+
+_INNER_FUNCTIONS = """
+import functools
+import jax, jax.numpy as jnp
+
+@jax.jit
+def step(xs, scale):
+    offset = scale * 2
+    steps = xs.shape[0]
+    history = []
+
+    def body(carry, x):
+        return carry * scale + x + offset, carry
+
+    @jax.checkpoint
+    def loss_fn(p):
+        return jnp.sum(p * offset) / steps
+
+    @jax.jit
+    def inner(y):
+        return y + offset
+
+    carry, trail = jax.lax.scan(body, jnp.zeros(()), xs)
+    branch = jax.lax.cond(carry > 0, lambda: carry * scale, lambda: carry - offset)
+    history.append(branch)
+    return inner(carry) + jax.grad(loss_fn)(xs).sum() + history[-1], trail
+"""
+
+
+def test_inner_functions_reading_the_enclosing_functions_locals_have_no_findings(load):
+    m = load(_INNER_FUNCTIONS)
+    with js.watch_purity() as plog:
+        jax.block_until_ready(m.step(jnp.ones(4), 0.5))
+        jax.block_until_ready(m.step(jnp.ones(4), 2.0))
+    assert plog.findings == []
+    assert js.stale(m.step) == []
+
+
+def test_a_factory_that_calls_its_jitted_function_before_returning_it(load):
+    m = load(
+        """
+        import jax
+        def make(scale):
+            fn = jax.jit(lambda x: x * scale)
+            fn(1.0)  # warm up while make is still running
+            def set_scale(v):
+                nonlocal scale
+                scale = v
+            return fn, set_scale
+        """
+    )
+    with js.watch_purity():
+        fn, set_scale = m.make(2.0)
+    assert js.stale(fn) == []
+    set_scale(3.0)
+    assert [(f.name, f.captured, f.current) for f in js.stale(fn)] == [
+        ("scale", "2.0", "3.0")
+    ]
