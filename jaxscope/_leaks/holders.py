@@ -68,9 +68,9 @@ class _Referrers(NotAHolder):
             r
             for r in refs
             if id(r) not in self.ignore and not isinstance(r, types.FrameType)
-        ]
-        self.ignore.add(id(out))
-        return out[:_MAX_PARENTS]
+        ][:_MAX_PARENTS]
+        self.ignore.add(id(out))  # the list returned: a walk must not go through it
+        return out
 
     def _cell_root(self, cell: types.CellType) -> _Root | None:
         for closure in self.referrers(cell):

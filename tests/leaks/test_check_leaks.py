@@ -151,16 +151,17 @@ def test_leak_from_an_inner_trace_is_caught_though_garbage_by_the_end_of_the_blo
     assert only_leak(report).transformation == "jit"
 
 
-def test_function_traced_before_the_block_is_traced_again_so_its_leak_is_found():
+def test_a_block_checks_what_is_traced_in_it_not_what_jax_serves_from_its_caches():
     jitted = jax.jit(leaky)
-    jitted(1.0)
-    scan_leak()
+    jitted(1.0)  # traced (and leaked) before the block
     store.clear()
     report = check(lambda: (jitted(1.0), scan_leak()))
-    assert sorted(leak.transformation for leak in report.leaks) == ["jit", "scan"]
+    assert [leak.transformation for leak in report.leaks] == ["scan"]
+    assert len(store) == 1  # only scan's body ran again
+    assert jitted._cache_size() == 1
     store.clear()
-    jitted(1.0)  # after the block the old cache entry is used again: no retrace
-    assert store == []
+    jitted.clear_cache()  # the documented way to check it again
+    assert only_leak(check(lambda: jitted(1.0))).transformation == "jit"
 
 
 def test_every_leak_of_a_block_is_listed():
@@ -416,7 +417,7 @@ def test_config_and_hooks_are_restored_after_an_exception_in_the_block():
     before = jax.config.jax_check_tracer_leaks
     with pytest.raises(ZeroDivisionError):
         with js.check_leaks():
-            assert jax.config.jax_check_tracer_leaks
+            assert jax.config.jax_check_tracer_leaks == before  # never touched
             assert hooks_installed()
             1 / 0  # noqa: B018
     assert jax.config.jax_check_tracer_leaks == before
@@ -525,20 +526,17 @@ def test_a_concretization_error_inside_a_running_trace_is_left_alone():
     assert report.leaks == []
 
 
-def test_retrace_false_blocks_share_one_cache():
-    def f(x):
-        store.append(x * 2)
-        return x
-
-    jitted = jax.jit(f)
-    first = check(lambda: jitted(1.0))
-    assert len(first.leaks) == 1
-    store.clear()
-    with js.check_leaks(raise_on_leak=False, retrace=False) as shared1:
-        jitted(1.0)
-    with js.check_leaks(raise_on_leak=False, retrace=False) as shared2:
-        jitted(1.0)
-    assert len(shared1.leaks) == 1 and shared2.leaks == []  # cached in shared1's trace
+def test_retrace_true_is_refused_naming_what_to_use_instead():
+    with pytest.raises(js.InvalidCallError) as info:
+        js.check_leaks(retrace=True)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "f.clear_cache()" in message and "jax.clear_caches()" in message
+    with js.check_leaks(retrace=False) as report:
+        jax.jit(jnp.sin)(1.0)
+    assert report.leaks == []
+    with pytest.raises(js.InvalidCallError, match="takes True or False"):
+        js.check_leaks(retrace="yes")
 
 
 # ------------------------------------------------------------------ the report's API
