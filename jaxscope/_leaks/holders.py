@@ -46,6 +46,8 @@ class _Root:
     name: str
     owner: str = ""  # module name, function qualname
     owner_file: str = ""  # the module's file, for globals
+    # closure: the named place holding the function (root, steps), when there is one
+    held_by: tuple[_Root, list[_Step]] | None = None
 
 
 class _Referrers(NotAHolder):
@@ -72,16 +74,14 @@ class _Referrers(NotAHolder):
         self.ignore.add(id(out))  # the list returned: a walk must not go through it
         return out
 
-    def _cell_root(self, cell: types.CellType) -> _Root | None:
+    def _cell_owner(self, cell: types.CellType) -> tuple[Any, str] | None:
+        """(function, variable name) of the closure cell ``cell``."""
         for closure in self.referrers(cell):
             if not isinstance(closure, tuple):
                 continue
             for fn in self.referrers(closure):
                 if isinstance(fn, types.FunctionType) and fn.__closure__ is closure:
-                    index = closure.index(cell)
-                    return _Root(
-                        "closure", fn.__code__.co_freevars[index], qualname(fn)
-                    )
+                    return fn, fn.__code__.co_freevars[closure.index(cell)]
         return None  # a cell of a running frame only: not a place that outlives it
 
     def _generator_root(self, gen: Any, child: Any) -> _Root:
@@ -156,8 +156,7 @@ class _Walker(_Referrers):
         if type(parent) is dict:
             return self._through_dict(parent, child, depth, on_path)
         if isinstance(parent, types.CellType):
-            root = self._cell_root(parent)
-            return (root, []) if root is not None else None
+            return self._through_cell(parent, depth, on_path | {id(child)})
         if isinstance(
             parent, (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
         ):
@@ -190,6 +189,23 @@ class _Walker(_Referrers):
             return None  # globals dict / code constants of a function: not a holder
         step = _Step(f" (in a {type(parent).__name__})", type(parent).__name__)
         return self._above(parent, step, depth, on_path)
+
+    def _through_cell(
+        self, cell: types.CellType, depth: int, on_path: set[int]
+    ) -> tuple[_Root | None, list[_Step]] | None:
+        """The closure variable ``cell`` is, and where its function is held."""
+        owner = self._cell_owner(cell)
+        if owner is None:
+            return None
+        fn, name = owner
+        if _cl.is_jax_function(fn):
+            return None  # JAX's own closures (its caches) hold no user leak
+        root = _Root("closure", name, qualname(fn))
+        outer = self._find(fn, depth + 1, on_path | {id(cell)})
+        # a chain ending in the closure of a function only a frame holds says no more
+        if outer is not None and outer[0] is not None and _anchored(outer[0]):
+            root = dataclasses.replace(root, held_by=(outer[0], outer[1]))
+        return root, []
 
     def _above(
         self, parent: Any, step: _Step, depth: int, on_path: set[int]
@@ -234,6 +250,12 @@ class _Walker(_Referrers):
 
 
 _MISSING = object()
+
+
+def _anchored(root: _Root) -> bool:
+    """Whether ``root`` outlives every frame: not the closure of a function that
+    nothing but a frame holds."""
+    return root.kind != "closure" or root.held_by is not None
 
 
 def _key_of(mapping: dict[Any, Any], child: Any) -> Any:
@@ -312,8 +334,15 @@ def _format_holder(found: tuple[_Root | None, list[_Step]], home_file: str = "")
         return f"class attribute {container}`{root.name}`{accessors}"
     if root.kind == "closure":
         if not steps:
-            return f"nonlocal (closure) variable `{root.name}` of `{root.owner}`"
-        return f"closure variable {container}`{root.name}`{accessors} of `{root.owner}`"
+            text = f"nonlocal (closure) variable `{root.name}` of `{root.owner}`"
+        else:
+            text = (
+                f"closure variable {container}`{root.name}`{accessors} "
+                f"of `{root.owner}`"
+            )
+        if root.held_by is not None:  # the whole chain, from the named root
+            text = f"{_format_holder(root.held_by, home_file)} -> {text}"
+        return text
     if root.kind == "default":
         return f"default argument {container}`{root.name}`{accessors} of `{root.owner}`"
     if root.kind == "generator":

@@ -164,6 +164,16 @@ def is_jax_internal(obj: Any) -> bool:
     )
 
 
+def is_jax_function(fn: Any) -> bool:
+    """Whether ``fn`` is a function defined in JAX's own modules.
+
+    Relies on: JAX's functions having a ``__module__`` named ``jax.*`` /
+    ``jaxlib.*``.
+    """
+    module = getattr(fn, "__module__", "") or ""
+    return module in ("jax", "jaxlib") or module.startswith(("jax.", "jaxlib."))
+
+
 def install_escape_hook(
     on_escape: Callable[[Any], str | None],
 ) -> Undo:

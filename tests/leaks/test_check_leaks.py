@@ -311,6 +311,43 @@ def test_class_attribute_is_named():
     assert leak.found_in.endswith("Cache.value`")
 
 
+class Holder:
+    def __init__(self):
+        self.dct = {}
+
+
+def test_a_closure_held_in_an_attribute_reports_the_whole_chain_from_the_global():
+    table["a"] = Holder()
+
+    def f(x):
+        y = x * 2
+        table["a"].dct["hi"] = [lambda: y]
+        return x
+
+    leak = only_leak(check(lambda: jax.jit(f)(1.0)))
+    assert leak.found_in == (
+        "attribute `self.dct['hi'][0]` of a `Holder` object (global dict "
+        "`table`['a']) -> nonlocal (closure) variable `y` of `"
+        + f.__qualname__
+        + ".<locals>.<lambda>`"
+    )
+
+
+def test_a_closure_stored_in_a_global_list_names_the_list_then_the_variable():
+    def f(x):
+        y = x * 2
+        keep = lambda: y  # noqa: E731
+        store.append(keep)
+        return x
+
+    leak = only_leak(check(lambda: jax.jit(f)(1.0)))
+    assert leak.found_in == (
+        "global list `store`[0] -> nonlocal (closure) variable `y` of `"
+        + f.__qualname__
+        + ".<locals>.<lambda>`"
+    )
+
+
 # ---------------------------------------------------------------- no false positives
 
 
