@@ -124,11 +124,15 @@ class LeakReport(NotAHolder, Renderable):
         return LeakSummary.of(list(self.leaks))
 
     def message(self) -> str:
-        """The one-line account, then one line per leak and a hint."""
+        """The one-line account, then one line per leak (when more than one) and a
+        hint. Control characters of user strings are spelled out."""
         if not self.leaks:
             return headline(self.leaks)
         lines = [headline(self.leaks)]
-        lines += [f"  {i}. {leak.describe()}" for i, leak in enumerate(self.leaks, 1)]
+        if len(self.leaks) > 1:
+            lines += [
+                f"  {i}. {leak.describe()}" for i, leak in enumerate(self.leaks, 1)
+            ]
         lines.append(_FIX)
         return "\n".join(lines)
 

@@ -267,4 +267,5 @@ def test_cli_run_with_leaks_prints_the_report(tmp_path):
     assert proc.stdout.strip() == "0.6192"[:3] or proc.stdout.strip().startswith("0.6")
     assert "jaxscope: 1 leaked tracer" in proc.stderr
     assert "global dict `debug`['g']" in proc.stderr
+    assert proc.stderr.count("global dict `debug`['g']") == 1  # not listed twice
     assert "train.py:5" in proc.stderr
