@@ -3,8 +3,9 @@
 ``holder_of(obj)`` names the user-visible place that keeps ``obj`` alive: a global
 (``global list `cache`[0]``), a module or class attribute, an attribute of an object
 (``attribute `self.state` of a `Model` object (global `m`)``), a closure cell, a
-default argument or a generator's local. JAX's own objects, tracers and jaxscope's
-bookkeeping (``NotAHolder``) are never holders.
+default argument or a generator's local. JAX's own objects and module state (its
+caches: ``closure_convert`` keeps tracers there), tracers and jaxscope's bookkeeping
+(``NotAHolder``) are never holders.
 """
 
 from __future__ import annotations
@@ -178,9 +179,13 @@ class _Walker(_Referrers):
         attr = _attribute_of(parent, child)
         if attr is not None:
             if isinstance(parent, types.ModuleType):
+                if _cl.is_jax_module(parent.__name__):
+                    return None  # JAX's own state (a cache) holds no user leak
                 return _Root("module", attr, parent.__name__), []
             step = _Step(f".{attr}", type(parent).__name__, attribute=True)
             if isinstance(parent, type):
+                if _cl.is_jax_module(parent.__module__):
+                    return None
                 return _Root(
                     "class", f"{parent.__qualname__}.{attr}", parent.__module__
                 ), []
@@ -223,6 +228,8 @@ class _Walker(_Referrers):
         if key is _MISSING:
             return None
         module = self.modules.get(id(parent))
+        if module is not None and _cl.is_jax_module(module):
+            return None  # JAX's own state (a cache) holds no user leak
         if module is not None:
             kind = "global" if _is_user_namespace(module) else "module"
             owner_file = str(parent.get("__file__") or "")
@@ -236,12 +243,16 @@ class _Walker(_Referrers):
                 owner, type
             ):
                 if isinstance(owner, types.ModuleType):
+                    if _cl.is_jax_module(owner.__name__):
+                        return None
                     return _Root("module", str(key), owner.__name__), []
                 if _cl.is_jax_internal(owner) or isinstance(owner, _cl.tracer_type()):
                     return None
                 step = _Step(f".{key}", type(owner).__name__, attribute=True)
                 return self._above(owner, step, depth, on_path | {id(parent)})
             if isinstance(owner, type) and owner.__dict__.get(key) is child:
+                if _cl.is_jax_module(owner.__module__):
+                    return None
                 return _Root(
                     "class", f"{owner.__qualname__}.{key}", owner.__module__
                 ), []

@@ -120,6 +120,7 @@ class Session(NotAHolder):
                     self.on_body_end,
                 )
             )
+            self.undo.append(_cl.install_uncached_closure_convert(self.active))
             self.undo.append(_cl.install_escape_hook(self.on_escape))
             self.undo.append(_cl.install_misuse_hook(self.on_misuse))
             self.undo.append(

@@ -5,10 +5,11 @@ JAX checks a finished trace for leaks where it ends: ``core.ensure_no_leaks(trac
 (linearize sub-traces, remat), both only while ``jax_check_tracer_leaks`` is on. A
 leaked tracer used later is reported through ``core.escaped_tracer_error``. These are
 module globals looked up at call time, so replacing them while a ``check_leaks``
-block is active sees every such moment without touching JAX's config. JVP and
-top-level linearize (``grad``) traces are never checked by JAX; the exit of their
-outermost ``set_current_trace`` is seen too. Each ``install_*`` returns a function
-that undoes it.
+block is active sees every such moment without touching JAX's config (the one cache
+that flag turns off because it keeps tracers, ``closure_convert``'s, is skipped the
+same way). JVP and top-level linearize (``grad``) traces are never checked by JAX;
+the exit of their outermost ``set_current_trace`` is seen too. Each ``install_*``
+returns a function that undoes it.
 
 All hooks tested on jax 0.9.0 and 0.10.2.
 """
@@ -25,6 +26,7 @@ from jaxscope.compat import PrivateModule, require
 
 _siu = PrivateModule("jax._src.source_info_util", "compat.leaks")
 _core = PrivateModule("jax._src.core", "compat.leaks")
+_custom = PrivateModule("jax._src.custom_derivatives", "compat.leaks")
 
 Undo = Callable[[], None]
 
@@ -164,14 +166,18 @@ def is_jax_internal(obj: Any) -> bool:
     )
 
 
+def is_jax_module(name: str) -> bool:
+    """Whether ``name`` names one of JAX's own modules (``jax.*``, ``jaxlib.*``)."""
+    return name in ("jax", "jaxlib") or name.startswith(("jax.", "jaxlib."))
+
+
 def is_jax_function(fn: Any) -> bool:
     """Whether ``fn`` is a function defined in JAX's own modules.
 
     Relies on: JAX's functions having a ``__module__`` named ``jax.*`` /
     ``jaxlib.*``.
     """
-    module = getattr(fn, "__module__", "") or ""
-    return module in ("jax", "jaxlib") or module.startswith(("jax.", "jaxlib."))
+    return is_jax_module(getattr(fn, "__module__", "") or "")
 
 
 def install_escape_hook(
@@ -343,6 +349,31 @@ def _tracked_trace_class(
             return result
 
     return Tracked
+
+
+def install_uncached_closure_convert(active: Callable[[], bool]) -> Undo:
+    """While ``active()``, ``jax.closure_convert`` skips its cache, as it does when
+    ``jax_check_tracer_leaks`` is on: the cache would keep the tracers it hoists (and
+    the function closing over them) alive after their trace ended.
+
+    Relies on: ``custom_derivatives._closure_convert_for_avals``, a ``util.cache``
+    function looked up at call time, whose ``__wrapped__`` is the uncached one.
+    """
+    original = require(_custom, "_closure_convert_for_avals", "check_leaks")
+    uncached = getattr(original, "__wrapped__", None)
+    if not callable(uncached):
+        return lambda: None
+
+    def _closure_convert_for_avals(*args: Any, **kwargs: Any) -> Any:
+        return (uncached if active() else original)(*args, **kwargs)
+
+    _closure_convert_for_avals.__wrapped__ = uncached  # type: ignore[attr-defined]
+    _custom._closure_convert_for_avals = _closure_convert_for_avals
+
+    def undo() -> None:
+        _custom._closure_convert_for_avals = original
+
+    return undo
 
 
 def tracer_types_without_line_info() -> tuple[type, ...]:

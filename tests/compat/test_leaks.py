@@ -203,6 +203,28 @@ def test_trace_end_hook_sees_a_checked_set_current_trace_left_alive():
     assert not trace.is_valid() and unchecked.is_valid()
 
 
+def test_closure_convert_skips_its_cache_only_while_active():
+    from jax._src import custom_derivatives as cd
+
+    def outer(x):
+        fn, consts = jax.closure_convert(lambda y: y * x, 1.0)
+        return fn(2.0, *consts)
+
+    cached = cd._closure_convert_for_avals
+    on = [True]
+    undo = cl.install_uncached_closure_convert(lambda: on[0])
+    try:
+        before = cached.cache_info().currsize
+        jax.jit(outer)(3.0)
+        assert cached.cache_info().currsize == before
+        on[0] = False
+        jax.jit(lambda x: outer(x) + 1)(3.0)
+        assert cached.cache_info().currsize == before + 1
+    finally:
+        undo()
+    assert cd._closure_convert_for_avals is cached
+
+
 def test_escape_hook_prefixes_the_unexpected_tracer_error():
     jax.jit(_make())(1.0)
     seen = []

@@ -419,6 +419,37 @@ def test_normal_returns_of_every_transformation_are_not_leaks():
     assert report.leaks == [], report.message()
 
 
+def test_tracers_jax_keeps_in_its_own_caches_are_not_leaks():
+    """``closure_convert`` caches the tracers it hoists (JAX skips that cache only
+    under its own leak flag, which a block does not set)."""
+
+    def outer(x):
+        fn, consts = jax.closure_convert(lambda y: y * x, 1.0)
+        return fn(2.0, *consts)
+
+    report = check(lambda: (jax.jit(outer)(3.0), jax.grad(outer)(3.0)))
+    assert report.leaks == [], report.message()
+
+
+def test_values_kept_from_vjp_linearize_and_jvp_after_the_block_are_not_leaks():
+    def f(x):
+        return jnp.sin(x) * jnp.cos(x)
+
+    kept = {}
+
+    def run():
+        kept["vjp"] = jax.vjp(f, 1.0)
+        kept["lin"] = jax.linearize(f, 1.0)
+        kept["jvp"] = jax.jvp(f, (1.0,), (1.0,))
+        kept["hvp"] = jax.jvp(jax.grad(f), (1.0,), (1.0,))
+        kept["jac"] = jax.jacfwd(jax.jacrev(f))(1.0)
+        kept["remat"] = jax.grad(jax.checkpoint(f))(1.0)
+
+    assert check(run).leaks == []
+    kept["vjp"][1](1.0)
+    kept["lin"][1](1.0)
+
+
 def test_jvp_of_a_function_returning_a_tuple_is_not_a_leak():
     def f(x):
         return (jnp.sin(x), jnp.cos(x))
