@@ -16,12 +16,14 @@ of their own.
 
 This module holds the report; the parts live beside it: ``records`` (``Leak``, the
 summary), ``holders`` (the referrer walk that names a holder) and ``session`` (the JAX
-hooks shared by every active report).
+hooks shared by every active report, imported when a block starts: a report is plain
+data until then, and ``import jaxscope._leaks.checker`` loads no JAX).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -30,7 +32,6 @@ from jaxscope._display import Renderable
 from jaxscope._exceptions import InvalidCallError, TracerLeakError
 from jaxscope._leaks.holders import NotAHolder, holder_of
 from jaxscope._leaks.records import Leak, LeakSummary, LeakSummaryRow, headline
-from jaxscope._leaks.session import SESSION
 
 __all__ = [
     "Leak",
@@ -95,12 +96,16 @@ class LeakReport(NotAHolder, Renderable):
             raise InvalidCallError(
                 "this leak check is already active; use a new js.check_leaks()"
             )
+        from jaxscope._leaks.session import SESSION  # JAX's hooks: loads JAX
+
         self._thread = SESSION.start(self)
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         thread, self._thread = self._thread, None
         if thread is not None:
+            from jaxscope._leaks.session import SESSION
+
             SESSION.stop(self, thread)
         if exc_type is None and self.raise_on_leak and self.leaks:
             err = TracerLeakError(self.message())
@@ -216,4 +221,5 @@ def check_leaks(raise_on_leak: bool = True, *, retrace: bool = False) -> LeakRep
 
 def hooks_installed() -> bool:
     """Whether a ``check_leaks`` block is active (its JAX hooks are installed)."""
-    return bool(SESSION.undo)
+    session = sys.modules.get("jaxscope._leaks.session")
+    return session is not None and bool(session.SESSION.undo)

@@ -686,3 +686,17 @@ def test_summary_of_a_clean_report():
     summary = report.summary()
     assert summary.rows == [] and summary.total_leaks == 0
     assert summary.headline == "no tracer leaked"
+
+
+def test_a_report_is_plain_data_until_its_block_starts():
+    import subprocess
+
+    code = (
+        "import sys, jaxscope as js\n"
+        "report = js.check_leaks(raise_on_leak=False)\n"
+        "print('jax' in sys.modules, report.active, len(report))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert out.stdout.split() == ["False", "False", "0"], out.stderr
