@@ -1,15 +1,14 @@
 """Tracer leaks: every leaked tracer, where it was created and what holds it.
 
-``check_leaks()`` returns a ``LeakReport``; as a context manager the report turns on
-JAX's leak checking for a block and takes over the moment JAX checks a finished
-trace: instead of raising on the first leak with a raw referrer chain, each leaked
-tracer becomes a ``Leak`` record (abstract value, transformation, the user's line that
-created it, and the named place that holds it: ``global list `cache`[0]``,
-``attribute `self.state` of a `Model` object``, ...). It also checks the traces JAX
-never checks (``jax.jvp``, ``jax.grad``'s linearize trace, eager ``shard_map``), makes
-every trace in the block miss JAX's caches (a cached trace would never rerun the
-Python function, hiding its leak), and adds the same facts to the
-``UnexpectedTracerError`` JAX raises when a leaked tracer is used.
+``check_leaks()`` returns a ``LeakReport``; as a context manager the report checks the
+traces that run inside its block, on its thread: instead of JAX raising on the first
+leak with a raw referrer chain, each leaked tracer becomes a ``Leak`` record
+(abstract value, transformation, the user's line that created it, and the named
+place that holds it: ``global list `cache`[0]``, ``attribute `self.state` of a
+`Model` object``, ...). It also checks the traces JAX never checks (``jax.jvp``,
+``jax.grad``'s linearize trace, eager ``shard_map``), and adds the same facts to the
+``UnexpectedTracerError`` JAX raises when a leaked tracer is used. JAX's config and
+caches are left as they are.
 
 Only tracers held by a user-visible place are reported: tracers kept alive by JAX's
 own objects (the inputs of an equation that produced a leaked tracer) are not leaks
@@ -17,14 +16,14 @@ of their own.
 
 This module holds the report; the parts live beside it: ``records`` (``Leak``, the
 summary), ``holders`` (the referrer walk that names a holder) and ``session`` (the JAX
-hooks shared by every active report).
+hooks shared by every active report, imported when a block starts: a report is plain
+data until then, and ``import jaxscope._leaks.checker`` loads no JAX).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import itertools
+import sys
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -33,7 +32,6 @@ from jaxscope._display import Renderable
 from jaxscope._exceptions import InvalidCallError, TracerLeakError
 from jaxscope._leaks.holders import NotAHolder, holder_of
 from jaxscope._leaks.records import Leak, LeakSummary, LeakSummaryRow, headline
-from jaxscope._leaks.session import SESSION
 
 __all__ = [
     "Leak",
@@ -44,6 +42,13 @@ __all__ = [
     "holder_of",
     "hooks_installed",
 ]
+
+_NO_RETRACE = (
+    "check_leaks(retrace=True) is no longer supported (it recompiled every function "
+    "in every block and grew JAX's caches without bound): a block checks the code "
+    "traced inside it; call f.clear_cache() (or jax.clear_caches()) before the block "
+    "to check a function traced before it"
+)
 
 _FIX = (
     "  fix: return values from the transformed function instead of storing "
@@ -61,42 +66,47 @@ class LeakReport(NotAHolder, Renderable):
 
     Args:
         raise_on_leak: raise ``TracerLeakError`` at the end of a block that leaked.
-        retrace: see ``check_leaks``.
+        retrace: see ``check_leaks`` (only False).
     """
 
-    __slots__ = ("_seen", "_stack", "leaks", "raise_on_leak", "retrace")
+    __slots__ = ("_seen", "_thread", "leaks", "raise_on_leak")
 
-    def __init__(self, raise_on_leak: bool = True, *, retrace: bool = True) -> None:
+    def __init__(self, raise_on_leak: bool = True, *, retrace: bool = False) -> None:
         for name, value in (("raise_on_leak", raise_on_leak), ("retrace", retrace)):
             if not isinstance(value, bool):
                 raise InvalidCallError(
                     f"check_leaks({name}=...) takes True or False, got {value!r}; "
                     "pass a bool"
                 )
+        if retrace:
+            raise InvalidCallError(_NO_RETRACE)
         self.leaks: list[Leak] = []
         self.raise_on_leak = raise_on_leak
-        self.retrace = retrace
         # id(tracer) -> (weakref to it, index in leaks); ids are checked against the ref
         self._seen: dict[int, tuple[Any, int]] = {}
-        self._stack: contextlib.ExitStack | None = None
+        self._thread: int | None = None  # the thread that entered the active block
 
     @property
     def active(self) -> bool:
         """Whether this report is checking right now (inside its block)."""
-        return self._stack is not None
+        return self._thread is not None
 
     def __enter__(self) -> LeakReport:
-        if self._stack is not None:
+        if self._thread is not None:
             raise InvalidCallError(
                 "this leak check is already active; use a new js.check_leaks()"
             )
-        self._stack = _activate(self)
+        from jaxscope._leaks.session import SESSION  # JAX's hooks: loads JAX
+
+        self._thread = SESSION.start(self)
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        stack, self._stack = self._stack, None
-        if stack is not None:
-            stack.close()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            from jaxscope._leaks.session import SESSION
+
+            SESSION.stop(self, thread)
         if exc_type is None and self.raise_on_leak and self.leaks:
             err = TracerLeakError(self.message())
             err.report = self  # type: ignore[attr-defined]
@@ -119,11 +129,15 @@ class LeakReport(NotAHolder, Renderable):
         return LeakSummary.of(list(self.leaks))
 
     def message(self) -> str:
-        """The one-line account, then one line per leak and a hint."""
+        """The one-line account, then one line per leak (when more than one) and a
+        hint. Control characters of user strings are spelled out."""
         if not self.leaks:
             return headline(self.leaks)
         lines = [headline(self.leaks)]
-        lines += [f"  {i}. {leak.describe()}" for i, leak in enumerate(self.leaks, 1)]
+        if len(self.leaks) > 1:
+            lines += [
+                f"  {i}. {leak.describe()}" for i, leak in enumerate(self.leaks, 1)
+            ]
         lines.append(_FIX)
         return "\n".join(lines)
 
@@ -160,28 +174,36 @@ class LeakReport(NotAHolder, Renderable):
         return f"<LeakReport: {len(self.leaks)} leak(s)>"
 
 
-def check_leaks(raise_on_leak: bool = True, *, retrace: bool = True) -> LeakReport:
+def check_leaks(raise_on_leak: bool = True, *, retrace: bool = False) -> LeakReport:
     """Check a block for leaked tracers: ``with js.check_leaks() as report: ...``.
 
     Returns a ``LeakReport``, itself the context manager (``report =
-    js.check_leaks(raise_on_leak=False); with report: ...`` works too). Every trace
-    that ends inside the block is checked (jit, grad, vjp, jvp, vmap, scan/while/cond
-    bodies, pmap, shard_map, custom_jvp/vjp, remat): each tracer a global, an
-    attribute, a closure cell, a default argument or a generator still holds becomes
-    a ``Leak``. Traces inside the block miss JAX's caches, so a function traced before
-    still has its leaks found (it is traced and compiled again). JAX's config is
-    restored on every exit.
+    js.check_leaks(raise_on_leak=False); with report: ...`` works too).
+
+    What is checked: every trace that runs inside the block, on the block's thread
+    (jit, grad, vjp, jvp, vmap, scan/while/cond bodies, pmap, shard_map,
+    custom_jvp/vjp, remat): each of its tracers that a global, an attribute, a
+    closure cell, a default argument or a generator still holds becomes a ``Leak``.
+    A call that JAX serves from its caches (a jitted function traced before the
+    block, with the same argument types) runs no trace, so it creates no new leak
+    and is not checked; to check such a function again, clear its cache first
+    (``f.clear_cache()``, or ``jax.clear_caches()``). This is what
+    ``jax.checking_leaks()`` checks too, and nothing is recompiled: JAX's config and
+    caches are left as they are.
+
+    Threads: a block reports the leaks of the code run on its own thread (like
+    JAX's thread-local leak checking); blocks may be open on several threads at
+    once. A leak from another thread's traces is that thread's block's to report.
 
     Args:
         raise_on_leak: raise ``TracerLeakError`` on exit when anything leaked.
-        retrace: True (default): every function is traced again inside the block,
-            so a trace cached before (or in an earlier block) cannot hide a leak;
-            the price is one recompile per jitted function and eager op used in the
-            block. False: share one cache with every other ``retrace=False`` block
-            (functions traced before any checking block are still retraced).
+        retrace: only False. (``retrace=True`` recompiled every function in every
+            block and grew JAX's caches without bound; it raises, naming the
+            replacement.)
 
     Raises:
         TracerLeakError: on exit, listing every leak (first line: a summary).
+        InvalidCallError: ``raise_on_leak`` not a bool, or ``retrace=True``.
 
     Example:
         >>> import jax, jaxscope as js
@@ -199,29 +221,5 @@ def check_leaks(raise_on_leak: bool = True, *, retrace: bool = True) -> LeakRepo
 
 def hooks_installed() -> bool:
     """Whether a ``check_leaks`` block is active (its JAX hooks are installed)."""
-    return bool(SESSION.undo)
-
-
-# A JAX user context that is part of every jit and trace cache key; each retracing
-# block enters it with a new value, so its traces miss every cache.
-_SALT: list[Any] = []
-_SALT_COUNTER = itertools.count(1)
-
-
-def _activate(report: LeakReport) -> contextlib.ExitStack:
-    """Turn checking on for ``report``; closing the returned stack turns it off."""
-    import jax
-
-    if not _SALT:
-        _SALT.append(jax.make_user_context(None))
-    stack = contextlib.ExitStack()
-    try:
-        stack.enter_context(jax.checking_leaks())
-        token = next(_SALT_COUNTER) if report.retrace else 0
-        stack.enter_context(_SALT[0](("jaxscope.check_leaks", token)))
-        SESSION.start(report)
-        stack.callback(SESSION.stop, report)
-    except BaseException:
-        stack.close()
-        raise
-    return stack
+    session = sys.modules.get("jaxscope._leaks.session")
+    return session is not None and bool(session.SESSION.undo)

@@ -3,8 +3,9 @@
 ``holder_of(obj)`` names the user-visible place that keeps ``obj`` alive: a global
 (``global list `cache`[0]``), a module or class attribute, an attribute of an object
 (``attribute `self.state` of a `Model` object (global `m`)``), a closure cell, a
-default argument or a generator's local. JAX's own objects, tracers and jaxscope's
-bookkeeping (``NotAHolder``) are never holders.
+default argument or a generator's local. JAX's own objects and module state (its
+caches: ``closure_convert`` keeps tracers there), tracers and jaxscope's bookkeeping
+(``NotAHolder``) are never holders.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class _Root:
     name: str
     owner: str = ""  # module name, function qualname
     owner_file: str = ""  # the module's file, for globals
+    # closure: the named place holding the function (root, steps), when there is one
+    held_by: tuple[_Root, list[_Step]] | None = None
 
 
 class _Referrers(NotAHolder):
@@ -68,20 +71,18 @@ class _Referrers(NotAHolder):
             r
             for r in refs
             if id(r) not in self.ignore and not isinstance(r, types.FrameType)
-        ]
-        self.ignore.add(id(out))
-        return out[:_MAX_PARENTS]
+        ][:_MAX_PARENTS]
+        self.ignore.add(id(out))  # the list returned: a walk must not go through it
+        return out
 
-    def _cell_root(self, cell: types.CellType) -> _Root | None:
+    def _cell_owner(self, cell: types.CellType) -> tuple[Any, str] | None:
+        """(function, variable name) of the closure cell ``cell``."""
         for closure in self.referrers(cell):
             if not isinstance(closure, tuple):
                 continue
             for fn in self.referrers(closure):
                 if isinstance(fn, types.FunctionType) and fn.__closure__ is closure:
-                    index = closure.index(cell)
-                    return _Root(
-                        "closure", fn.__code__.co_freevars[index], qualname(fn)
-                    )
+                    return fn, fn.__code__.co_freevars[closure.index(cell)]
         return None  # a cell of a running frame only: not a place that outlives it
 
     def _generator_root(self, gen: Any, child: Any) -> _Root:
@@ -156,8 +157,7 @@ class _Walker(_Referrers):
         if type(parent) is dict:
             return self._through_dict(parent, child, depth, on_path)
         if isinstance(parent, types.CellType):
-            root = self._cell_root(parent)
-            return (root, []) if root is not None else None
+            return self._through_cell(parent, depth, on_path | {id(child)})
         if isinstance(
             parent, (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
         ):
@@ -179,9 +179,13 @@ class _Walker(_Referrers):
         attr = _attribute_of(parent, child)
         if attr is not None:
             if isinstance(parent, types.ModuleType):
+                if _cl.is_jax_module(parent.__name__):
+                    return None  # JAX's own state (a cache) holds no user leak
                 return _Root("module", attr, parent.__name__), []
             step = _Step(f".{attr}", type(parent).__name__, attribute=True)
             if isinstance(parent, type):
+                if _cl.is_jax_module(parent.__module__):
+                    return None
                 return _Root(
                     "class", f"{parent.__qualname__}.{attr}", parent.__module__
                 ), []
@@ -190,6 +194,23 @@ class _Walker(_Referrers):
             return None  # globals dict / code constants of a function: not a holder
         step = _Step(f" (in a {type(parent).__name__})", type(parent).__name__)
         return self._above(parent, step, depth, on_path)
+
+    def _through_cell(
+        self, cell: types.CellType, depth: int, on_path: set[int]
+    ) -> tuple[_Root | None, list[_Step]] | None:
+        """The closure variable ``cell`` is, and where its function is held."""
+        owner = self._cell_owner(cell)
+        if owner is None:
+            return None
+        fn, name = owner
+        if _cl.is_jax_function(fn):
+            return None  # JAX's own closures (its caches) hold no user leak
+        root = _Root("closure", name, qualname(fn))
+        outer = self._find(fn, depth + 1, on_path | {id(cell)})
+        # a chain ending in the closure of a function only a frame holds says no more
+        if outer is not None and outer[0] is not None and _anchored(outer[0]):
+            root = dataclasses.replace(root, held_by=(outer[0], outer[1]))
+        return root, []
 
     def _above(
         self, parent: Any, step: _Step, depth: int, on_path: set[int]
@@ -207,6 +228,8 @@ class _Walker(_Referrers):
         if key is _MISSING:
             return None
         module = self.modules.get(id(parent))
+        if module is not None and _cl.is_jax_module(module):
+            return None  # JAX's own state (a cache) holds no user leak
         if module is not None:
             kind = "global" if _is_user_namespace(module) else "module"
             owner_file = str(parent.get("__file__") or "")
@@ -220,12 +243,16 @@ class _Walker(_Referrers):
                 owner, type
             ):
                 if isinstance(owner, types.ModuleType):
+                    if _cl.is_jax_module(owner.__name__):
+                        return None
                     return _Root("module", str(key), owner.__name__), []
                 if _cl.is_jax_internal(owner) or isinstance(owner, _cl.tracer_type()):
                     return None
                 step = _Step(f".{key}", type(owner).__name__, attribute=True)
                 return self._above(owner, step, depth, on_path | {id(parent)})
             if isinstance(owner, type) and owner.__dict__.get(key) is child:
+                if _cl.is_jax_module(owner.__module__):
+                    return None
                 return _Root(
                     "class", f"{owner.__qualname__}.{key}", owner.__module__
                 ), []
@@ -234,6 +261,12 @@ class _Walker(_Referrers):
 
 
 _MISSING = object()
+
+
+def _anchored(root: _Root) -> bool:
+    """Whether ``root`` outlives every frame: not the closure of a function that
+    nothing but a frame holds."""
+    return root.kind != "closure" or root.held_by is not None
 
 
 def _key_of(mapping: dict[Any, Any], child: Any) -> Any:
@@ -312,8 +345,15 @@ def _format_holder(found: tuple[_Root | None, list[_Step]], home_file: str = "")
         return f"class attribute {container}`{root.name}`{accessors}"
     if root.kind == "closure":
         if not steps:
-            return f"nonlocal (closure) variable `{root.name}` of `{root.owner}`"
-        return f"closure variable {container}`{root.name}`{accessors} of `{root.owner}`"
+            text = f"nonlocal (closure) variable `{root.name}` of `{root.owner}`"
+        else:
+            text = (
+                f"closure variable {container}`{root.name}`{accessors} "
+                f"of `{root.owner}`"
+            )
+        if root.held_by is not None:  # the whole chain, from the named root
+            text = f"{_format_holder(root.held_by, home_file)} -> {text}"
+        return text
     if root.kind == "default":
         return f"default argument {container}`{root.name}`{accessors} of `{root.owner}`"
     if root.kind == "generator":

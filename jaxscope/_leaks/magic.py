@@ -1,12 +1,16 @@
 """``%%leaks``: run a cell with tracer-leak checking and show what leaked.
 
 A leak never crashes the cell: the report (an HTML table in Jupyter, rich text in a
-terminal) is shown after the cell's own output. ``--as NAME`` also stores the
-``LeakReport`` in the user's namespace.
+terminal) is shown after the cell's own output. An error in the cell's code is the
+cell's error, as without the magic (so "Run all" and CI stop there), after the
+report of what leaked before it. ``--as NAME`` also stores the ``LeakReport`` in the
+user's namespace. Locations in the cell read as the cell shows them: its number, and
+its lines counted from the ``%%leaks`` line.
 """
 
 from __future__ import annotations
 
+import ast
 import shlex
 from typing import Any
 
@@ -15,6 +19,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._ipython.common import HelpShown, JaxscopeMagics, show, usage_errors
+from jaxscope._source import running_cell_number
 
 
 @magics_class
@@ -34,10 +39,35 @@ class LeakMagics(JaxscopeMagics):
         help="show the report only when something leaked",
     )
     @cell_magic
-    @usage_errors
     def leaks(self, line: str, cell: str) -> Any:
         """Run the cell with tracer-leak checking; show every leaked tracer, where it
-        was created and what holds it (traces are not taken from JAX's caches)."""
+        was created and what holds it (code traced in the cell is checked; a function
+        JAX serves from its caches is not traced again)."""
+        __tracebackhide__ = True  # IPython shows the cell's frames, not the magic's
+        opts = self._options(line)
+        if opts is None:
+            return None
+        from jaxscope._leaks.checker import check_leaks
+
+        shell = self.running_shell
+        body = _compile_cell(shell, line, cell)
+        report = check_leaks(raise_on_leak=False)
+        completed = False
+        try:
+            with report:
+                _run(shell, body)
+            completed = True
+        finally:
+            if opts.name is not None:
+                shell.user_ns[opts.name] = report
+            # after an error the check is incomplete: "no tracer leaked" would mislead
+            if report.leaks or (completed and not opts.quiet):
+                show(report)
+        return None
+
+    @usage_errors
+    def _options(self, line: str) -> Any:
+        """The parsed options; None after ``--help`` printed the help."""
         if any(tok in ("-h", "--help") for tok in line.split()):
             print(self.leaks.__doc__)
             raise HelpShown
@@ -50,18 +80,39 @@ class LeakMagics(JaxscopeMagics):
                 f"%%leaks --as takes a variable name, got {shlex.quote(opts.name)}; "
                 "use e.g. --as report"
             )
-        from jaxscope._leaks.checker import check_leaks
+        return opts
 
-        shell = self.running_shell
-        report = check_leaks(raise_on_leak=False)
-        with report:
-            result = shell.run_cell(cell, store_history=False)
-        if opts.name is not None:
-            shell.user_ns[opts.name] = report
-        if report.leaks or not opts.quiet:
-            show(report)
-        del result
-        return None
+
+def _compile_cell(shell: Any, line: str, cell: str) -> list[Any]:
+    """The cell's code, compiled as IPython compiles a cell (its transforms and
+    ``__future__`` flags), under the running cell's number and with the lines the
+    cell shows (the ``%%leaks`` line is its first); a last expression is compiled
+    on its own in ``"single"`` mode, so its value is displayed."""
+    number = running_cell_number()
+    offset = 0 if number is None else 1  # None: called without a cell (an API call)
+    if number is None:
+        number = shell.execution_count
+    source = shell.transform_cell(cell)
+    header = f"%%leaks {line}".rstrip() + "\n"
+    shown = header * offset + source
+    filename = shell.compile.cache(shown, number, raw_code=shown)
+    tree = shell.compile.ast_parse(source, filename=filename)
+    ast.increment_lineno(tree, offset)
+    nodes = list(tree.body)
+    last = nodes.pop() if nodes and isinstance(nodes[-1], ast.Expr) else None
+    codes = []
+    if nodes:
+        module = ast.Module(body=nodes, type_ignores=[])
+        codes.append(shell.compile(module, filename, "exec"))
+    if last is not None:
+        codes.append(shell.compile(ast.Interactive(body=[last]), filename, "single"))
+    return codes
+
+
+def _run(shell: Any, codes: list[Any]) -> None:
+    __tracebackhide__ = True
+    for code in codes:
+        exec(code, shell.user_global_ns, shell.user_ns)
 
 
 MAGICS = LeakMagics

@@ -2,7 +2,9 @@
 
 With the option on, each test's call phase runs inside ``jaxscope.check_leaks``: a
 test that leaks a tracer fails with the report (what leaked, from which
-transformation, the line that created it, and what holds it).
+transformation, the line that created it, and what holds it). What the test traces
+is checked; a function an earlier test compiled, served from JAX's caches, is not
+traced again (and JAX's caches are left as they are).
 """
 
 from __future__ import annotations

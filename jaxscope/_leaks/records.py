@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from jaxscope._display import Renderable
+from jaxscope._display import Renderable, printable
 from jaxscope._format import plural
 from jaxscope._records import SourceLoc
 
@@ -41,7 +41,8 @@ class Leak:
     used_at: SourceLoc | None = None
 
     def describe(self) -> str:
-        """One line: what leaked, from where, created where, held where."""
+        """One line: what leaked, from where, created where, held where (control
+        characters and line breaks of user strings spelled out)."""
         what = "argument" if self.argument else "tracer"
         text = f"{self.aval} {what} from {self.transformation}"
         if self.created_at is not None:
@@ -53,7 +54,7 @@ class Leak:
             text += f", stored in {self.found_in}"
         if self.used_at is not None:
             text += f", used at {self.used_at} outside its transformation"
-        return text
+        return printable(text).replace("\n", "\\n").replace("\t", "\\t")
 
     def __str__(self) -> str:
         return self.describe()

@@ -1,7 +1,9 @@
 """Rendering of ``LeakReport`` (a table of aval, transformation, created at, found in)
 and of its ``LeakSummary`` (a table of leaks by function).
 
-Text goes through rich (imported lazily); HTML escapes every user string.
+Text goes through rich (imported lazily), every user string (holder names, dict
+keys, function names) as ``plain`` text: never markup, control characters spelled
+out. HTML escapes every user string.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import html as _html
 from typing import Any
 
-from jaxscope._display import html, rich_renderable
+from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._leaks.checker import LeakReport
 from jaxscope._leaks.records import Leak, LeakSummary, LeakSummaryRow, count_text
 
@@ -23,6 +25,11 @@ _CSS = (
     ".jaxscope-leaks .bad{color:#b00020}"
     ".jaxscope-leaks .hint{color:#555}</style>"
 )
+
+
+def _esc(text: str) -> str:
+    return _html.escape(printable(text))
+
 
 _HINT = (
     "fix: return values from the transformed function instead of storing them; keep "
@@ -65,21 +72,23 @@ def _(report: LeakReport) -> Any:
     table.add_column("found in")
     for i, leak in enumerate(report.leaks, 1):
         table.add_row(
-            str(i), leak.aval, leak.transformation, _created(leak), _found(leak)
+            str(i),
+            plain(leak.aval),
+            plain(leak.transformation),
+            plain(_created(leak)),
+            plain(_found(leak)),
         )
     return Group(title, table, Text(_HINT, style="dim"))
 
 
 @rich_renderable.register
 def _(leak: Leak) -> Any:
-    from rich.text import Text
-
-    return Text(leak.describe())
+    return plain(leak.describe())
 
 
 @html.register
 def _(report: LeakReport) -> str:
-    esc = _html.escape
+    esc = _esc
     if not report.leaks:
         return f'{_CSS}<div class="jaxscope-leaks"><span class="clean">jaxscope: no tracer leaked</span></div>'
     rows = "".join(
@@ -102,7 +111,7 @@ def _(report: LeakReport) -> str:
 
 @html.register
 def _(leak: Leak) -> str:
-    return f'<span class="jaxscope-leak">{_html.escape(leak.describe())}</span>'
+    return f'<span class="jaxscope-leak">{_esc(leak.describe())}</span>'
 
 
 _SUMMARY_COLUMNS = ("function", "leaks", "transformations", "created at", "found in")
@@ -135,13 +144,13 @@ def _(summary: LeakSummary) -> Any:
     for column in _SUMMARY_COLUMNS:
         table.add_column(column, justify="right" if column == "leaks" else "left")
     for row in summary.rows:
-        table.add_row(*_summary_cells(row))
-    return Group(table, Text(summary.headline, style="dim"))
+        table.add_row(*(plain(cell) for cell in _summary_cells(row)))
+    return Group(table, plain(summary.headline, style="dim"))
 
 
 @html.register
 def _(summary: LeakSummary) -> str:
-    esc = _html.escape
+    esc = _esc
     if not summary.rows:
         return f'{_CSS}<div class="jaxscope-leaks"><span class="clean">jaxscope: no tracer leaked</span></div>'
     head = "".join(f"<th>{c}</th>" for c in _SUMMARY_COLUMNS)

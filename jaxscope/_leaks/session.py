@@ -1,9 +1,14 @@
 """The process-wide session of tracer-leak checking: JAX hooks installed while at
-least one ``check_leaks`` block is active, and the ``Leak`` records they produce.
+least one ``check_leaks`` block is active on any thread, and the ``Leak`` records
+they produce for the blocks of the thread the leak happened on.
 
-At the end of every trace (and the end of a JVP/linearize body, which JAX never
-checks) the tracers of that trace still held by a named, user-visible place become
-leaks of every active report. A leaked tracer used later (``UnexpectedTracerError``,
+A trace that ends while something still refers to it (where JAX itself would look
+for leaks) is checked at once: each of its tracers held by a named, user-visible
+place becomes a leak. A trace JAX never checks (JVP, top-level linearize, eager
+shard_map) is only noted when its function returns (its outputs are still alive
+then) and checked when the block ends, like a trace whose tracers were held only by
+JAX's or a library's objects when it ended (they may reach the user's objects after
+the transformation returns). A leaked tracer used later (``UnexpectedTracerError``,
 ``float(t)``) is reported with where it was used, and JAX's error gains our account.
 """
 
@@ -28,39 +33,96 @@ if TYPE_CHECKING:
     from jaxscope._leaks.checker import LeakReport
 
 
+class _Thread(NotAHolder):
+    """The active reports of one thread and the traces left to check at their end."""
+
+    __slots__ = ("busy", "found", "pending", "reports")
+
+    def __init__(self) -> None:
+        self.reports: list[LeakReport] = []
+        # id(trace) -> weak reference; an entry leaves when its trace dies
+        self.pending: dict[int, Any] = {}
+        # id(tracer) -> weak reference: the leaks already reported (once is enough,
+        # even if a report forgot them with ``clear()``)
+        self.found: dict[int, Any] = {}
+        self.busy = False
+
+    def was_found(self, tracer: Any) -> bool:
+        ref = self.found.get(id(tracer))
+        return ref is not None and ref() is tracer
+
+    def note_found(self, tracer: Any) -> None:
+        with contextlib.suppress(TypeError):
+            self.found[id(tracer)] = weakref.ref(tracer)
+        if len(self.found) > 10_000:
+            self.found = {k: r for k, r in self.found.items() if r() is not None}
+
+    def defer(self, trace: Any) -> None:
+        key = id(trace)
+        pending = self.pending
+        pending[key] = weakref.ref(trace, lambda _ref: pending.pop(key, None))
+
+    def alive_pending(self) -> list[Any]:
+        return [t for ref in list(self.pending.values()) if (t := ref()) is not None]
+
+    def record(self, tracer: Any, leak: Leak) -> Leak:
+        """Add ``leak`` of ``tracer`` to every report of this thread; returns the
+        record as the last report now holds it (merged with what it knew)."""
+        for report in list(self.reports):
+            report._add(tracer, leak)
+            leak = report._record(tracer) or leak
+        return leak
+
+
 class Session(NotAHolder):
-    """Hooks shared by every active ``check_leaks`` block (process-wide)."""
+    """Hooks shared by every active ``check_leaks`` block; leaks go to the blocks of
+    the thread they happen on."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.reports: list[LeakReport] = []
+        self.threads: dict[int, _Thread] = {}
         self.undo: list[Any] = []
-        self.local = threading.local()
         self.provenance = _Provenance()
 
-    # -- install / remove --------------------------------------------------------
+    # -- blocks -------------------------------------------------------------------
 
-    def start(self, report: LeakReport) -> None:
+    def start(self, report: LeakReport) -> int:
+        """Add ``report`` to the current thread's blocks; returns the thread's id."""
+        ident = threading.get_ident()
         with self.lock:
-            if not self.reports:
+            if not self.undo:
                 self._install()
-            self.reports.append(report)
+            self.threads.setdefault(ident, _Thread()).reports.append(report)
+        return ident
 
-    def stop(self, report: LeakReport) -> None:
+    def stop(self, report: LeakReport, ident: int) -> None:
+        """End ``report``'s block, entered on thread ``ident`` (this or another)."""
         with self.lock:
-            if report in self.reports:
-                self.reports.remove(report)
-            if not self.reports:
-                self._uninstall()
+            state = self.threads.get(ident)
+            if state is None or report not in state.reports:
+                return
+            try:
+                _check_pending(state, self.provenance)
+            finally:
+                state.reports.remove(report)
+                if not state.reports:
+                    del self.threads[ident]
+                if not self.threads:
+                    self._uninstall()
 
     def _install(self) -> None:
         try:
-            self.undo.append(_cl.install_trace_end_hook(self.on_trace_end))
+            self.undo.append(
+                _cl.install_trace_hooks(
+                    self.active,
+                    self.on_trace_end,
+                    _cl.unchecked_trace_types(),
+                    self.on_body_end,
+                )
+            )
+            self.undo.append(_cl.install_uncached_closure_convert(self.active))
             self.undo.append(_cl.install_escape_hook(self.on_escape))
             self.undo.append(_cl.install_misuse_hook(self.on_misuse))
-            self.undo.append(
-                _cl.install_body_end_hook(_cl.unchecked_trace_types(), self.on_body_end)
-            )
             self.undo.append(
                 _cl.install_creation_hook(
                     _cl.tracer_types_without_line_info(), self.on_created
@@ -75,111 +137,140 @@ class Session(NotAHolder):
             self.undo.pop()()
         self.provenance.clear()
 
-    # -- hooks --------------------------------------------------------------------
+    # -- hooks (called on the thread that traces) ----------------------------------
+
+    def _here(self) -> _Thread | None:
+        """The current thread's state, if it has a block and is not analysing."""
+        state = self.threads.get(threading.get_ident())
+        if state is None or state.busy:
+            return None
+        return state
+
+    def active(self) -> bool:
+        return self._here() is not None
 
     @contextlib.contextmanager
-    def _guard(self) -> Iterator[bool]:
-        busy = getattr(self.local, "busy", False)
-        self.local.busy = True
+    def _analysing(self, state: _Thread) -> Iterator[None]:
+        state.busy = True
         try:
-            yield not busy
+            yield
+        except Exception as exc:  # the user's program must go on
+            _warn(exc)
         finally:
-            self.local.busy = busy
+            state.busy = False
 
     def on_created(self, tracer: Any) -> None:
-        if not getattr(self.local, "busy", False):
+        if self._here() is not None:
             self.provenance.note_created(tracer)
 
     def on_trace_end(self, trace: Any) -> None:
-        with self._guard() as free:
-            if free:
-                gc.collect()
-                self._check(trace, hint="pmap" if _cl.pmap_on_stack() else None)
+        state = self._here()
+        if state is None:
+            return
+        with self._analysing(state):
+            gc.collect()  # what only a garbage cycle holds is no leak
+            hint = "pmap" if _cl.pmap_on_stack() else None
+            if hint is not None:
+                self.provenance.note_hint(trace, hint)
+            if not _check(state, trace, self.provenance):
+                state.defer(trace)
 
     def on_body_end(self, trace: Any) -> None:
-        with self._guard() as free:
-            if not free:
-                return
+        state = self._here()
+        if state is None:
+            return
+        with self._analysing(state):
             hint = _cl.api_transformation_on_stack()
             if hint is not None:
                 self.provenance.note_hint(trace, hint)
-            self._check(trace)
+            state.defer(trace)
 
     def on_escape(self, tracer: Any) -> str | None:
-        with self._guard() as free:
-            if not free:
+        state = self._here()
+        if state is None:
+            return None
+        with self._analysing(state):
+            leak = _leak(tracer, None, self.provenance)
+            if leak is None:  # pragma: no cover - found_in "" is still a leak
                 return None
-            try:
-                leak = self._leak(tracer, None)
-                if leak is None:  # pragma: no cover - found_in "" is still a leak
-                    return None
-                leak = dataclasses.replace(leak, used_at=user_frame_of_stack(1))
-                for report in list(self.reports):
-                    report._add(tracer, leak)
-                    leak = report._record(tracer) or leak
-                return f"jaxscope: leaked {leak.describe()}"
-            except Exception as exc:  # never replace JAX's error with ours
-                _warn(exc)
-                return None
+            leak = state.record(
+                tracer, dataclasses.replace(leak, used_at=user_frame_of_stack(1))
+            )
+            return f"jaxscope: leaked {leak.describe()}"
+        return None  # never replace JAX's error with ours
 
     def on_misuse(self, tracer: Any) -> str | None:
         """``float(t)`` / ``np.asarray(t)`` / ``bool(t)`` of a tracer: if ``t`` leaked
         (its trace has ended), the same account as ``on_escape``."""
+        state = self._here()
+        if state is None:
+            return None
         trace = _cl.trace_of(tracer)
         leaked = not _cl.trace_is_valid(trace) or any(
-            r._holds(tracer) for r in self.reports
+            r._holds(tracer) for r in state.reports
         )
         if not leaked:
             return None
         return self.on_escape(tracer)
 
-    # -- finding ------------------------------------------------------------------
 
-    def _check(self, trace: Any, *, hint: str | None = None) -> None:
-        """Report each tracer of ``trace`` that a named, user-visible place holds."""
-        if not self.reports:
-            return
-        try:
-            tracer_cls = _cl.tracer_type()
-            refs = gc.get_referrers(trace)
-            tracers = [r for r in refs if isinstance(r, tracer_cls)]
-            del refs
-            for i in range(len(tracers)):
-                tracer = tracers[i]
-                leak = self._leak(tracer, (tracers,), hint=hint)
-                if leak is None:
-                    continue
-                for report in list(self.reports):
-                    report._add(tracer, leak)
-        except Exception as exc:  # the user's program must go on
-            _warn(exc)
+def _check_pending(state: _Thread, provenance: _Provenance) -> None:
+    """At the end of a block: check the traces still alive that were left to check
+    (a trace dies with its last tracer, so most are gone by now)."""
+    if not state.alive_pending():
+        return
+    state.busy = True
+    try:
+        gc.collect()
+        for trace in state.alive_pending():
+            _check(state, trace, provenance)
+    except Exception as exc:  # the user's program must go on
+        _warn(exc)
+    finally:
+        state.busy = False
 
-    def _leak(
-        self,
-        tracer: Any,
-        ignore: tuple[Any, ...] | None,
-        *,
-        hint: str | None = None,
-    ) -> Leak | None:
-        """The ``Leak`` record of ``tracer``; None if nothing user-visible holds it.
 
-        ``ignore`` None: the tracer is being used (escaped), report it regardless.
-        """
-        hint = self.provenance.hint_of(_cl.trace_of(tracer), hint)
-        return leak_of(tracer, self.provenance.traceback_of(tracer), ignore, hint)
+def _check(state: _Thread, trace: Any, provenance: _Provenance) -> bool:
+    """Report each tracer of ``trace`` that a named, user-visible place holds; False
+    when some tracer of it is held by nothing named (yet)."""
+    tracer_cls = _cl.tracer_type()
+    refs = gc.get_referrers(trace)
+    tracers = [r for r in refs if isinstance(r, tracer_cls)]
+    del refs
+    settled = True
+    for i in range(len(tracers)):  # no iterator object: it would refer to tracers
+        tracer = tracers[i]
+        if state.was_found(tracer):
+            continue
+        leak = _leak(tracer, (tracers,), provenance)
+        if leak is None:
+            settled = False
+            continue
+        state.note_found(tracer)
+        state.record(tracer, leak)
+    return settled
+
+
+def _leak(
+    tracer: Any, ignore: tuple[Any, ...] | None, provenance: _Provenance
+) -> Leak | None:
+    """The ``Leak`` record of ``tracer``; None if nothing user-visible holds it.
+
+    ``ignore`` None: the tracer is being used (escaped), report it regardless.
+    """
+    hint = provenance.hint_of(_cl.trace_of(tracer))
+    return leak_of(tracer, provenance.traceback_of(tracer), ignore, hint)
 
 
 class _Provenance:
     """What JAX records nowhere, kept while checking: the creation traceback of the
-    tracers that carry no line, and the transformation on the stack when a JVP or
-    linearize body ended (those traces carry no debug info). Keyed by id, checked
-    against a weak reference."""
+    tracers that carry no line, and the transformation on the stack when a trace
+    that carries no debug info ended (JVP, linearize) or that pmap made. Keyed by
+    id, checked against a weak reference."""
 
     def __init__(self) -> None:
         self.born: dict[int, tuple[Any, Any]] = {}  # id(tracer) -> (ref, traceback)
-        self.hints: dict[
-            int, tuple[Any, str]
-        ] = {}  # id(trace) -> (ref, transformation)
+        self.hints: dict[int, tuple[Any, str]] = {}  # id(trace) -> (ref, name)
 
     def clear(self) -> None:
         self.born.clear()
@@ -193,10 +284,12 @@ class _Provenance:
 
     def note_hint(self, trace: Any, hint: str) -> None:
         self.hints[id(trace)] = (weakref.ref(trace), hint)
+        if len(self.hints) > 50_000:
+            self.hints = {k: v for k, v in self.hints.items() if v[0]() is not None}
 
-    def hint_of(self, trace: Any, default: str | None) -> str | None:
+    def hint_of(self, trace: Any) -> str | None:
         entry = self.hints.get(id(trace))
-        return entry[1] if entry is not None and entry[0]() is trace else default
+        return entry[1] if entry is not None and entry[0]() is trace else None
 
     def traceback_of(self, tracer: Any) -> Any:
         """The JAX traceback of ``tracer``'s creation, or None."""

@@ -1,21 +1,24 @@
 """Private JAX hooks of the tracer-leak checker (``jaxscope._leaks``).
 
-JAX checks for leaks at the end of a trace by calling
-``core.maybe_find_leaked_tracers(trace)`` (jaxpr traces, vmap, linearize sub-traces),
-and reports a leaked tracer used later through ``core.escaped_tracer_error``. Both are
-module globals looked up at call time, so replacing them for the duration of a
-``check_leaks`` block sees every such moment. JVP and top-level linearize (``grad``)
-traces are never checked by JAX; ``core.set_current_trace`` is wrapped so the end of
-their body is seen too. Each ``install_*`` returns a function that undoes it.
+JAX checks a finished trace for leaks where it ends: ``core.ensure_no_leaks(trace)``
+(jaxpr traces, vmap) and ``core.set_current_trace(trace, check_leaks=True)``
+(linearize sub-traces, remat), both only while ``jax_check_tracer_leaks`` is on. A
+leaked tracer used later is reported through ``core.escaped_tracer_error``. These are
+module globals looked up at call time, so replacing them while a ``check_leaks``
+block is active sees every such moment without touching JAX's config (the one cache
+that flag turns off because it keeps tracers, ``closure_convert``'s, is skipped the
+same way). JVP and top-level linearize (``grad``) traces are never checked by JAX;
+the exit of their outermost ``set_current_trace`` is seen too. Each ``install_*``
+returns a function that undoes it.
 
 All hooks tested on jax 0.9.0 and 0.10.2.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
-import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from jaxscope._exceptions import JaxscopeCompatError
@@ -23,6 +26,7 @@ from jaxscope.compat import PrivateModule, require
 
 _siu = PrivateModule("jax._src.source_info_util", "compat.leaks")
 _core = PrivateModule("jax._src.core", "compat.leaks")
+_custom = PrivateModule("jax._src.custom_derivatives", "compat.leaks")
 
 Undo = Callable[[], None]
 
@@ -162,28 +166,18 @@ def is_jax_internal(obj: Any) -> bool:
     )
 
 
-def install_trace_end_hook(on_trace_end: Callable[[Any], None]) -> Undo:
-    """Call ``on_trace_end(trace)`` where JAX checks a finished trace for leaks.
+def is_jax_module(name: str) -> bool:
+    """Whether ``name`` names one of JAX's own modules (``jax.*``, ``jaxlib.*``)."""
+    return name in ("jax", "jaxlib") or name.startswith(("jax.", "jaxlib."))
 
-    JAX's own check is replaced: it finds nothing, so JAX never raises its plain
-    ``Exception``; ``on_trace_end`` does the finding. JAX only calls it while
-    ``jax_check_tracer_leaks`` is on.
 
-    Relies on: ``core.maybe_find_leaked_tracers`` (called from ``core.ensure_no_leaks``
-    and ``SetCurrentTraceContextManager.__exit__``).
+def is_jax_function(fn: Any) -> bool:
+    """Whether ``fn`` is a function defined in JAX's own modules.
+
+    Relies on: JAX's functions having a ``__module__`` named ``jax.*`` /
+    ``jaxlib.*``.
     """
-    original = require(_core, "maybe_find_leaked_tracers", "check_leaks")
-
-    def maybe_find_leaked_tracers(trace: Any) -> list[Any]:
-        on_trace_end(trace)
-        return []
-
-    _core.maybe_find_leaked_tracers = maybe_find_leaked_tracers
-
-    def undo() -> None:
-        _core.maybe_find_leaked_tracers = original
-
-    return undo
+    return is_jax_module(getattr(fn, "__module__", "") or "")
 
 
 def install_escape_hook(
@@ -238,56 +232,146 @@ def unchecked_trace_types() -> tuple[type, ...]:
     return tuple(found)
 
 
-def install_body_end_hook(
-    trace_types: tuple[type, ...], on_body_end: Callable[[Any], None]
+def install_trace_hooks(
+    active: Callable[[], bool],
+    on_trace_end: Callable[[Any], None],
+    body_types: tuple[type, ...],
+    on_body_end: Callable[[Any], None],
 ) -> Undo:
-    """Call ``on_body_end(trace)`` when the outermost ``set_current_trace(trace)`` of a
-    trace of ``trace_types`` exits: the traced function has returned.
+    """See the end of every trace that runs while ``active()`` is true on its thread.
 
-    Relies on: ``core.set_current_trace`` being a context-manager class with
-    ``trace`` and ``check_leaks`` attributes, looked up at call time by JAX.
+    ``on_trace_end(trace)``: a trace that JAX checks for leaks when
+    ``jax_check_tracer_leaks`` is on (jaxpr traces, vmap, linearize sub-traces, remat)
+    has ended and is still alive: something may hold one of its tracers. It is called
+    where JAX would check, without that flag (whose thread-local value a block could
+    not restore from another thread, and which turns some of JAX's caches off): the
+    trace is invalidated as the flag would, then called while it is alive.
+
+    ``on_body_end(trace)``: the outermost ``set_current_trace(trace)`` of a trace of
+    ``body_types`` (which JAX never checks) has exited: the traced function returned,
+    though its outputs are still alive.
+
+    Where ``active()`` is false JAX's own code runs unchanged (its own leak check
+    included, when the user turned it on).
+
+    Relies on: ``core.ensure_no_leaks(trace)`` (a context manager) and
+    ``core.set_current_trace`` (a context-manager class with ``trace`` and
+    ``check_leaks`` attributes), both looked up at call time by JAX;
+    ``Trace.invalidate()`` and ``Trace._weakref``.
     """
-    original = require(_core, "set_current_trace", "check_leaks")
-    if not isinstance(original, type):
+    ensure_original = require(_core, "ensure_no_leaks", "check_leaks")
+    current_original = require(_core, "set_current_trace", "check_leaks")
+    if not isinstance(current_original, type):
         raise JaxscopeCompatError(
             "jaxscope.check_leaks needs jax._src.core.set_current_trace to be a class; "
             "install a JAX version jaxscope supports (see pyproject.toml)"
         )
-    types = frozenset(trace_types)
-    depth: dict[int, int] = {}
 
-    class _Tracked(original):  # type: ignore[misc, valid-type]
-        __slots__ = ("_ref",)
+    def report_if_alive(ref: Any) -> None:
+        trace = ref()
+        if trace is not None:
+            on_trace_end(trace)
 
-        def __enter__(self) -> Any:
-            key = id(self.trace)
-            depth[key] = depth.get(key, 0) + 1
-            self._ref = weakref.ref(self.trace)
-            return super().__enter__()
+    @contextlib.contextmanager
+    def checked(trace: Any) -> Iterator[None]:
+        inner = ensure_original(trace)
+        ref = trace._weakref
+        del trace  # JAX's own test of the trace being alive must not see ours
+        with inner:
+            yield
+        if active():
+            report_if_alive(ref)
 
-        def __exit__(self, *exc: Any) -> Any:
-            ref = self._ref
-            key = id(ref())
-            result = super().__exit__(*exc)
-            left = depth.get(key, 1) - 1
-            if left <= 0:
-                depth.pop(key, None)
-                trace = ref()
-                if trace is not None and exc[0] is None:
-                    on_body_end(trace)
-            else:
-                depth[key] = left
-            return result
+    def ensure_no_leaks(trace: Any) -> Any:
+        return checked(trace) if active() else ensure_original(trace)
+
+    types = frozenset(body_types)
+    tracked = _tracked_trace_class(
+        current_original, types, active, report_if_alive, on_body_end
+    )
 
     def set_current_trace(trace: Any, check_leaks: bool = False) -> Any:
-        if type(trace) in types:
-            return _Tracked(trace, check_leaks)
-        return original(trace, check_leaks)
+        if (check_leaks or type(trace) in types) and active():
+            return tracked(trace, check_leaks)
+        return current_original(trace, check_leaks)
 
+    _core.ensure_no_leaks = ensure_no_leaks
     _core.set_current_trace = set_current_trace
 
     def undo() -> None:
-        _core.set_current_trace = original
+        _core.set_current_trace = current_original
+        _core.ensure_no_leaks = ensure_original
+
+    return undo
+
+
+def _tracked_trace_class(
+    original: type,
+    body_types: frozenset[type],
+    active: Callable[[], bool],
+    report_if_alive: Callable[[Any], None],
+    on_body_end: Callable[[Any], None],
+) -> type:
+    """JAX's ``set_current_trace`` class, also calling ``on_body_end`` at the
+    outermost exit of a trace of ``body_types`` and checking, as the leak flag
+    would, a ``check_leaks=True`` trace when it exits."""
+    depth: dict[int, int] = {}  # id(trace) -> nesting of its set_current_trace
+
+    class Tracked(original):  # type: ignore[misc, valid-type]
+        __slots__ = ("_ref",)
+
+        def __enter__(self) -> Any:
+            trace = self.trace
+            self._ref = trace._weakref
+            if type(trace) in body_types:
+                depth[id(trace)] = depth.get(id(trace), 0) + 1
+            return super().__enter__()
+
+        def __exit__(self, *exc: Any) -> Any:
+            result = super().__exit__(*exc)
+            ref = self._ref
+            trace = ref()
+            if trace is not None and type(trace) in body_types:
+                left = depth.get(id(trace), 1) - 1
+                if left > 0:
+                    depth[id(trace)] = left
+                else:
+                    depth.pop(id(trace), None)
+                    if exc[0] is None and active():
+                        on_body_end(trace)
+            if self.check_leaks and exc[0] is None and active():
+                if trace is not None:
+                    trace.invalidate()
+                del trace
+                with contextlib.suppress(AttributeError):
+                    del self.trace  # JAX's own exit deletes it only under the flag
+                report_if_alive(ref)
+            return result
+
+    return Tracked
+
+
+def install_uncached_closure_convert(active: Callable[[], bool]) -> Undo:
+    """While ``active()``, ``jax.closure_convert`` skips its cache, as it does when
+    ``jax_check_tracer_leaks`` is on: the cache would keep the tracers it hoists (and
+    the function closing over them) alive after their trace ended.
+
+    Relies on: ``custom_derivatives._closure_convert_for_avals``, a ``util.cache``
+    function looked up at call time, whose ``__wrapped__`` is the uncached one.
+    """
+    original = require(_custom, "_closure_convert_for_avals", "check_leaks")
+    uncached = getattr(original, "__wrapped__", None)
+    if not callable(uncached):
+        return lambda: None
+
+    def _closure_convert_for_avals(*args: Any, **kwargs: Any) -> Any:
+        return (uncached if active() else original)(*args, **kwargs)
+
+    _closure_convert_for_avals.__wrapped__ = uncached  # type: ignore[attr-defined]
+    _custom._closure_convert_for_avals = _closure_convert_for_avals
+
+    def undo() -> None:
+        _custom._closure_convert_for_avals = original
 
     return undo
 

@@ -131,17 +131,98 @@ def test_is_jax_internal():
     assert not cl.is_jax_internal(object())
 
 
-def test_trace_end_hook_sees_the_trace_and_keeps_jax_from_raising():
-    seen = []
-    undo = cl.install_trace_end_hook(lambda trace: seen.append(type(trace).__name__))
+def _install(active=lambda: True, ended=None, bodies=None):
+    return cl.install_trace_hooks(
+        active,
+        (lambda trace: ended.append(type(trace).__name__))
+        if ended is not None
+        else (lambda trace: None),
+        cl.unchecked_trace_types(),
+        (
+            lambda trace: bodies.append(
+                (type(trace).__name__, cl.api_transformation_on_stack())
+            )
+        )
+        if bodies is not None
+        else (lambda trace: None),
+    )
+
+
+def test_trace_end_hook_sees_a_leaking_trace_without_jax_config():
+    ended = []
+    undo = _install(ended=ended)
     try:
-        with jax.checking_leaks():
-            jax.jit(_make())(1.0)  # JAX would raise its plain Exception here
+        jax.jit(_make())(1.0)
+        jax.jit(lambda x: x + 1)(1.0)  # clean: the trace is gone when it ends
+        jax.vmap(_make())(jnp.ones(2))
     finally:
         undo()
-    assert "DynamicJaxprTrace" in seen
-    with pytest.raises(Exception, match="Leaked"), jax.checking_leaks():
-        jax.jit(lambda x: _make()(x) + 1)(1.0)
+    assert ended == ["DynamicJaxprTrace", "BatchTrace"]
+    assert jax.config.jax_check_tracer_leaks is False
+
+
+def test_trace_end_hook_invalidates_the_trace_so_a_leaked_tracer_fails_when_used():
+    undo = _install()
+    try:
+        jax.jit(_make())(1.0)
+    finally:
+        undo()
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        kept[0] + 1
+
+
+def test_trace_end_hook_leaves_jax_alone_where_inactive():
+    ended = []
+    undo = _install(active=lambda: False, ended=ended)
+    try:
+        jax.jit(_make())(1.0)
+        with pytest.raises(Exception, match="Leaked"), jax.checking_leaks():
+            jax.jit(lambda x: _make()(x) + 1)(1.0)  # JAX's own check still raises
+    finally:
+        undo()
+    assert ended == []
+
+
+def test_trace_end_hook_sees_a_checked_set_current_trace_left_alive():
+    """Linearize sub-traces and remat end in ``set_current_trace(t, check_leaks=True)``;
+    one still referred to when it exits is reported (here: by this frame)."""
+    from jax._src import core
+
+    ended = []
+    undo = _install(ended=ended)
+    try:
+        trace = core.EvalTrace()
+        with core.set_current_trace(trace, check_leaks=True):
+            pass
+        unchecked = core.EvalTrace()
+        with core.set_current_trace(unchecked):
+            pass
+    finally:
+        undo()
+    assert ended == ["EvalTrace"]
+    assert not trace.is_valid() and unchecked.is_valid()
+
+
+def test_closure_convert_skips_its_cache_only_while_active():
+    from jax._src import custom_derivatives as cd
+
+    def outer(x):
+        fn, consts = jax.closure_convert(lambda y: y * x, 1.0)
+        return fn(2.0, *consts)
+
+    cached = cd._closure_convert_for_avals
+    on = [True]
+    undo = cl.install_uncached_closure_convert(lambda: on[0])
+    try:
+        before = cached.cache_info().currsize
+        jax.jit(outer)(3.0)
+        assert cached.cache_info().currsize == before
+        on[0] = False
+        jax.jit(lambda x: outer(x) + 1)(3.0)
+        assert cached.cache_info().currsize == before + 1
+    finally:
+        undo()
+    assert cd._closure_convert_for_avals is cached
 
 
 def test_escape_hook_prefixes_the_unexpected_tracer_error():
@@ -159,18 +240,21 @@ def test_escape_hook_prefixes_the_unexpected_tracer_error():
 
 def test_body_end_hook_fires_once_after_a_jvp_and_a_grad_body():
     ended = []
-    undo = cl.install_body_end_hook(
-        cl.unchecked_trace_types(),
-        lambda trace: ended.append(
-            (type(trace).__name__, cl.api_transformation_on_stack())
-        ),
-    )
+    undo = _install(bodies=ended)
     try:
         jax.jvp(_make(), (1.0,), (1.0,))
         jax.grad(_make())(1.0)
     finally:
         undo()
     assert ended == [("JVPTrace", "jvp"), ("LinearizeTrace", "grad")]
+
+
+def test_hooks_are_undone():
+    from jax._src import core
+
+    before = (core.ensure_no_leaks, core.set_current_trace)
+    _install()()
+    assert (core.ensure_no_leaks, core.set_current_trace) == before
 
 
 def test_creation_hook_sees_jvp_tracers_and_is_undone():

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import jax
 import pytest
+
+
+@pytest.fixture(autouse=True)
+def fresh_jax_caches():
+    """A block checks the code traced inside it, and these tests reuse functions
+    (``leaky``) across tests: each starts with JAX's caches empty, as a fresh
+    process would, so what it calls is traced in its block."""
+    jax.clear_caches()
 
 
 @pytest.fixture(autouse=True)

@@ -172,13 +172,74 @@ def test_leaks_cell_magic_on_a_clean_cell(ip):
 
 
 def test_leaks_cell_magic_reports_a_leaked_tracer_used_in_the_cell(ip):
+    import jax
+
     cell = _LEAKY_CELL + "saved[0] + 1\n"
-    with capture_output() as cap:
+    with capture_output() as cap, pytest.raises(jax.errors.UnexpectedTracerError):
         ip.run_cell_magic("leaks", "--as rep2", cell)
-    assert "UnexpectedTracerError" in cap.stderr + cap.stdout
     text = cap.outputs[-1].data["text/plain"]
     assert "global list `saved`[0]; used at In [" in text
     assert ip.user_ns["rep2"].leaks[0].used_at.line == 8
+
+
+_CELL_IN_A_SHELL = """\
+%%leaks --as {name}
+import jax, jax.numpy as jnp
+kept_in_cell = []
+def g(x):
+    kept_in_cell.append(jnp.cos(x) * 2)
+    return x
+jax.jit(g)(1.0)
+{tail}"""
+
+
+def test_a_leaks_cell_whose_code_raises_fails_like_the_code_would(ip):
+    cell = _CELL_IN_A_SHELL.format(name="rep_err", tail="raise ValueError('boom')\n")
+    with capture_output() as cap:
+        result = ip.run_cell(cell, store_history=True)
+    assert not result.success
+    assert isinstance(result.error_in_exec, ValueError)
+    assert "ValueError" in cap.stdout + cap.stderr and "boom" in cap.stdout
+    assert "jaxscope: 1 leaked tracer" in cap.outputs[-1].data["text/plain"]
+    assert len(ip.user_ns["rep_err"]) == 1
+
+
+def test_an_interrupted_leaks_cell_stays_interrupted(ip):
+    cell = _CELL_IN_A_SHELL.format(name="rep_int", tail="raise KeyboardInterrupt\n")
+    with capture_output():
+        result = ip.run_cell(cell, store_history=True)
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    assert not result.success
+
+
+def test_a_clean_leaks_cell_that_raises_shows_no_all_clear(ip):
+    with capture_output() as cap:
+        result = ip.run_cell("%%leaks\nraise ValueError('x')\n", store_history=True)
+    assert isinstance(result.error_in_exec, ValueError)
+    assert not any("no tracer leaked" in str(o.data) for o in cap.outputs)
+
+
+def test_leaks_cell_locations_read_as_the_cell_shows_them(ip):
+    number = ip.execution_count  # the number this cell gets (IPython 8 and 9)
+    cell = _CELL_IN_A_SHELL.format(name="rep_loc", tail="")
+    cell = cell.replace(" g(", " g_loc(").replace("(g)", "(g_loc)")
+    with capture_output():
+        result = ip.run_cell(cell, store_history=True)
+    assert result.success
+    (leak,) = ip.user_ns["rep_loc"].leaks
+    created = leak.created_at
+    assert (created.file, created.line, created.function) == (
+        f"In [{number}]",
+        5,  # line 1 is %%leaks
+        "g_loc",
+    )
+
+
+def test_a_leaks_cell_shows_its_last_value(ip):
+    with capture_output() as cap:
+        ip.run_cell("%%leaks\nx_value = 40\nx_value + 2\n", store_history=True)
+    assert "42" in cap.stdout
+    assert "no tracer leaked" in cap.outputs[-1].data["text/plain"]
 
 
 @pytest.mark.parametrize(
@@ -267,4 +328,5 @@ def test_cli_run_with_leaks_prints_the_report(tmp_path):
     assert proc.stdout.strip() == "0.6192"[:3] or proc.stdout.strip().startswith("0.6")
     assert "jaxscope: 1 leaked tracer" in proc.stderr
     assert "global dict `debug`['g']" in proc.stderr
+    assert proc.stderr.count("global dict `debug`['g']") == 1  # not listed twice
     assert "train.py:5" in proc.stderr
