@@ -152,9 +152,12 @@ def _diff_arg(pa: Arg, ca: Arg, api: str) -> list[Cause]:
         if pa.static.key == ca.static.key:
             return []
         return [_static_arg_cause(ca, pa.static, ca.static, api)]
-    if pa.treedef != ca.treedef:
-        return [_diff_tree(pa, ca, api)]
-    return _diff_leaves(pa, ca, api)
+    if pa.treedef == ca.treedef:
+        return _diff_leaves(pa, ca, api)
+    causes = [_diff_tree(pa, ca, api)]
+    if [p for p, _ in pa.leaves] == [p for p, _ in ca.leaves]:
+        causes += _diff_leaves(pa, ca, api)  # a node's metadata and its leaves changed
+    return causes
 
 
 # ------------------------------------------------------------------ static values
@@ -164,26 +167,17 @@ def _static_change(a: Static, b: Static) -> tuple[Path, str, str, bool]:
     """``(field subpath, before, after, new object)``: the field of two static values
     that differs (no subpath: the whole value); ``new object``: equal text, compared
     by identity."""
-    fa = {p: (t, k) for p, t, k in a.fields}
-    fb = {p: (t, k) for p, t, k in b.fields}
+    fa = {p: (t, k, i) for p, t, k, i in a.fields}
+    fb = {p: (t, k, i) for p, t, k, i in b.fields}
     if fa and fb:
-        for path in [p for p, _, _ in b.fields] + [p for p in fa if p not in fb]:
+        for path in [f[0] for f in b.fields] + [p for p in fa if p not in fb]:
             old, new = fa.get(path), fb.get(path)
-            if old == new:
+            if old is not None and new is not None and old[1] == new[1]:
                 continue
             if old is None or new is None:
                 break  # a different shape of value: show it whole
-            if old[0] == new[0]:
-                return path, f"{old[0]} (object {old[1][1]:#x})", new[0], True
-            return path, old[0], new[0], False
-    if a.text == b.text and b.identity:
-        return (
-            (),
-            f"{a.text} (object {a.key[1]:#x})",
-            f"{b.text} (object {b.key[1]:#x})",
-            True,
-        )
-    return (), a.text, b.text, False
+            return path, old[0], new[0], old[0] == new[0] and new[2]
+    return (), a.text, b.text, a.text == b.text and b.identity
 
 
 def _static_arg_cause(arg: Arg, a: Static, b: Static, api: str) -> Cause:
@@ -196,7 +190,7 @@ def _static_arg_cause(arg: Arg, a: Static, b: Static, api: str) -> Cause:
             "each call, hashed by identity, so it never hits the cache: define "
             "__hash__ and __eq__ by value or reuse one object"
         )
-        after = f"{after} (new object)" if sub else after
+        after = f"{after} (new object)"
     else:
         hint = (
             f"static argument {arg.display} changes"

@@ -15,7 +15,9 @@ the user's level (``library_signature``), or from an entry of JAX's own trace ca
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +25,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxscope._format import short_repr
+from jaxscope._format import qualname, short_repr
 from jaxscope.compat import libraries as _clib
 from jaxscope.compat import recompiles as _crec
 
@@ -59,13 +61,13 @@ class Leaf:
 class Static:
     """A value JAX keys by hash and equality: a static argument, a non-array leaf of
     ``eqx.filter_jit``, or a metadata field of a pytree node. ``fields``: ``(subpath,
-    text, key)`` of the values inside it (dataclass fields, items), to name what
-    changed."""
+    text, key, identity)`` of the values inside it (dataclass fields, items), to name
+    what changed."""
 
     text: str
     key: Any  # (type name, hash), or ("unhashable", repr)
     identity: bool  # hashed by identity: a new object never hits the cache
-    fields: tuple[tuple[Path, str, Any], ...] = ()
+    fields: tuple[tuple[Path, str, Any, bool], ...] = ()
 
     def type_str(self) -> str:
         return f"static {self.text}"
@@ -147,17 +149,42 @@ def _hash_key(value: Any) -> Any:
         return ("unhashable", short_repr(value, 200))
 
 
+def _text_of(value: Any) -> str:
+    """A short text for a static value; a function by its name, not its long repr
+    (``<function relu>``, not ``<jax._src.custom_derivatives.custom_jvp object...``)."""
+    if isinstance(value, _FUNCTIONS) or (
+        callable(value)
+        and hasattr(value, "__wrapped__")
+        and not dataclasses.is_dataclass(value)
+    ):
+        return f"<function {qualname(value)}>"
+    return short_repr(value, 40)
+
+
+_FUNCTIONS = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    functools.partial,
+)
+
+
 def static_of(value: Any, depth: int = _FIELD_DEPTH) -> Static:
     """A static value: its short repr, the key JAX hashes it by, and its fields."""
-    fields: list[tuple[Path, str, Any]] = []
+    fields: list[tuple[Path, str, Any, bool]] = []
     if depth > 0:
         _fields_of(value, (), depth, fields)
     return Static(
-        text=short_repr(value, 40),
+        text=_text_of(value),
         key=_hash_key(value),
-        identity=type(value).__hash__ is object.__hash__,
+        identity=_by_identity(value),
         fields=tuple(fields),
     )
+
+
+def _by_identity(value: Any) -> bool:
+    """Whether JAX's cache compares ``value`` by identity (default ``__hash__``)."""
+    return type(value).__hash__ is object.__hash__ or isinstance(value, _FUNCTIONS)
 
 
 def _children(value: Any) -> list[tuple[str, Any]] | None:
@@ -182,7 +209,7 @@ def _fields_of(value: Any, path: Path, depth: int, out: list[Any]) -> None:
     children = _children(value)
     if children is None or depth <= 0:
         if path:
-            out.append((path, short_repr(value, 40), _hash_key(value)))
+            out.append((path, _text_of(value), _hash_key(value), _by_identity(value)))
         return
     for name, child in children:
         if len(out) >= _FIELD_LIMIT:

@@ -254,8 +254,10 @@ def _read_jax_caches(
     """What JAX's caches hold of a function no watcher saw compile: its earlier
     traces, as signatures where they can be read at the user's level."""
     if library is not None:
-        # Equinox's inner function is shared by every filter_jit of that name
-        frame.traced_before = library.api == "nnx.jit" and _crec.traced_before(fun)
+        # Equinox's inner function is shared by every filter_jit of that name; the
+        # user's function is among its static arguments
+        holding = library.user_fn if library.api == "eqx.filter_jit" else None
+        frame.traced_before = _crec.traced_before(fun, holding)
         return
     keys = _crec.earlier_trace_keys(fun)
     if keys:

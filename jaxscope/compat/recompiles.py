@@ -543,19 +543,25 @@ def earlier_trace_keys(fun: Any, limit: int = 64) -> list[TraceKey]:
     return out[-limit:]
 
 
-def traced_before(fun: Any) -> bool:
-    """Whether JAX's trace cache holds any trace of ``fun`` (any JAX version).
+def traced_before(fun: Any, holding: Any = None) -> bool:
+    """Whether JAX's trace cache holds a trace of ``fun`` (any JAX version); with
+    ``holding``, one whose static arguments hold that very object (a library's inner
+    function shared by several user functions, each passed as a static argument).
 
-    Relies on: ``pjit._infer_params_cached`` (0.10) or ``partial_eval.trace_to_jaxpr``
-    (0.9), ``weakref_lru_cache``s whose keys start with a weak reference to ``fun``.
+    Relies on: ``pjit._infer_params_cached`` (0.10: static arguments in the key's
+    ``ArgumentSignature``) or ``partial_eval.trace_to_jaxpr`` (0.9),
+    ``weakref_lru_cache``s whose keys start with a weak reference to ``fun``.
     """
     for module, name in ((_pjit, "_infer_params_cached"), (_pe, "trace_to_jaxpr")):
         try:
             keys = getattr(module, name).cache_keys()
         except Exception:  # absent or different in this JAX
             continue
-        if any(_refers_to(key, fun) for key in keys):
-            return True
+        for key in keys:
+            if _refers_to(key, fun) and (
+                holding is None or _holds(_static_args_of(key), holding, 4)
+            ):
+                return True
     return False
 
 
@@ -564,6 +570,21 @@ def _refers_to(key: Any, fun: Any) -> bool:
         return key[0]() is fun
     except Exception:
         return False
+
+
+def _static_args_of(key: Any) -> Any:
+    try:
+        return key[2][1].static_args
+    except Exception:
+        return ()
+
+
+def _holds(value: Any, obj: Any, depth: int) -> bool:
+    if value is obj:
+        return True
+    if depth and isinstance(value, (tuple, list)):
+        return any(_holds(v, obj, depth - 1) for v in value)
+    return False
 
 
 def aval_type(aval: Any) -> tuple[str, str, bool]:
