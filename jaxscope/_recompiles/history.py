@@ -4,6 +4,11 @@ For each jitted function (held by weak reference) the signatures it compiled wit
 for each code location, how many function objects were made from it (a jit inside a
 loop); for computations run outside jit (``jax.grad`` of a jitted function), their
 signatures by name and source. A miss is explained by the closest earlier compile.
+
+A function compiled before any watcher started has no history here; what JAX's own
+caches hold stands in for it (``Miss.earlier``: the traces in JAX's trace cache;
+``Miss.lowered_before``: how the traced computation was lowered), so the cause is
+right whenever the watcher starts.
 """
 
 from __future__ import annotations
@@ -13,9 +18,9 @@ import weakref
 from collections import Counter
 from typing import Any, Protocol
 
-from jaxscope._recompiles.causes import diff
+from jaxscope._recompiles.causes import diff, dtype_cause, placement_cause
 from jaxscope._recompiles.records import Cause
-from jaxscope._recompiles.signature import Signature
+from jaxscope._recompiles.signature import Leaf, Signature
 from jaxscope._records import SourceLoc
 
 HISTORY_LIMIT = 64
@@ -30,6 +35,9 @@ class Miss(Protocol):
     compiles: int
     call_site: SourceLoc | None
     eager_key: tuple[str, str, int] | None
+    earlier: list[Signature] | None
+    traced_before: bool
+    lowered_before: list[tuple[str, ...]] | None
 
 
 def _cause(kind: str, path: str, hint: str, before: str = "", after: str = "") -> Cause:
@@ -57,17 +65,33 @@ def _closest(history: list[Signature], sig: Signature, name: str) -> list[Cause]
             best = causes
         if not causes:
             break
+    usual = [_usual_dtype(history, c) if c.kind == "dtype" else c for c in best or []]
     history.append(sig)
     if len(history) > HISTORY_LIMIT:
         del history[0]
-    return best or []
+    return usual
+
+
+def _usual_dtype(history: list[Signature], cause: Cause) -> Cause:
+    """A dtype cause whose hint casts to the dtype most earlier compiles had at that
+    path (the first one on a tie), not to the last, maybe odd, one."""
+    seen: Counter[str] = Counter()
+    for sig in history:
+        for path, type_str in sig.flat():
+            if path == cause.path and not type_str.startswith("static "):
+                seen[type_str.split("[", 1)[0]] += 1
+    if not seen:
+        return cause
+    top = max(seen.values())
+    usual = next(d for d in seen if seen[d] == top)  # insertion order: first seen
+    return dtype_cause(cause.path, cause.before, cause.after, usual)
 
 
 class CompileHistory:
     """What compiled before, shared by all watchers (callers hold the watcher lock)."""
 
     def __init__(self) -> None:
-        # fun -> signatures it compiled with (most recent last)
+        # function -> signatures it compiled with (most recent last)
         self.by_function: weakref.WeakKeyDictionary[Any, list[Signature]] = (
             weakref.WeakKeyDictionary()
         )
@@ -76,16 +100,27 @@ class CompileHistory:
         # (name, file, line) of computations compiled outside jit -> signatures
         self.eager: dict[tuple[str, str, int], list[Signature]] = {}
 
+    def knows(self, owner: Any) -> bool:
+        """Whether a watcher has seen ``owner`` compile."""
+        with contextlib.suppress(TypeError):
+            return bool(self.by_function.get(owner))
+        return False
+
     def classify(
-        self, fun: Any, user: Any, miss: Miss, defined_at: SourceLoc | None
+        self, owner: Any, user: Any, miss: Miss, defined_at: SourceLoc | None
     ) -> list[Cause]:
-        """The causes of a miss of the jitted ``fun`` (``user``: the user's function)."""
+        """The causes of a miss of ``owner`` (the jitted function, or the user's
+        function behind a library's jit; ``user``: the user's function)."""
         history = None
-        if fun is not None:
+        if owner is not None:
             with contextlib.suppress(TypeError):
-                history = self.by_function.get(fun)
+                history = self.by_function.get(owner)
+        from_jax = False
+        if not history and miss.earlier and miss.sig is not None:
+            history, from_jax = list(miss.earlier), True
+            self._remember(owner, history)
         if not history:
-            return self._first(fun, user, miss, defined_at)
+            return self._first(owner, user, miss, defined_at)
         name = miss.fun_name
         if miss.sig is None:
             return [
@@ -94,6 +129,8 @@ class CompileHistory:
         causes = _closest(history, miss.sig, name)
         if causes:
             return causes
+        if from_jax and not miss.traces and miss.compiles:
+            return _compile_only(miss)
         what = "recompiled" if not miss.traces else "retraced"
         hint = (
             f"{name} was {what} with arguments, options and config identical to an "
@@ -103,17 +140,30 @@ class CompileHistory:
         )
         return [_cause("other", name, hint)]
 
+    def _remember(self, owner: Any, history: list[Signature]) -> None:
+        if owner is not None:
+            with contextlib.suppress(TypeError):
+                self.by_function[owner] = history
+
     def _first(
-        self, fun: Any, user: Any, miss: Miss, defined_at: SourceLoc | None
+        self, owner: Any, user: Any, miss: Miss, defined_at: SourceLoc | None
     ) -> list[Cause]:
-        """The first compile of ``fun`` seen: recorded, then explained."""
+        """The first compile of ``owner`` seen: recorded, then explained."""
         code = _code_key(user) if user is not None else None
         earlier = self.code_seen[code] if code is not None else 0
         if code is not None:
             self.code_seen[code] += 1
-        if miss.sig is not None and fun is not None:
-            with contextlib.suppress(TypeError):
-                self.by_function[fun] = [miss.sig]
+        if miss.sig is not None:
+            self._remember(owner, [miss.sig])
+        if not miss.traces and miss.compiles:
+            return _compile_only(miss)
+        if miss.traced_before:
+            hint = (
+                f"{miss.fun_name} was compiled before this watcher started, with "
+                "other arguments, options or config; start watching before its first "
+                "call to see what changed"
+            )
+            return [_cause("other", miss.fun_name, hint, "compiled before", "again")]
         return [_first_cause(miss, earlier, defined_at)]
 
     def classify_eager(self, miss: Miss) -> list[Cause]:
@@ -138,20 +188,71 @@ class CompileHistory:
         ]
 
 
+def _compile_only(miss: Miss) -> list[Cause]:
+    """A compile without a trace, of a function no watcher saw compile: its first
+    compile (traced before by ``jax.make_jaxpr``, ``js.jaxpr``, ``.trace``), or a new
+    placement of one JAX lowered before, by how JAX's lowering cache holds it."""
+    name = miss.fun_name
+    lowered = miss.lowered_before or []
+    changes = _placement_changes(miss.sig, lowered) if miss.sig is not None else None
+    if not lowered or changes == []:
+        hint = (
+            f"the first compile of {name}: it was traced before (jax.make_jaxpr, "
+            "js.jaxpr, %jaxpr, .trace or .lower) but not compiled; expected once "
+            "per function"
+        )
+        return [_cause("first_call", name, hint)]
+    if changes:
+        return changes
+    hint = (
+        f"{name} was compiled before this watcher started for arguments placed "
+        "elsewhere (other devices or shardings), and compiles again for these: keep "
+        "arguments on one device/sharding"
+    )
+    return [_cause("other", name, hint, "compiled before", "compiled again")]
+
+
+def _placement_changes(
+    sig: Signature, lowered: list[tuple[str, ...]]
+) -> list[Cause] | None:
+    """Device/sharding causes against the closest earlier lowering; ``[]`` when one
+    was lowered with these very placements; None when they cannot be lined up."""
+    leaves = _flat_leaves(sig)
+    current = [leaf.placement for _, leaf in leaves]
+    best: list[Cause] | None = None
+    for earlier in lowered:
+        if len(earlier) < len(current):
+            continue
+        earlier = earlier[len(earlier) - len(current) :]  # consts come first
+        causes = [
+            placement_cause(where, old, new)
+            for (where, _), old, new in zip(leaves, earlier, current, strict=True)
+            if new is not None and old != new
+        ]
+        if best is None or len(causes) < len(best):
+            best = causes
+    return best
+
+
+def _flat_leaves(sig: Signature) -> list[tuple[str, Leaf]]:
+    """``(path, leaf)`` of every array leaf in JAX's flat order: positional
+    arguments in order, then keyword arguments sorted by name."""
+    positional = [a for a in sig.args if not a.keyword]
+    keyword = sorted((a for a in sig.args if a.keyword), key=lambda a: a.base)
+    return [
+        (arg.path(p), leaf)
+        for arg in positional + keyword
+        if arg.static is None
+        for p, leaf in arg.leaves
+        if isinstance(leaf, Leaf)
+    ]
+
+
 def _first_cause(miss: Miss, earlier: int, defined_at: SourceLoc | None) -> Cause:
-    """A first compile: compiled before watching, a function object re-made from code
-    that compiled ``earlier`` times already, or really the first."""
+    """A first compile: a function object re-made from code that compiled
+    ``earlier`` times already, or really the first."""
     name = miss.fun_name
     where = str(defined_at) if defined_at else "its definition"
-    if not miss.traces and miss.compiles:
-        hint = (
-            f"{name} was already traced (before this watcher started), and "
-            "this jitted wrapper compiles it again: a second jax.jit(...) of the "
-            "same function with other options, or new arguments placement; create "
-            "the jitted function once and reuse it"
-        )
-        before, after = "compiled before this watcher", "compiled again"
-        return _cause("new_function", name, hint, before, after)
     if earlier:
         site = f" (called at {miss.call_site})" if miss.call_site else ""
         hint = (

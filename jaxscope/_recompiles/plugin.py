@@ -1,14 +1,19 @@
 """pytest hooks for recompiles: fixture, marker, option, terminal summary.
 
 - fixture ``jax_recompiles``: a ``RecompileLog`` watching the test.
+- marker ``@pytest.mark.jax_max_compiles(n)`` / ``(n, function="name")``: at most
+  ``n`` compiles (the first included) of each (or the named) user function in the test.
 - marker ``@pytest.mark.jax_max_recompiles(n)`` / ``(n, function="name")``: at most
-  ``n`` compiles (first included) of each (or the named) user function in the test;
-  enforced whatever the option says.
+  ``n`` recompiles, compiles after the first one in the test, of each (or the named)
+  function. Both markers are enforced whatever the option says; a ``function=`` that
+  names no function compiled in the test fails it.
 - option ``--jax-recompiles=off|warn|fail`` (ini ``jax_recompiles``): for tests without
   a marker, warn or fail when any function compiles more than once.
 - a terminal summary of the worst offenders of the run.
 
-Compiles of JAX's own eager ops (``jnp.ones(4)`` outside jit) are never counted.
+Functions are told apart by where they are defined (two lambdas are two functions).
+Never counted: compiles of JAX's own eager ops (``jnp.ones(4)`` outside jit), and
+recompiles that jaxscope's own leak checking causes (``--jax-check-leaks``).
 """
 
 from __future__ import annotations
@@ -29,11 +34,13 @@ if TYPE_CHECKING:
 # the plugin is active in every pytest run of the environment, JAX or not.
 
 _POLICIES = ("off", "warn", "fail")
-_MARKER = "jax_max_recompiles"
+_MARKER = "jax_max_recompiles"  # recompiles: compiles after the first in the test
+_COMPILES_MARKER = "jax_max_compiles"  # compiles, the first included
 
 
 class _BadMarker(ValueError):
-    """A ``jax_max_recompiles`` marker with arguments it does not take."""
+    """A ``jax_max_compiles`` / ``jax_max_recompiles`` marker with arguments it does
+    not take."""
 
 
 _totals_key = pytest.StashKey[dict[str, list[Any]]]()
@@ -61,7 +68,14 @@ def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
         "markers",
         f"{_MARKER}(n, function=None): fail the test if a jitted function (or the "
-        "named one) compiles more than n times in it (first compile included)",
+        "named one) recompiles more than n times in it (compiles after its first "
+        "one in the test)",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{_COMPILES_MARKER}(n, function=None): fail the test if a jitted function "
+        "(or the named one) compiles more than n times in it (first compile "
+        "included)",
     )
     policy = config.getoption("--jax-recompiles") or config.getini("jax_recompiles")
     policy = str(policy).strip().lower() or "off"
@@ -74,30 +88,37 @@ def pytest_configure(config: Any) -> None:
     config.stash[_used_key] = False
 
 
-def _marker_budget(item: Any) -> tuple[int, str | None] | None:
-    marker = item.get_closest_marker(_MARKER)
-    if marker is None:
-        return None
+def _marker_budgets(item: Any) -> list[tuple[str, int, str | None]]:
+    """``(marker name, n, function)`` of each budget marker on ``item``."""
+    return [
+        (name, *_marker_budget(item, name))
+        for name in (_COMPILES_MARKER, _MARKER)
+        if item.get_closest_marker(name) is not None
+    ]
+
+
+def _marker_budget(item: Any, name: str) -> tuple[int, str | None]:
+    marker = item.get_closest_marker(name)
     args, kwargs = marker.args, dict(marker.kwargs)
     function = kwargs.pop("function", None)
     if kwargs:
         raise _BadMarker(
-            f"{_MARKER}: unknown argument(s) {sorted(kwargs)} in {item.nodeid}; "
-            "use jax_max_recompiles(n) or jax_max_recompiles(n, function='name')"
+            f"{name}: unknown argument(s) {sorted(kwargs)} in {item.nodeid}; "
+            f"use {name}(n) or {name}(n, function='name')"
         )
     if len(args) != 1:
         raise _BadMarker(
-            f"{_MARKER} takes one budget n, got {len(args)} positional arguments in "
-            f"{item.nodeid}; use jax_max_recompiles(n)"
+            f"{name} takes one budget n, got {len(args)} positional arguments in "
+            f"{item.nodeid}; use {name}(n)"
         )
     n = args[0]
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise _BadMarker(
-            f"{_MARKER}(n): n must be an int >= 0, got {n!r} in {item.nodeid}"
+            f"{name}(n): n must be an int >= 0, got {n!r} in {item.nodeid}"
         )
     if function is not None and not isinstance(function, str):
         raise _BadMarker(
-            f"{_MARKER}: function= must be a function name (str), got "
+            f"{name}: function= must be a function name (str), got "
             f"{function!r} in {item.nodeid}"
         )
     return n, function
@@ -105,20 +126,60 @@ def _marker_budget(item: Any) -> tuple[int, str | None] | None:
 
 def _compiles_by_function(
     events: list[RecompileEvent],
-) -> dict[str, list[RecompileEvent]]:
-    out: dict[str, list[RecompileEvent]] = {}
+) -> dict[Any, list[RecompileEvent]]:
+    """The compiles charged to the user, per function (name and definition site)."""
+    out: dict[Any, list[RecompileEvent]] = {}
     for e in events:
-        if e.compiled:
-            out.setdefault(e.function, []).append(e)
+        if e.compiled and not e.caused_by_jaxscope:
+            out.setdefault(e.key, []).append(e)
     return out
 
 
+def _check_budget(
+    marker: str, n: int, function: str | None, by_fn: dict[Any, list[RecompileEvent]]
+) -> tuple[str, dict[Any, list[RecompileEvent]]] | None:
+    """The failure title of one budget marker and the functions over it, or None
+    when it holds."""
+    from jaxscope._recompiles.records import function_matches
+
+    if function is not None and not any(
+        function_matches(k[0], function) for k in by_fn
+    ):
+        title = (
+            f"{marker}({n}, function={function!r}): no function named {function!r} "
+            "was compiled in this test"
+        )
+        return title, {}
+    recompiles = marker == _MARKER
+    over = {
+        key: evs
+        for key, evs in by_fn.items()
+        if len(evs) - recompiles > n
+        and (function is None or function_matches(key[0], function))
+    }
+    if not over:
+        return None
+    if recompiles:
+        names = ", ".join(
+            f"{key[0]} recompiled {len(evs) - 1} times ({len(evs)} compiles in this "
+            "test; the first is not a recompile)"
+            for key, evs in over.items()
+        )
+    else:
+        names = ", ".join(
+            f"{key[0]} compiled {len(evs)} times (first compile included)"
+            for key, evs in over.items()
+        )
+    return f"{marker}({n}) exceeded: {names}", over
+
+
 def _report(
-    title: str, offenders: dict[str, list[RecompileEvent]], root: Any = None
+    title: str, offenders: dict[Any, list[RecompileEvent]], root: Any = None
 ) -> str:
     """The failure text: one line per compile with its causes, then the hints.
 
-    Paths under the rootdir are shown relative to it, as pytest shows test files.
+    Paths under the rootdir are shown relative to it, as pytest shows test files;
+    control characters of user strings are spelled out.
     """
     lines = [title]
     for events in offenders.values():
@@ -127,7 +188,9 @@ def _report(
             for c in e.causes:
                 if c.kind != "first_call" and c.hint:
                     lines.append(f"      hint: {c.hint}")
-    text = "\n".join(lines)
+    from jaxscope._display import printable
+
+    text = printable("\n".join(lines))
     if root is not None:
         text = text.replace(os.path.join(str(root), ""), "")
     return text
@@ -138,16 +201,15 @@ def pytest_runtest_call(item: Any) -> Iterator[None]:
     config = item.config
     bad = None
     try:
-        budget = _marker_budget(item)
+        budgets = _marker_budgets(item)
     except _BadMarker as exc:
-        bad, budget = str(exc), None
+        bad, budgets = str(exc), []
     if bad is not None:
         pytest.fail(bad, pytrace=False)
     policy = config.stash.get(_policy_key, "off")
-    if budget is None and policy == "off":
+    if not budgets and policy == "off":
         return (yield)
     config.stash[_used_key] = True
-    from jaxscope._recompiles.records import function_matches
     from jaxscope._recompiles.watcher import RecompileLog
 
     log = RecompileLog()
@@ -156,30 +218,21 @@ def pytest_runtest_call(item: Any) -> Iterator[None]:
         result = yield
     finally:
         log.stop()
-        _add_totals(config, log, item.nodeid)
+        if "jax_recompiles" not in getattr(item, "fixturenames", ()):
+            _add_totals(config, log, item.nodeid)  # else the fixture counts them
     by_fn = _compiles_by_function(log.events)
-    if budget is not None:
-        n, function = budget
-        offenders = {
-            fn: evs
-            for fn, evs in by_fn.items()
-            if len(evs) > n and (function is None or function_matches(fn, function))
-        }
-        if offenders:
-            names = ", ".join(
-                f"{fn} compiled {len(evs)} times" for fn, evs in offenders.items()
-            )
-            pytest.fail(
-                _report(
-                    f"{_MARKER}({n}) exceeded: {names}", offenders, config.rootpath
-                ),
-                pytrace=False,
-            )
+    if budgets:
+        failures = [_check_budget(m, n, fn, by_fn) for m, n, fn in budgets]
+        failed = [f for f in failures if f is not None]
+        if failed:
+            over = {key: evs for _, found in failed for key, evs in found.items()}
+            title = "\n".join(t for t, _ in failed)
+            pytest.fail(_report(title, over, config.rootpath), pytrace=False)
         return result
-    offenders = {fn: evs for fn, evs in by_fn.items() if len(evs) > 1}
+    offenders = {key: evs for key, evs in by_fn.items() if len(evs) > 1}
     if offenders:
         names = ", ".join(
-            f"{fn} compiled {len(evs)} times" for fn, evs in offenders.items()
+            f"{key[0]} compiled {len(evs)} times" for key, evs in offenders.items()
         )
         msg = _report(f"jax recompiles: {names}", offenders, config.rootpath)
         if policy == "fail":
@@ -193,7 +246,7 @@ def _add_totals(config: Any, log: RecompileLog, nodeid: str) -> None:
     if totals is None:
         return
     for e in log.events:
-        if not e.compiled:
+        if not e.compiled or e.caused_by_jaxscope:
             continue
         where = str(e.defined_at) if e.defined_at else ""
         root = os.path.join(str(config.rootpath), "")
@@ -230,12 +283,16 @@ def pytest_terminal_summary(
     if not rows:
         terminalreporter.write_line("no compiles of jitted functions recorded")
         return
+    from jaxscope._display import printable
+
     for name, (count, seconds, tests) in rows:
         worst, n = max(tests.items(), key=lambda kv: kv[1])
         more = f" and {len(tests) - 1} more tests" if len(tests) > 1 else ""
         terminalreporter.write_line(
-            f"{int(count):5d} compiles  {seconds:8.3f} s  {name}  "
-            f"[most in {worst}: {n}{more}]"
+            printable(
+                f"{int(count):5d} compiles  {seconds:8.3f} s  {name}  "
+                f"[most in {worst}: {n}{more}]"
+            )
         )
 
 

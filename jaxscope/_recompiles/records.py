@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from jaxscope._display import Renderable
+from jaxscope._display import Renderable, printable
 from jaxscope._records import SourceLoc
 
 CAUSE_KINDS = (
@@ -28,6 +28,15 @@ CAUSE_KINDS = (
     "device",
     "other",
 )
+
+
+# A function as the records tell functions apart: (qualified name, "file:line").
+FunctionKey = tuple[str, str]
+
+
+def function_key(function: str, defined_at: SourceLoc | None) -> FunctionKey:
+    """The key of the function named ``function`` defined at ``defined_at``."""
+    return function, str(defined_at) if defined_at is not None else ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +65,8 @@ class RecompileEvent:
     ``seconds`` is the trace + lowering + compile time this miss cost. ``traced`` and
     ``compiled`` say which of these happened (a new device or donation recompiles
     without a retrace). ``signature`` lists ``(path, type)`` of the call's arguments.
+    ``caused_by_jaxscope``: the only cause is jaxscope's own leak checking (which
+    traces every function again inside its block), not the user's program.
     """
 
     function: str
@@ -67,10 +78,17 @@ class RecompileEvent:
     compiled: bool = True
     signature: tuple[tuple[str, str], ...] = ()
     thread: str = ""
+    caused_by_jaxscope: bool = False
 
     @property
     def kinds(self) -> list[str]:
         return [c.kind for c in self.causes]
+
+    @property
+    def key(self) -> FunctionKey:
+        """Which function this is: its name and where it is defined (two lambdas, or
+        two ``step``s, are two functions)."""
+        return function_key(self.function, self.defined_at)
 
     def __str__(self) -> str:
         return describe_event(self)
@@ -106,18 +124,18 @@ class RecompileSummary(Renderable):
     def of(
         cls,
         events: Iterable[RecompileEvent],
-        calls: Mapping[str, int],
+        calls: Mapping[FunctionKey, int],
         internal_compiles: int = 0,
     ) -> RecompileSummary:
-        """The summary of ``events``; ``calls``: cache misses seen per function."""
-        groups: dict[str, list[RecompileEvent]] = {}
+        """The summary of ``events``; ``calls``: cache misses seen per function key."""
+        groups: dict[FunctionKey, list[RecompileEvent]] = {}
         for e in events:
-            groups.setdefault(e.function, []).append(e)
+            groups.setdefault(e.key, []).append(e)
         rows = [
             SummaryRow(
-                function=fn,
+                function=key[0],
                 defined_at=evs[0].defined_at,
-                calls=max(calls.get(fn, 0), len(evs)),
+                calls=max(calls.get(key, 0), len(evs)),
                 traces=sum(1 for e in evs if e.traced),
                 compiles=sum(1 for e in evs if e.compiled),
                 seconds=sum(e.seconds for e in evs),
@@ -125,7 +143,7 @@ class RecompileSummary(Renderable):
                     3
                 ),
             )
-            for fn, evs in groups.items()
+            for key, evs in groups.items()
         ]
         rows.sort(key=lambda r: (-r.compiles, -r.seconds, r.function))
         return cls(rows, internal_compiles)
@@ -174,13 +192,16 @@ def function_matches(qualname: str, wanted: str) -> bool:
 
 
 def describe_cause(cause: Cause) -> str:
-    """``"shape x: f32[3] → f32[4]"``; ``"first call"`` for a first compile."""
+    """``"shape x: f32[3] → f32[4]"``; ``"first call"`` for a first compile.
+
+    User strings in it have their control characters spelled out (``\\x1b``).
+    """
     if cause.kind == "first_call":
         return "first call"
     head = cause.kind if not cause.path else f"{cause.kind} {cause.path}"
     if cause.before or cause.after:
-        return f"{head}: {cause.before} → {cause.after}"
-    return head
+        head = f"{head}: {cause.before} → {cause.after}"
+    return printable(head)
 
 
 def describe_event(event: RecompileEvent) -> str:
@@ -194,4 +215,5 @@ def describe_event(event: RecompileEvent) -> str:
         if event.compiled
         else " [trace only]"
     )
-    return f"{event.function}{where}: {causes}{what} ({event.seconds * 1000:.1f} ms)"
+    text = f"{event.function}{where}: {causes}{what} ({event.seconds * 1000:.1f} ms)"
+    return printable(text)

@@ -1,7 +1,9 @@
 """Rendering of recompile logs: a summary table, one compact line per event.
 
-Text goes through rich (imported lazily); HTML escapes every user string and puts
-each event's causes, hints and argument types in a ``<details>`` block.
+Text goes through rich (imported lazily), every user string (function names, paths,
+values, hints quoting them) as ``plain`` text: never markup, control characters spelled
+out. HTML escapes every user string and puts each event's causes, hints and argument
+types in a ``<details>`` block.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import html as _html
 from typing import Any
 
-from jaxscope._display import html, rich_renderable
+from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._recompiles.records import (
     RecompileEvent,
     RecompileEvents,
@@ -48,12 +50,12 @@ def _event_text(event: RecompileEvent) -> Any:
     from rich.text import Text
 
     out = Text()
-    out.append(event.function, style="bold")
+    out.append_text(plain(event.function, style="bold"))
     if event.call_site is not None:
-        out.append(f" at {event.call_site}", style="dim")
+        out.append_text(plain(f" at {event.call_site}", style="dim"))
     out.append(": ")
     causes = "; ".join(describe_cause(c) for c in event.causes) or "unknown cause"
-    out.append(causes, style="yellow")
+    out.append_text(plain(causes, style="yellow"))
     if not event.traced:
         out.append(" [compile only, no retrace]", style="magenta")
     elif not event.compiled:
@@ -70,7 +72,7 @@ def _events_text(
 
     parts: list[Any] = []
     if title:
-        parts.append(Text(title, style="bold"))
+        parts.append(plain(title, style="bold"))
     shown = events[-MAX_EVENTS_SHOWN:]
     if len(events) > len(shown):
         parts.append(
@@ -81,7 +83,7 @@ def _events_text(
         if hints:
             for cause in event.causes:
                 if cause.kind != "first_call" and cause.hint:
-                    parts.append(Text(f"    hint: {cause.hint}", style="dim"))
+                    parts.append(plain(f"    hint: {cause.hint}", style="dim"))
     return Group(*parts)
 
 
@@ -106,8 +108,8 @@ def _summary_table(summary: RecompileSummary) -> Any:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for r in summary.rows:
         table.add_row(
-            r.function,
-            str(r.defined_at or ""),
+            plain(r.function),
+            plain(str(r.defined_at or "")),
             str(r.calls),
             str(r.traces),
             str(r.compiles),
@@ -167,7 +169,7 @@ def _(log: RecompileLog) -> Any:
 
 
 def _e(text: object) -> str:
-    return _html.escape(str(text))
+    return _html.escape(printable(str(text)))
 
 
 def _event_html(event: RecompileEvent) -> str:

@@ -1,29 +1,55 @@
 """What JAX keys its jit caches on, read from one call as short strings.
 
-A ``Signature`` names each argument after the user's parameters (``params['w'][0]``,
-``y (keyword)``) and describes each leaf (shape, dtype, weak type, placement) and each
-static value, plus the jit options, donation and trace-context config of the call. It
-holds no user array or function.
+A ``Signature`` names each argument after the user's parameters and each leaf by its
+pytree path, kept as key components (``("['encoder.layer0.bias']",)``) so a key with
+``.`` or ``[`` in it is never cut. It describes each array leaf (shape, dtype, weak
+type, placement), each static value (with its fields, so a changed config names the
+field), each pytree node (type and metadata fields), plus the jit options, donation
+and trace-context config of the call. It holds no user array or function.
+
+Signatures come from a live call (``signature_of``), from a library's jit seen at
+the user's level (``library_signature``), or from an entry of JAX's own trace cache
+(``signature_from_key``: leaves without placement, which JAX does not key traces on).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
+import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import jax
+import numpy as np
 
-from jaxscope._format import short_repr
+from jaxscope._format import qualname, short_repr
+from jaxscope.compat import libraries as _clib
 from jaxscope.compat import recompiles as _crec
+
+Path = tuple[str, ...]  # pytree key components as keystr spells each one
+
+_FIELD_DEPTH = 3  # how deep the fields of a static value are read
+_FIELD_LIMIT = 64  # at most this many fields per static value
+_NODE_LIMIT = 512  # at most this many pytree nodes per argument
+
+
+def join(path: Path) -> str:
+    """``("['w']", "[0]")`` → ``"['w'][0]"``."""
+    return "".join(path)
 
 
 @dataclass(frozen=True, slots=True)
 class Leaf:
+    """An array leaf: ``placement`` is ``""`` for uncommitted single-device and host
+    values, None where unknown (a signature read from JAX's trace cache)."""
+
     shape: str
     dtype: str
     weak: bool
-    placement: str  # "" for uncommitted single-device / host values
+    placement: str | None
     device: str
 
     def type_str(self) -> str:
@@ -32,22 +58,42 @@ class Leaf:
 
 
 @dataclass(frozen=True, slots=True)
+class Static:
+    """A value JAX keys by hash and equality: a static argument, a non-array leaf of
+    ``eqx.filter_jit``, or a metadata field of a pytree node. ``fields``: ``(subpath,
+    text, key, identity)`` of the values inside it (dataclass fields, items), to name
+    what changed."""
+
+    text: str
+    key: Any  # (type name, hash), or ("unhashable", repr)
+    identity: bool  # hashed by identity: a new object never hits the cache
+    fields: tuple[tuple[Path, str, Any, bool], ...] = ()
+
+    def type_str(self) -> str:
+        return f"static {self.text}"
+
+
+@dataclass(frozen=True, slots=True)
 class Arg:
+    """One argument: ``static`` for a static argument, else its pytree (``treedef``
+    string, ``leaves``, ``nodes`` as ``(path, type name)``, and ``meta``: metadata
+    fields of its nodes, which JAX keys in the tree structure)."""
+
     base: str  # parameter name
     keyword: bool
-    static: bool
-    static_repr: str = ""
-    static_key: Any = None  # (type name, hash) or repr
-    identity_hash: bool = False
+    static: Static | None = None
     treedef: str = ""
-    leaves: tuple[tuple[str, Leaf], ...] = ()
+    leaves: tuple[tuple[Path, Leaf | Static], ...] = ()
+    nodes: tuple[tuple[Path, str], ...] = ()
+    meta: tuple[tuple[Path, Static], ...] = ()
 
     @property
     def display(self) -> str:
-        return f"{self.base} (keyword)" if self.keyword else self.base
+        return self.path()
 
-    def path(self, sub: str = "") -> str:
-        return f"{self.base}{sub} (keyword)" if self.keyword else f"{self.base}{sub}"
+    def path(self, sub: Path | str = ()) -> str:
+        text = self.base + (sub if isinstance(sub, str) else join(sub))
+        return f"{text} (keyword)" if self.keyword else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,16 +102,30 @@ class Signature:
     donated: tuple[str, ...]
     config: tuple[tuple[str, str], ...]
     args: tuple[Arg, ...]
+    api: str = "jax.jit"  # what the user jitted with: jax.jit, eqx.filter_jit, nnx.jit
 
     def flat(self) -> tuple[tuple[str, str], ...]:
         """``(path, type)`` of every leaf and static argument."""
         out: list[tuple[str, str]] = []
         for arg in self.args:
-            if arg.static:
-                out.append((arg.path(), f"static {arg.static_repr}"))
+            if arg.static is not None:
+                out.append((arg.path(), arg.static.type_str()))
             else:
                 out.extend((arg.path(p), leaf.type_str()) for p, leaf in arg.leaves)
         return tuple(out)
+
+    def placements(self) -> tuple[str | None, ...]:
+        """The placement of every array leaf, in JAX's flat order."""
+        return tuple(
+            leaf.placement
+            for arg in self.args
+            if arg.static is None
+            for _, leaf in arg.leaves
+            if isinstance(leaf, Leaf)
+        )
+
+
+# ------------------------------------------------------------------ values
 
 
 def leaf_of(x: Any) -> Leaf:
@@ -82,41 +142,220 @@ def leaf_of(x: Any) -> Leaf:
     return Leaf(shape, dtype, weak, placement, device)
 
 
-def static_arg(base: str, keyword: bool, value: Any) -> Arg:
-    """A static argument: its short repr and the key JAX hashes it by."""
-    identity = type(value).__hash__ is object.__hash__
+def _hash_key(value: Any) -> Any:
     try:
-        key: Any = (type(value).__qualname__, hash(value))
-    except TypeError:
-        key = ("unhashable", short_repr(value, 200))
+        return (type(value).__qualname__, hash(value))
+    except Exception:
+        return ("unhashable", short_repr(value, 200))
+
+
+def _text_of(value: Any) -> str:
+    """A short text for a static value; a function by its name, not its long repr
+    (``<function relu>``, not ``<jax._src.custom_derivatives.custom_jvp object...``)."""
+    if isinstance(value, _FUNCTIONS) or (
+        callable(value)
+        and hasattr(value, "__wrapped__")
+        and not dataclasses.is_dataclass(value)
+    ):
+        return f"<function {qualname(value)}>"
+    return short_repr(value, 40)
+
+
+_FUNCTIONS = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    functools.partial,
+)
+
+
+def static_of(value: Any, depth: int = _FIELD_DEPTH) -> Static:
+    """A static value: its short repr, the key JAX hashes it by, and its fields."""
+    fields: list[tuple[Path, str, Any, bool]] = []
+    if depth > 0:
+        _fields_of(value, (), depth, fields)
+    return Static(
+        text=_text_of(value),
+        key=_hash_key(value),
+        identity=_by_identity(value),
+        fields=tuple(fields),
+    )
+
+
+def _by_identity(value: Any) -> bool:
+    """Whether JAX's cache compares ``value`` by identity (default ``__hash__``)."""
+    return type(value).__hash__ is object.__hash__ or isinstance(value, _FUNCTIONS)
+
+
+def _children(value: Any) -> list[tuple[str, Any]] | None:
+    """The named parts of a value a static key is made of, or None for an atom."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [
+            (f".{f.name}", getattr(value, f.name, None))
+            for f in dataclasses.fields(value)
+            if f.name != "parent"  # a Linen module's scope, not its config
+        ]
+    names = getattr(value, "_fields", None)  # a NamedTuple
+    if isinstance(value, tuple) and isinstance(names, tuple):
+        return [(f".{name}", getattr(value, name)) for name in names]
+    if isinstance(value, (tuple, list)):
+        return [(f"[{i}]", v) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return [(f"[{k!r}]", v) for k, v in value.items()]
+    return None
+
+
+def _fields_of(value: Any, path: Path, depth: int, out: list[Any]) -> None:
+    children = _children(value)
+    if children is None or depth <= 0:
+        if path:
+            out.append((path, _text_of(value), _hash_key(value), _by_identity(value)))
+        return
+    for name, child in children:
+        if len(out) >= _FIELD_LIMIT:
+            return
+        _fields_of(child, (*path, name), depth - 1, out)
+
+
+def is_array(x: Any) -> bool:
+    """An array leaf as ``eqx.filter_jit`` tells them (traced; everything else static)."""
+    return isinstance(x, (jax.Array, np.ndarray, np.generic))
+
+
+@dataclass(frozen=True, slots=True)
+class Flavor:
+    """How a jit API sees the leaves of an argument."""
+
+    api: str = "jax.jit"
+    static_leaf: Callable[[Any], bool] | None = None  # eqx.filter_jit: non-arrays
+    is_leaf: Callable[[Any], bool] | None = None  # nnx.jit: a Variable is one leaf
+    leaf_value: Callable[[Any], Any] | None = None  # nnx.jit: the Variable's array
+
+
+JAX_JIT = Flavor()
+EQX_JIT = Flavor(api="eqx.filter_jit", static_leaf=lambda x: not is_array(x))
+NNX_JIT = Flavor(
+    api="nnx.jit", is_leaf=_clib.is_nnx_variable, leaf_value=_clib.nnx_variable_value
+)
+
+
+def dynamic_arg(
+    base: str,
+    keyword: bool,
+    value: Any,
+    flavor: Flavor = JAX_JIT,
+    leaf_fn: Callable[[Any], Leaf | Static] | None = None,
+) -> Arg:
+    """A traced argument: its pytree structure and the description of each leaf.
+
+    ``leaf_fn`` describes a leaf (default: ``leaf_of``, or ``static_of`` for the
+    leaves the flavor keeps static).
+    """
+    with_paths, treedef = jax.tree_util.tree_flatten_with_path(
+        value, is_leaf=flavor.is_leaf
+    )
+    leaves = []
+    for key_path, x in with_paths:
+        path = tuple(jax.tree_util.keystr((k,)) for k in key_path)
+        if leaf_fn is not None:
+            leaves.append((path, leaf_fn(x)))
+        elif flavor.static_leaf is not None and flavor.static_leaf(x):
+            leaves.append((path, static_of(x, depth=1)))
+        else:
+            x = flavor.leaf_value(x) if flavor.leaf_value is not None else x
+            leaves.append((path, leaf_of(x)))
+    nodes, meta = _nodes_of(value, flavor)
     return Arg(
         base=base,
         keyword=keyword,
-        static=True,
-        static_repr=short_repr(value, 40),
-        static_key=key,
-        identity_hash=identity,
+        treedef=str(treedef),
+        leaves=tuple(leaves),
+        nodes=nodes,
+        meta=meta,
     )
 
 
-def dynamic_arg(base: str, keyword: bool, value: Any) -> Arg:
-    """A traced argument: its pytree structure and the description of each leaf."""
-    leaves_with_paths, treedef = jax.tree_util.tree_flatten_with_path(value)
-    leaves = tuple(
-        (jax.tree_util.keystr(path), leaf_of(leaf)) for path, leaf in leaves_with_paths
-    )
-    return Arg(
-        base=base, keyword=keyword, static=False, treedef=str(treedef), leaves=leaves
-    )
+_ATOMS = (jax.Array, np.ndarray, np.generic, int, float, complex, str)
 
 
-def _parameters(jit_info: Any, user: Any, nargs: int) -> tuple[list[str], str | None]:
-    """``(positional parameter names, *args name)`` of the jitted function.
+def _is_atom(x: Any, flavor: Flavor) -> bool:
+    if isinstance(x, (*_ATOMS, _KeyLeaf)):
+        return True
+    return flavor.is_leaf is not None and flavor.is_leaf(x)
+
+
+def _nodes_of(
+    value: Any, flavor: Flavor
+) -> tuple[tuple[tuple[Path, str], ...], tuple[tuple[Path, Static], ...]]:
+    """Every pytree node of ``value`` (path, type name) and the metadata fields of
+    its custom nodes (attributes that are not children: JAX keys them by value)."""
+    nodes: list[tuple[Path, str]] = []
+    meta: list[tuple[Path, Static]] = []
+    stack: list[tuple[Path, Any]] = [((), value)]
+    while stack and len(nodes) < _NODE_LIMIT:
+        path, node = stack.pop()
+        if _is_atom(node, flavor):
+            continue
+        try:
+            children = jax.tree_util.tree_flatten_with_path(
+                node,
+                is_leaf=lambda n, node=node: n is not node,  # one level down
+            )[0]
+        except Exception:
+            continue
+        if len(children) == 1 and children[0][0] == () and children[0][1] is node:
+            continue  # a leaf
+        nodes.append((path, type(node).__name__))
+        child_ids = {id(c) for _, c in children}
+        for name, attr in _metadata_fields(node, child_ids):
+            meta.append(((*path, f".{name}"), static_of(attr, depth=2)))
+        for key_path, child in reversed(children):
+            key = tuple(jax.tree_util.keystr((k,)) for k in key_path)
+            if not any(k.startswith("._") for k in key):  # a library's private state
+                stack.append(((*path, *key), child))
+    nodes.sort()
+    meta.sort(key=lambda item: item[0])
+    return tuple(nodes), tuple(meta)
+
+
+_CONTAINERS = (dict, list, tuple, type(None))
+
+
+def _metadata_fields(node: Any, child_ids: set[int]) -> list[tuple[str, Any]]:
+    """The attributes of a custom pytree node that are not among its children."""
+    if isinstance(node, _CONTAINERS):
+        return []
+    if dataclasses.is_dataclass(node):
+        names = [f.name for f in dataclasses.fields(node)]
+    elif hasattr(node, "__dict__"):
+        names = [k for k in vars(node) if not k.startswith("_")]
+    else:
+        return []
+    out = []
+    for name in names:
+        try:
+            attr = getattr(node, name)
+        except Exception:
+            continue
+        if id(attr) not in child_ids and not _clib.is_nnx_variable(attr):
+            out.append((name, attr))
+    return out
+
+
+def static_arg(base: str, keyword: bool, value: Any) -> Arg:
+    """A static argument: its short repr, the key JAX hashes it by, its fields."""
+    return Arg(base=base, keyword=keyword, static=static_of(value))
+
+
+# ------------------------------------------------------------------ live calls
+
+
+def _parameters(sig: Any, user: Any, nargs: int) -> tuple[list[str], str | None]:
+    """``(positional parameter names, *args name)`` of a jitted function.
 
     ``user``: the user's function behind ``jax.pmap``, whose flat arguments are named
     after its parameters when they match one to one.
     """
-    sig = _crec.jit_signature(jit_info)
     if user is not None:
         try:
             user_sig = inspect.signature(user)
@@ -142,45 +381,63 @@ def _parameters(jit_info: Any, user: Any, nargs: int) -> tuple[list[str], str | 
     return positional, varargs
 
 
+def _base(i: int, positional: list[str], varargs: str | None) -> str:
+    if i < len(positional):
+        return positional[i]
+    if varargs is not None:
+        return f"{varargs}[{i - len(positional)}]"
+    return f"args[{i}]"
+
+
+def _normalize(nums: tuple[int, ...], n: int) -> set[int]:
+    return {i % n if i < 0 and n else i for i in nums}
+
+
 def signature_of(
     jit_info: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     user: Any = None,
+    library: _clib.LibraryJitCall | None = None,
 ) -> Signature:
-    """The signature of one jitted call (``user``: see ``_parameters``)."""
+    """The signature of one jitted call (``user``: see ``_parameters``; ``library``:
+    the user's call behind ``eqx.filter_jit`` / ``nnx.jit``, named at its level)."""
     static_nums, static_names, donate_nums, donate_names = _crec.jit_static_and_donated(
         jit_info
     )
-    positional, varargs = _parameters(jit_info, user, len(args))
+    flavor = JAX_JIT
+    sig = _crec.jit_signature(jit_info)
+    if library is not None:
+        args, kwargs, sig = library.args, library.kwargs, library.signature
+        static_nums = library.static_argnums
+        flavor = EQX_JIT if library.api == "eqx.filter_jit" else NNX_JIT
+        if library.api == "eqx.filter_jit":
+            donate_nums, donate_names = (), ()
+    positional, varargs = _parameters(sig, user, len(args))
     n = len(args)
-    statics = {i % n if i < 0 and n else i for i in static_nums}
-    donated_idx = {i % n if i < 0 and n else i for i in donate_nums}
+    statics, donated_idx = _normalize(static_nums, n), _normalize(donate_nums, n)
     out: list[Arg] = []
     donated: list[str] = []
     for i, value in enumerate(args):
-        if i < len(positional):
-            base = positional[i]
-        elif varargs is not None:
-            base = f"{varargs}[{i - len(positional)}]"
-        else:
-            base = f"args[{i}]"
+        base = _base(i, positional, varargs)
         if i in statics or base in static_names:
             out.append(static_arg(base, False, value))
         else:
-            out.append(dynamic_arg(base, False, value))
+            out.append(dynamic_arg(base, False, value, flavor))
         if i in donated_idx or base in donate_names:
             donated.append(base)
     for key, value in kwargs.items():
         idx = positional.index(key) if key in positional else -1
-        if key in static_names or (idx >= 0 and idx in static_nums):
+        if key in static_names or (idx >= 0 and idx in statics):
             out.append(static_arg(key, True, value))
         else:
-            out.append(dynamic_arg(key, True, value))
-        if key in donate_names or (idx >= 0 and idx in donate_nums):
+            out.append(dynamic_arg(key, True, value, flavor))
+        if key in donate_names or (idx >= 0 and idx in donated_idx):
             donated.append(f"{key} (keyword)")
     options = tuple(sorted(_crec.jit_options(jit_info).items()))
-    return Signature(options, tuple(donated), _crec.trace_config(), tuple(out))
+    return Signature(
+        options, tuple(donated), _crec.trace_config(), tuple(out), flavor.api
+    )
 
 
 def eager_signature(args: tuple[Any, ...]) -> Signature:
@@ -191,3 +448,74 @@ def eager_signature(args: tuple[Any, ...]) -> Signature:
         _crec.trace_config(),
         tuple(dynamic_arg(f"args[{i}]", False, a) for i, a in enumerate(args)),
     )
+
+
+# ------------------------------------------------------------------ JAX's cache
+
+
+class _KeyLeaf:
+    """A placeholder leaf standing for one abstract value of a cached trace."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+def _cached_arg(
+    base: str, keyword: bool, treedef: Any, avals: tuple[tuple[str, str, bool], ...]
+) -> Arg:
+    placeholders = [_KeyLeaf(i) for i in range(treedef.num_leaves)]
+    try:
+        value = jax.tree_util.tree_unflatten(treedef, placeholders)
+    except Exception:  # a node that will not rebuild from placeholders
+        value = placeholders if treedef.num_leaves != 1 else placeholders[0]
+
+    def leaf_fn(x: Any) -> Leaf:
+        shape, dtype, weak = avals[x.index] if isinstance(x, _KeyLeaf) else ("?",) * 3
+        return Leaf(str(shape), str(dtype), bool(weak), None, "")
+
+    arg = dynamic_arg(base, keyword, value, leaf_fn=leaf_fn)
+    return dataclasses.replace(arg, treedef=str(treedef))
+
+
+def signature_from_key(key: _crec.TraceKey, user: Any = None) -> Signature:
+    """The signature of an earlier trace held in JAX's cache (see ``TraceKey``)."""
+    static_nums, _, donate_nums, donate_names = _crec.jit_static_and_donated(
+        key.jit_info
+    )
+    n_kw_static, n_kw_dynamic = len(key.static_arg_names), len(key.dynamic_arg_names)
+    pos_static = list(key.static_args[: len(key.static_args) - n_kw_static])
+    pos_trees = list(key.treedefs[: len(key.treedefs) - n_kw_dynamic])
+    n = len(pos_static) + len(pos_trees)
+    positional, varargs = _parameters(_crec.jit_signature(key.jit_info), user, n)
+    statics, donated_idx = _normalize(static_nums, n), _normalize(donate_nums, n)
+    out: list[Arg] = []
+    donated: list[str] = []
+    offset = 0
+    for i in range(n):
+        base = _base(i, positional, varargs)
+        if i in statics and pos_static:
+            out.append(static_arg(base, False, pos_static.pop(0)))
+            continue
+        tree = pos_trees.pop(0)
+        out.append(
+            _cached_arg(base, False, tree, key.avals[offset : offset + tree.num_leaves])
+        )
+        offset += tree.num_leaves
+        if i in donated_idx or base in donate_names:
+            donated.append(base)
+    kw_static = key.static_args[len(key.static_args) - n_kw_static :]
+    for name, value in zip(key.static_arg_names, kw_static, strict=True):
+        out.append(static_arg(name, True, value))
+    kw_trees = key.treedefs[len(key.treedefs) - n_kw_dynamic :]
+    for name, tree in zip(key.dynamic_arg_names, kw_trees, strict=True):
+        out.append(
+            _cached_arg(name, True, tree, key.avals[offset : offset + tree.num_leaves])
+        )
+        offset += tree.num_leaves
+        idx = positional.index(name) if name in positional else -1
+        if name in donate_names or (idx >= 0 and idx in donated_idx):
+            donated.append(f"{name} (keyword)")
+    options = tuple(sorted(_crec.jit_options(key.jit_info).items()))
+    return Signature(options, tuple(donated), key.config, tuple(out))

@@ -2,17 +2,23 @@
 thread, a stack of the misses in progress.
 
 The hooks (``jaxscope.compat.recompiles.MissHooks``) are installed while any log
-watches. A miss pushes a ``_Frame`` on its
-thread's stack; trace/lower/compile events and durations are counted on the top frame;
-the end of the miss pops it and, for a top-level user function that traced or
-compiled, classifies it against the shared history and hands the event to every log.
-A bug here never breaks the user's call: it becomes a ``RuntimeWarning``.
+watches. A miss pushes a ``_Frame`` on its thread's stack; trace/lower/compile events
+and durations are counted on the top frame; the end of the miss pops it and, for a
+top-level user function that traced or compiled, classifies it against the shared
+history and hands the event to every log. A bug here never breaks the user's call: it
+becomes a ``RuntimeWarning``.
+
+A miss of ``eqx.filter_jit`` / ``nnx.jit`` is seen as the user's call (their function,
+arguments and line), not the library's inner ``jax.jit``; a miss that jaxscope's own
+code causes (a jaxscope feature calling a jitted function) is not the user's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import sys
 import threading
 import time
 import warnings
@@ -21,35 +27,48 @@ from typing import TYPE_CHECKING, Any
 
 from jaxscope._format import qualname
 from jaxscope._recompiles.history import CompileHistory
-from jaxscope._recompiles.records import Cause, RecompileEvent
-from jaxscope._recompiles.signature import Signature, eager_signature, signature_of
+from jaxscope._recompiles.records import Cause, RecompileEvent, function_key
+from jaxscope._recompiles.signature import (
+    Signature,
+    eager_signature,
+    signature_from_key,
+    signature_of,
+)
 from jaxscope._records import SourceLoc
-from jaxscope._source import display_filename, loc_of_function, user_frame_of_stack
+from jaxscope._source import display_filename, loc_of_code, loc_of_function
+from jaxscope.compat import libraries as _clib
 from jaxscope.compat import recompiles as _crec
+from jaxscope.compat import source as _csource
 
 if TYPE_CHECKING:
     from jaxscope._recompiles.watcher import RecompileLog
 
 _SOURCE = re.compile(r"^(?P<fn>.*?) at (?P<file>.*):(?P<line>\d+)$")
+_JAXSCOPE_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "")
 
 
 class _Frame:
     """One cache miss in progress on this thread."""
 
     __slots__ = (
+        "by_jaxscope",
         "call_site",
         "compiles",
         "eager_key",
+        "earlier",
         "fun_id",
         "fun_name",
         "fun_ref",
         "generation",
         "internal",
+        "lowered_before",
         "lowers",
         "monitored",
         "nested",
+        "owner_ref",
         "sig",
         "start",
+        "traced_before",
         "traces",
         "user_ref",
     )
@@ -60,12 +79,17 @@ class _Frame:
         self.nested = nested
         self.start = time.perf_counter()
         self.internal = False
+        self.by_jaxscope = False  # called by jaxscope's own code, not the user's
         self.fun_name = ""
         self.fun_ref: Any = None  # weakref to the jitted function
         self.user_ref: Any = None  # weakref to the user's function (pmap: inside it)
+        self.owner_ref: Any = None  # weakref to what the history is kept for
         self.sig: Signature | None = None
         self.call_site: SourceLoc | None = None
         self.eager_key: tuple[str, str, int] | None = None
+        self.earlier: list[Signature] | None = None  # from JAX's trace cache
+        self.traced_before = False
+        self.lowered_before: list[tuple[str, ...]] | None = None
         self.traces = 0
         self.lowers = 0
         self.compiles = 0
@@ -80,7 +104,12 @@ class _State:
         self.generation = 0
         self.history = CompileHistory()
         self.hooks = _crec.MissHooks(
-            _on_start, _on_end, _on_test_event, _on_duration, _on_eager_start
+            _on_start,
+            _on_end,
+            _on_test_event,
+            _on_duration,
+            _on_eager_start,
+            _on_run,
         )
 
     def stack(self) -> list[_Frame]:
@@ -121,6 +150,52 @@ def _internal_error(where: str, exc: Exception) -> None:
     )
 
 
+def _weak(obj: Any) -> Any:
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return None
+
+
+def _deref(ref: Any) -> Any:
+    return ref() if ref is not None else None
+
+
+# ----------------------------------------------------------------------------------
+# Where a call comes from
+
+
+def _call_origin(frame: Any) -> tuple[SourceLoc | None, bool]:
+    """``(call site, by jaxscope)`` of the jitted call whose miss runs in ``frame``:
+    the innermost caller in the user's own code (not JAX's, not an installed
+    library's where the stack has such a frame), and whether jaxscope's own code
+    made the call."""
+    fallback = None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith(_JAXSCOPE_DIR):
+            if not _csource.is_jax_file(filename) and _is_caller(frame):
+                return None, True
+        elif _csource.is_user_file(filename):
+            if not _csource.is_library_file(filename):
+                return loc_of_code(frame.f_code, frame.f_lineno), False
+            if fallback is None:
+                fallback = loc_of_code(frame.f_code, frame.f_lineno)
+        frame = frame.f_back
+    return fallback, False
+
+
+_OWN_HOOKS = frozenset(
+    {"entry", "run", "impl", "_on_start", "_start", "_on_eager_start"}
+)
+
+
+def _is_caller(frame: Any) -> bool:
+    """Whether a jaxscope frame called a jitted function (not one of the watcher's
+    own hooks, which sit between JAX and this code)."""
+    return frame.f_code.co_name not in _OWN_HOOKS
+
+
 # ----------------------------------------------------------------------------------
 # Hook callbacks (called by MissHooks on the thread that missed)
 
@@ -139,32 +214,73 @@ def _start(
 ) -> None:
     stack = STATE.stack()
     frame = _Frame(id(fun), STATE.generation, nested=bool(stack))
+    stack.append(frame)
     frame.internal = _crec.is_jax_internal(fun)
     # jax.pmap: a jit of a JAX-made wrapper around the user's function
     user = _crec.pmap_user_function(fun) if frame.internal else None
+    library = None if frame.internal else _clib.library_jit_call(fun)
+    if library is not None:
+        user = library.user_fn
     if user is not None:
         frame.internal = False
-    if not frame.internal:
-        try:
-            frame.fun_ref = weakref.ref(fun)
-            frame.user_ref = weakref.ref(user) if user is not None else frame.fun_ref
-        except TypeError:
-            frame.fun_ref = None
-        frame.fun_name = (
-            f"pmap({qualname(user)})" if user is not None else qualname(fun)
+    if frame.internal or frame.nested:
+        return
+    frame.call_site, frame.by_jaxscope = _call_origin(sys._getframe(2))
+    if frame.by_jaxscope:
+        frame.internal = True
+        return
+    frame.fun_ref = _weak(fun)
+    frame.user_ref = _weak(user) if user is not None else frame.fun_ref
+    owner = user if library is not None else fun
+    frame.owner_ref = _weak(owner)
+    name = qualname(user if user is not None else fun)
+    frame.fun_name = f"pmap({name})" if library is None and user is not None else name
+    try:
+        frame.sig = signature_of(jit_info, args, kwargs, user, library)
+    except Exception as exc:  # never break the user's call
+        warnings.warn(
+            f"jaxscope: could not read the arguments of "
+            f"{frame.fun_name} ({type(exc).__name__}: {exc})",
+            RuntimeWarning,
+            stacklevel=2,
         )
-        if not frame.nested:
-            try:
-                frame.sig = signature_of(jit_info, args, kwargs, user)
-            except Exception as exc:  # never break the user's call
-                warnings.warn(
-                    f"jaxscope: could not read the arguments of "
-                    f"{frame.fun_name} ({type(exc).__name__}: {exc})",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-            frame.call_site = user_frame_of_stack(3)
-    stack.append(frame)
+    if not STATE.history.knows(owner):
+        _read_jax_caches(frame, fun, user, library)
+
+
+def _read_jax_caches(
+    frame: _Frame, fun: Any, user: Any, library: _clib.LibraryJitCall | None
+) -> None:
+    """What JAX's caches hold of a function no watcher saw compile: its earlier
+    traces, as signatures where they can be read at the user's level."""
+    if library is not None:
+        # Equinox's inner function is shared by every filter_jit of that name; the
+        # user's function is among its static arguments
+        holding = library.user_fn if library.api == "eqx.filter_jit" else None
+        frame.traced_before = _crec.traced_before(fun, holding)
+        return
+    keys = _crec.earlier_trace_keys(fun)
+    if keys:
+        pmap_user = user if user is not fun else None
+        frame.earlier = [signature_from_key(k, pmap_user) for k in keys]
+    else:
+        frame.traced_before = _crec.traced_before(fun)
+
+
+def _on_run(fun: Any, jaxpr: Any) -> None:
+    """About to lower and compile the jaxpr of a miss: a miss that did not trace, of
+    a function no watcher saw compile, reads how JAX lowered it before."""
+    try:
+        stack = getattr(STATE.local, "stack", None)
+        if not stack or stack[-1].fun_id != id(fun):
+            return
+        frame = stack[-1]
+        if frame.internal or frame.nested or frame.traces:
+            return
+        if not STATE.history.knows(_deref(frame.owner_ref)):
+            frame.lowered_before = _crec.lowerings(jaxpr)
+    except Exception as exc:  # never break the user's call
+        _internal_error("run", exc)
 
 
 def _on_eager_start(name: str, source: str, args: tuple[Any, ...]) -> Any:
@@ -183,8 +299,9 @@ def _on_eager_start(name: str, source: str, args: tuple[Any, ...]) -> Any:
         frame.internal = bool(file) and _crec.is_jax_file(file)
         frame.fun_name = f"{name} (transformed, run outside jit)"
         if not frame.internal:
+            frame.call_site, frame.by_jaxscope = _call_origin(sys._getframe(1))
+            frame.internal = frame.by_jaxscope
             frame.eager_key = (name, file, line)
-            frame.call_site = user_frame_of_stack(3)
             frame.sig = eager_signature(args)
         stack.append(frame)
         return token
@@ -249,16 +366,17 @@ def _end(fun: Any, error: BaseException | None) -> None:
 
 def _record(frame: _Frame) -> None:
     """Classify a finished top-level miss and give its event to every active log."""
-    fun = frame.fun_ref() if frame.fun_ref is not None else None
     with STATE.lock:
         logs = list(STATE.logs)
         if not logs:
             return
         if not (frame.traces or frame.compiles):
+            user = _deref(frame.user_ref)
+            key = function_key(frame.fun_name, loc_of_function(user) if user else None)
             for log in logs:
-                log._count_miss(frame.fun_name)
+                log._count_miss(key)
             return
-        defined_at, causes = _classify(frame, fun)
+        defined_at, causes = _classify(frame)
         event = RecompileEvent(
             function=frame.fun_name,
             defined_at=defined_at,
@@ -269,17 +387,29 @@ def _record(frame: _Frame) -> None:
             compiled=bool(frame.compiles),
             signature=frame.sig.flat() if frame.sig is not None else (),
             thread=threading.current_thread().name,
+            caused_by_jaxscope=_caused_by_jaxscope(causes),
         )
         for log in logs:
             log._add(event)
 
 
-def _classify(frame: _Frame, fun: Any) -> tuple[SourceLoc | None, list[Cause]]:
+def _caused_by_jaxscope(causes: list[Cause]) -> bool:
+    """Whether every cause is jaxscope's leak checking (its trace-context salt)."""
+    return bool(causes) and all(
+        c.kind == "config"
+        and c.path == _crec.USER_CONTEXT
+        and "jaxscope.check_leaks" in c.before + c.after
+        for c in causes
+    )
+
+
+def _classify(frame: _Frame) -> tuple[SourceLoc | None, list[Cause]]:
     """``(defined_at, causes)`` of a finished miss."""
-    user = frame.user_ref() if frame.user_ref is not None else None
+    user = _deref(frame.user_ref)
     defined_at = loc_of_function(user) if user is not None else None
     if frame.eager_key is None:
-        return defined_at, STATE.history.classify(fun, user, frame, defined_at)
+        owner = _deref(frame.owner_ref)
+        return defined_at, STATE.history.classify(owner, user, frame, defined_at)
     name, file, line = frame.eager_key
     if file:
         defined_at = SourceLoc(file=display_filename(file), line=line, function=name)

@@ -35,6 +35,7 @@ from jaxscope._exceptions import RecompileWatchError
 from jaxscope._recompiles.records import (
     CAUSE_KINDS,
     Cause,
+    FunctionKey,
     RecompileEvent,
     RecompileEvents,
     RecompileSummary,
@@ -49,6 +50,7 @@ from jaxscope._recompiles.state import hooks_installed
 __all__ = [
     "CAUSE_KINDS",
     "Cause",
+    "FunctionKey",
     "RecompileEvent",
     "RecompileEvents",
     "RecompileLog",
@@ -85,7 +87,7 @@ class RecompileLog(Renderable):
         self.events: list[RecompileEvent] = []
         self.internal_compiles = 0
         self.active = False
-        self._calls: Counter[str] = Counter()
+        self._calls: Counter[FunctionKey] = Counter()
         self._lock = threading.Lock()
 
     def start(self) -> RecompileLog:
@@ -124,11 +126,11 @@ class RecompileLog(Renderable):
     def _add(self, event: RecompileEvent) -> None:
         with self._lock:
             self.events.append(event)
-            self._calls[event.function] += 1
+            self._calls[event.key] += 1
 
-    def _count_miss(self, name: str) -> None:
+    def _count_miss(self, key: FunctionKey) -> None:
         with self._lock:
-            self._calls[name] += 1
+            self._calls[key] += 1
 
     def _add_internal(self, compiles: int) -> None:
         with self._lock:

@@ -90,3 +90,121 @@ def nnx_state_paths(node: Any) -> list[str] | None:
         return None
     flat = nnx.to_flat_state(nnx.state(node))
     return [".".join(str(part) for part in path) for path, _ in flat]
+
+
+# ----------------------------------------------------------------------------------
+# Recompile watching (jaxscope._recompiles): the user's call behind a library's jit.
+# A cache miss of eqx.filter_jit / nnx.jit is a miss of the library's inner jax.jit,
+# whose arguments are the library's (``dynamic_nodonate['rest'][13]``, graph states);
+# these find the user's function and arguments of the call in progress on the stack.
+
+import inspect  # noqa: E402 - this block's own imports, kept with it
+import sys  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+
+@dataclass(frozen=True)
+class LibraryJitCall:
+    """The user's side of a library jit call in progress: ``api`` is
+    ``"eqx.filter_jit"`` or ``"nnx.jit"``; ``static_argnums`` index ``args``."""
+
+    api: str
+    user_fn: Any
+    signature: Any  # inspect.Signature of user_fn, or None
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    static_argnums: tuple[int, ...] = ()
+
+
+_STACK_LIMIT = 40  # frames searched for the library's wrapper call
+
+
+def library_jit_call(fun: Any) -> LibraryJitCall | None:
+    """When ``fun`` (the function of a ``jax.jit`` cache miss in progress) is the inner
+    function of ``eqx.filter_jit`` or ``nnx.jit``, the user's call; else None.
+
+    Relies on (flax 0.12.8, equinox 0.13.8): Equinox's inner function
+    ``fun_wrapped`` in ``equinox._jit``, called under ``_call(jit_wrapper, is_lower,
+    args, kwargs)`` whose ``jit_wrapper.__wrapped__`` is the user's function; Flax's
+    ``JitFn`` (``.f``: the user's function, ``.ctxtag``: its ``JitWrapped``, with
+    ``static_argnums``) called under ``JitWrapped.__call__(self, *args, **kwargs)``.
+    """
+    code = getattr(fun, "__code__", None)
+    if code is not None and code.co_name == "fun_wrapped":
+        if getattr(fun, "__module__", "") == "equinox._jit":
+            return _equinox_call()
+        return None
+    if _type_is(fun, "flax.nnx.transforms.compilation", "JitFn"):
+        return _nnx_call(fun)
+    return None
+
+
+def _frames() -> Any:
+    frame = sys._getframe(2)
+    for _ in range(_STACK_LIMIT):
+        if frame is None:
+            return
+        yield frame
+        frame = frame.f_back
+
+
+def _equinox_call() -> LibraryJitCall | None:
+    for frame in _frames():
+        if frame.f_code.co_name != "_call":
+            continue
+        if frame.f_globals.get("__name__") != "equinox._jit":
+            continue
+        local = frame.f_locals
+        wrapper, args, kwargs = (
+            local.get(k) for k in ("jit_wrapper", "args", "kwargs")
+        )
+        if not isinstance(args, tuple) or not isinstance(kwargs, dict):
+            return None
+        user = getattr(wrapper, "__wrapped__", None)
+        return LibraryJitCall(
+            "eqx.filter_jit", user, _signature(user), args, dict(kwargs)
+        )
+    return None
+
+
+def _nnx_call(jit_fn: Any) -> LibraryJitCall | None:
+    wrapped = getattr(jit_fn, "ctxtag", None)
+    for frame in _frames():
+        if frame.f_code.co_name != "__call__":
+            continue
+        local = frame.f_locals
+        if local.get("self") is not wrapped:
+            continue
+        args, kwargs = local.get("args"), local.get("kwargs")
+        if not isinstance(args, tuple) or not isinstance(kwargs, dict):
+            return None
+        user = getattr(jit_fn, "f", None)
+        nums = getattr(wrapped, "static_argnums", ()) or ()
+        return LibraryJitCall(
+            "nnx.jit", user, _signature(user), args, dict(kwargs), tuple(nums)
+        )
+    return None
+
+
+def _signature(fn: Any) -> Any:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def is_nnx_variable(x: Any) -> bool:
+    """Whether ``x`` is a Flax NNX ``Variable`` (``nnx.Param``, ``nnx.BatchStat``...).
+
+    Relies on: the class ``flax.nnx.variablelib.Variable`` in ``x``'s type's MRO.
+    """
+    return any(
+        c.__name__ == "Variable" and c.__module__ == "flax.nnx.variablelib"
+        for c in type(x).__mro__
+    )
+
+
+def nnx_variable_value(x: Any) -> Any:
+    """The value an NNX ``Variable`` holds (``get_value()``; ``.value`` before it)."""
+    get = getattr(x, "get_value", None)
+    return get() if get is not None else getattr(x, "value", x)

@@ -18,7 +18,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 
@@ -30,6 +30,7 @@ _util = PrivateModule("jax._src.util", "compat.recompiles")
 _pjit = PrivateModule("jax._src.pjit", "compat.recompiles")
 _core = PrivateModule("jax._src.core", "compat.recompiles")
 _config = PrivateModule("jax._src.config", "compat.recompiles")
+_pe = PrivateModule("jax._src.interpreters.partial_eval", "compat.recompiles")
 
 # Monitoring events whose durations add up to the time one miss cost.
 DURATION_EVENTS = (
@@ -76,6 +77,8 @@ class MissHooks:
     ``on_eager_start(name, source, args)`` runs when a jitted computation made by a
     transformation outside jit (the backward pass of ``jax.grad(jitted_f)``) misses
     JAX's cache; what it returns is later passed to ``on_end`` in place of ``fun``.
+    ``on_run(fun, jaxpr)`` runs when the traced (or cached) jaxpr of a miss is about to
+    be lowered and compiled.
 
     Relies on: ``pjit._infer_params`` (0.10) or ``pjit._trace_for_jit`` (0.9) called as
     ``(fun, jit_info, args, kwargs)`` from a closure named ``cache_miss``;
@@ -90,8 +93,10 @@ class MissHooks:
         on_test_event: Callable[[str], None],
         on_duration: Callable[[float], None],
         on_eager_start: Callable[[str, str, tuple[Any, ...]], Any] | None = None,
+        on_run: Callable[[Any, Any], None] | None = None,
     ) -> None:
         self.on_eager_start = on_eager_start
+        self.on_run = on_run
         self.on_start = on_start
         self.on_end = on_end
         self.on_test_event = on_test_event
@@ -115,7 +120,7 @@ class MissHooks:
         orig_impl = getattr(_pjit, "_pjit_call_impl_python", None)
         prev = _util.test_event_listener
         entry = _entry_wrapper(orig_entry, self.on_start, self.on_end)
-        run = _run_wrapper(orig_run, self.on_end)
+        run = _run_wrapper(orig_run, self.on_end, self.on_run)
         impl = (
             _impl_wrapper(orig_impl, self.on_eager_start, self.on_end)
             if orig_impl is not None and self.on_eager_start is not None
@@ -184,12 +189,14 @@ def _entry_wrapper(orig_entry: Any, on_start: Any, on_end: Any) -> Any:
     return entry
 
 
-def _run_wrapper(orig_run: Any, on_end: Any) -> Any:
+def _run_wrapper(orig_run: Any, on_end: Any, on_run: Any) -> Any:
     getframe = sys._getframe
 
     def run(p: Any, args_flat: Any, fun: Any, *rest: Any) -> Any:
         if getframe(1).f_code.co_name != "cache_miss":
             return orig_run(p, args_flat, fun, *rest)
+        if on_run is not None:
+            on_run(fun, getattr(p, "params", {}).get("jaxpr"))
         try:
             result = orig_run(p, args_flat, fun, *rest)
         except BaseException as exc:
@@ -266,23 +273,18 @@ def is_jax_internal(fun: Any) -> bool:
 def pmap_user_function(fun: Any) -> Any:
     """The user's function behind ``jax.pmap``'s jitted ``shard_map`` wrapper, or None.
 
-    In jax 0.10 ``pmap`` is ``jit(shard_map(_fun))`` with ``_fun`` defined in JAX, so
+    Since jax 0.9 ``pmap`` is ``jit(shard_map(...))`` of a function defined in JAX, so
     its misses look like JAX-internal ones; this finds the user's function inside.
 
-    Relies on: ``jax._src.pmap._cached_shard_map``'s inner ``_fun`` closing over
-    ``fun`` (a ``linear_util.WrappedFun`` whose ``.f`` is the user's callable), reached
-    through ``__wrapped__``; absent (None returned) in jax 0.9.
+    Relies on: the jitted function's ``__wrapped__`` being either (0.10) the inner
+    ``_fun`` of ``jax._src.pmap._cached_shard_map``, closing over ``fun``, or (0.9)
+    ``shard_map``'s wrapper of the bound ``call_wrapped`` method of a
+    ``linear_util.WrappedFun``; either way a ``WrappedFun`` whose ``.f`` is the user's
+    callable. Anything else gives None.
     """
     inner = getattr(fun, "__wrapped__", None)
-    code = getattr(inner, "__code__", None)
-    if code is None or os.path.basename(code.co_filename) != "pmap.py":
-        return None
-    closure = getattr(inner, "__closure__", None)
-    if "fun" not in code.co_freevars or not closure:
-        return None
-    try:
-        wrapped = closure[code.co_freevars.index("fun")].cell_contents
-    except (ValueError, IndexError):
+    wrapped = _pmap_wrapped_fun(inner)
+    if wrapped is None:
         return None
     user = getattr(wrapped, "f", None)
     while user is not None and not hasattr(user, "__code__"):
@@ -291,6 +293,25 @@ def pmap_user_function(fun: Any) -> Any:
             break
         user = nxt
     return user if user is not None and not is_jax_internal(user) else None
+
+
+def _pmap_wrapped_fun(inner: Any) -> Any:
+    """The ``WrappedFun`` inside pmap's jitted function's ``__wrapped__``, or None."""
+    code = getattr(inner, "__code__", None)
+    if code is not None and os.path.basename(code.co_filename) == "pmap.py":
+        closure = getattr(inner, "__closure__", None)
+        if "fun" not in code.co_freevars or not closure:
+            return None
+        try:
+            return closure[code.co_freevars.index("fun")].cell_contents
+        except (ValueError, IndexError):
+            return None
+    # jax 0.9: shard_map(wrapped_fun.call_wrapped), a bound method of the WrappedFun
+    if getattr(inner, "__name__", "") == "call_wrapped":
+        owner = getattr(inner, "__self__", None)
+        if owner is not None and is_jax_internal(inner):
+            return owner
+    return None
 
 
 def jit_options(jit_info: Any) -> dict[str, str]:
@@ -403,22 +424,14 @@ def trace_config() -> tuple[tuple[str, str], ...]:
     Relies on: ``config.trace_context()`` and, where present (0.10),
     ``config.trace_context_names()``; else public option names read from ``jax.config``.
     """
-    names_fn = getattr(_config, "trace_context_names", None)
     ctx_fn = getattr(_config, "trace_context", None)
-    if names_fn is not None and ctx_fn is not None:
+    if ctx_fn is not None:
         try:
-            names = names_fn()
-            values = ctx_fn()
+            named = _named_context(ctx_fn())
         except Exception:
-            names, values = (), ()
-        if len(names) == len(values):
-            out = []
-            for name, value in zip(names, values, strict=True):
-                if name.startswith("jax_"):
-                    out.append((name, short_repr(value, 40)))
-                elif name == "abstract_mesh_context_manager":
-                    out.append((MESH_CONTEXT, _mesh_str(value)))
-            return tuple(out)
+            named = None
+        if named is not None:
+            return named
     out = []
     for name in _FALLBACK_CONFIG_NAMES:
         try:
@@ -430,6 +443,30 @@ def trace_config() -> tuple[tuple[str, str], ...]:
     if get_mesh is not None:
         out.append((MESH_CONTEXT, _mesh_str(get_mesh())))
     return tuple(out)
+
+
+def _named_context(values: Any) -> tuple[tuple[str, str], ...] | None:
+    """A trace-context tuple as ``(name, value)`` strings, or None where this JAX
+    does not name its entries (``config.trace_context_names``, 0.10)."""
+    names_fn = getattr(_config, "trace_context_names", None)
+    if names_fn is None:
+        return None
+    names = names_fn()
+    if len(names) != len(values):
+        return None
+    out = []
+    for name, value in zip(names, values, strict=True):
+        if name.startswith("jax_"):
+            out.append((name, short_repr(value, 40)))
+        elif name == "abstract_mesh_context_manager":
+            out.append((MESH_CONTEXT, _mesh_str(value)))
+        elif name == "user_context":
+            out.append((USER_CONTEXT, short_repr(value, 80)))
+    return tuple(out)
+
+
+# The name under which ``jax.make_user_context`` values appear in ``trace_config``.
+USER_CONTEXT = "user context (jax.make_user_context)"
 
 
 # The name under which the active mesh (``jax.set_mesh``) appears in ``trace_config``.
@@ -444,3 +481,143 @@ def _mesh_str(mesh: Any) -> str:
         return " ".join(f"{k}={v}" for k, v in dict(mesh.shape).items())
     except Exception:
         return short_repr(mesh, 60)
+
+
+# ----------------------------------------------------------------------------------
+# JAX's own caches: what was traced and lowered before a watcher started
+
+
+class TraceKey(NamedTuple):
+    """One earlier trace of a jitted function, read from JAX's trace cache.
+
+    ``static_args``: positional static values then keyword ones (named by
+    ``static_arg_names``); ``treedefs``: one per dynamic argument, positional first,
+    then keywords named by ``dynamic_arg_names`` (sorted); ``avals``:
+    ``(shape, dtype, weak_type)`` of every dynamic leaf in that order; ``config``: as
+    ``trace_config`` names it (empty where this JAX does not name its context).
+    Holds what JAX's cache holds; read it and let it go.
+    """
+
+    jit_info: Any
+    static_args: tuple[Any, ...]
+    static_arg_names: tuple[str, ...]
+    dynamic_arg_names: tuple[str, ...]
+    treedefs: tuple[Any, ...]
+    avals: tuple[tuple[str, str, bool], ...]
+    config: tuple[tuple[str, str], ...]
+
+
+def earlier_trace_keys(fun: Any, limit: int = 64) -> list[TraceKey]:
+    """Every trace of ``fun`` (the function a ``jax.jit`` wraps) in JAX's trace cache.
+
+    Empty where this JAX keeps no readable trace cache (0.9 traces through
+    ``pe.trace_to_jaxpr``, keyed on a flat type without argument structure).
+
+    Relies on: ``pjit._infer_params_cached`` (a ``weakref_lru_cache``) whose
+    ``cache_keys()`` are ``(weakref(fun), trace_context, (jit_info, ArgumentSignature,
+    avals, ctx_mesh), kwargs)`` (jax 0.10), and ``ArgumentSignature.static_args``,
+    ``.static_arg_names``, ``.dynamic_arg_names``, ``.dynamic_arg_treedefs``.
+    """
+    keys_fn = getattr(getattr(_pjit, "_infer_params_cached", None), "cache_keys", None)
+    if keys_fn is None:
+        return []
+    out: list[TraceKey] = []
+    for key in keys_fn():
+        try:
+            if key[0]() is not fun:
+                continue
+            jit_info, sig, avals, _mesh = key[2]
+            out.append(
+                TraceKey(
+                    jit_info,
+                    tuple(sig.static_args),
+                    tuple(sig.static_arg_names),
+                    tuple(sig.dynamic_arg_names),
+                    tuple(sig.dynamic_arg_treedefs),
+                    tuple(aval_type(a) for a in avals),
+                    _named_context(key[1]) or (),
+                )
+            )
+        except Exception:  # a key of another shape: not one we can read
+            continue
+    return out[-limit:]
+
+
+def traced_before(fun: Any, holding: Any = None) -> bool:
+    """Whether JAX's trace cache holds a trace of ``fun`` (any JAX version); with
+    ``holding``, one whose static arguments hold that very object (a library's inner
+    function shared by several user functions, each passed as a static argument).
+
+    Relies on: ``pjit._infer_params_cached`` (0.10: static arguments in the key's
+    ``ArgumentSignature``) or ``partial_eval.trace_to_jaxpr`` (0.9),
+    ``weakref_lru_cache``s whose keys start with a weak reference to ``fun``.
+    """
+    for module, name in ((_pjit, "_infer_params_cached"), (_pe, "trace_to_jaxpr")):
+        try:
+            keys = getattr(module, name).cache_keys()
+        except Exception:  # absent or different in this JAX
+            continue
+        for key in keys:
+            if _refers_to(key, fun) and (
+                holding is None or _holds(_static_args_of(key), holding, 4)
+            ):
+                return True
+    return False
+
+
+def _refers_to(key: Any, fun: Any) -> bool:
+    try:
+        return key[0]() is fun
+    except Exception:
+        return False
+
+
+def _static_args_of(key: Any) -> Any:
+    try:
+        return key[2][1].static_args
+    except Exception:
+        return ()
+
+
+def _holds(value: Any, obj: Any, depth: int) -> bool:
+    if value is obj:
+        return True
+    if depth and isinstance(value, (tuple, list)):
+        return any(_holds(v, obj, depth - 1) for v in value)
+    return False
+
+
+def aval_type(aval: Any) -> tuple[str, str, bool]:
+    """``(shape, dtype, weak_type)`` of an abstract value, as ``leaf_type`` gives them."""
+    shape = ",".join(str(d) for d in getattr(aval, "shape", ()))
+    dtype = getattr(aval, "dtype", None)
+    dtype_s = short_dtype(dtype) if dtype is not None else type(aval).__name__
+    return shape, dtype_s, bool(getattr(aval, "weak_type", False))
+
+
+def lowerings(jaxpr: Any) -> list[tuple[str, ...]]:
+    """How JAX's lowering cache holds ``jaxpr`` (a traced jit) lowered: per lowering,
+    the placement of each input as ``describe_sharding`` spells it, ``""`` where JAX
+    chose (uncommitted inputs); consts first, as JAX orders them.
+
+    Relies on: ``pjit._pjit_lower`` (a ``weakref_lru_cache``) whose ``cache_keys()``
+    are ``(weakref(jaxpr), trace_context, (in_shardings, ...), kwargs)``.
+    """
+    keys_fn = getattr(getattr(_pjit, "_pjit_lower", None), "cache_keys", None)
+    if keys_fn is None or jaxpr is None:
+        return []
+    out = []
+    for key in keys_fn():
+        try:
+            if key[0]() is not jaxpr:
+                continue
+            out.append(tuple(_placement_of(s) for s in key[2][0]))
+        except Exception:  # a key of another shape: not one we can read
+            continue
+    return out
+
+
+def _placement_of(sharding: Any) -> str:
+    if sharding is None or type(sharding).__name__ == "UnspecifiedValue":
+        return ""
+    return describe_sharding(sharding)
