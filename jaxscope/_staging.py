@@ -41,6 +41,15 @@ def param_names(fn: Any) -> list[str]:
     ]
 
 
+def _entries(value: Any, single: type) -> tuple[Any, ...]:
+    """``None`` -> ``()``, one value -> ``(value,)``, a sequence -> its tuple."""
+    if value is None:
+        return ()
+    if isinstance(value, single) or not isinstance(value, Sequence):
+        return (value,)
+    return tuple(value)
+
+
 def static_args(
     static_argnums: int | Sequence[int] | None,
     static_argnames: str | Sequence[str] | None,
@@ -51,28 +60,14 @@ def static_args(
     Raises:
         InvalidCallError: an entry that is not an int (a str for names).
     """
-    if static_argnums is None:
-        nums: tuple[Any, ...] = ()
-    elif isinstance(static_argnums, int):
-        nums = (static_argnums,)
-    elif isinstance(static_argnums, Sequence):
-        nums = tuple(static_argnums)
-    else:
-        nums = (static_argnums,)
+    nums = _entries(static_argnums, int)
     for i in nums:
         if not isinstance(i, int) or isinstance(i, bool):
             raise InvalidCallError(
                 f"static_argnums must be ints, got {short_repr(i, 40)}; write e.g. "
                 f"{api_name}(f, static_argnums=(1,))"
             )
-    if static_argnames is None:
-        names: tuple[Any, ...] = ()
-    elif isinstance(static_argnames, str):
-        names = (static_argnames,)
-    elif isinstance(static_argnames, Sequence):
-        names = tuple(static_argnames)
-    else:
-        names = (static_argnames,)
+    names = _entries(static_argnames, str)
     for name in names:
         if not isinstance(name, str):
             raise InvalidCallError(

@@ -151,7 +151,7 @@ def _hash_key(value: Any) -> Any:
 
 def _text_of(value: Any) -> str:
     """A short text for a static value; a function by its name, not its long repr
-    (``<function relu>``, not ``<jax._src.custom_derivatives.custom_jvp object...``)."""
+    (``<function relu>``, not the long repr of JAX's ``custom_jvp`` object)."""
     if isinstance(value, _FUNCTIONS) or (
         callable(value)
         and hasattr(value, "__wrapped__")
