@@ -98,8 +98,11 @@ class Arg:
 
 @dataclass(frozen=True, slots=True)
 class Signature:
-    options: tuple[tuple[str, str], ...]
-    donated: tuple[str, ...]
+    """``options`` and ``donated``: None where unknown (read from a JAX cache key
+    that does not hold them)."""
+
+    options: tuple[tuple[str, str], ...] | None
+    donated: tuple[str, ...] | None
     config: tuple[tuple[str, str], ...]
     args: tuple[Arg, ...]
     api: str = "jax.jit"  # what the user jitted with: jax.jit, eqx.filter_jit, nnx.jit
@@ -479,17 +482,24 @@ def _cached_arg(
     return dataclasses.replace(arg, treedef=str(treedef))
 
 
-def signature_from_key(key: _crec.TraceKey, user: Any = None) -> Signature:
-    """The signature of an earlier trace held in JAX's cache (see ``TraceKey``)."""
-    static_nums, _, donate_nums, donate_names = _crec.jit_static_and_donated(
-        key.jit_info
-    )
+def signature_from_key(
+    key: _crec.TraceKey, user: Any = None, jit_info: Any = None
+) -> Signature:
+    """The signature of an earlier trace held in JAX's cache (see ``TraceKey``);
+    ``jit_info``: the current call's, naming the parameters where the key has none."""
+    info = key.jit_info if key.jit_info is not None else jit_info
+    static_nums, _, donate_nums, donate_names = _crec.jit_static_and_donated(info)
     n_kw_static, n_kw_dynamic = len(key.static_arg_names), len(key.dynamic_arg_names)
     pos_static = list(key.static_args[: len(key.static_args) - n_kw_static])
     pos_trees = list(key.treedefs[: len(key.treedefs) - n_kw_dynamic])
     n = len(pos_static) + len(pos_trees)
-    positional, varargs = _parameters(_crec.jit_signature(key.jit_info), user, n)
-    statics, donated_idx = _normalize(static_nums, n), _normalize(donate_nums, n)
+    positional, varargs = _parameters(_crec.jit_signature(info), user, n)
+    statics = (
+        set(key.static_positions)
+        if key.static_positions is not None
+        else _normalize(static_nums, n)
+    )
+    donated_idx = _normalize(donate_nums, n)
     out: list[Arg] = []
     donated: list[str] = []
     offset = 0
@@ -517,5 +527,7 @@ def signature_from_key(key: _crec.TraceKey, user: Any = None) -> Signature:
         idx = positional.index(name) if name in positional else -1
         if name in donate_names or (idx >= 0 and idx in donated_idx):
             donated.append(f"{name} (keyword)")
+    if key.jit_info is None:  # options and donation are not in this key
+        return Signature(None, None, key.config, tuple(out))
     options = tuple(sorted(_crec.jit_options(key.jit_info).items()))
     return Signature(options, tuple(donated), key.config, tuple(out))
