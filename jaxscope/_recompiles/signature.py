@@ -299,29 +299,54 @@ def _nodes_of(
         path, node = stack.pop()
         if _is_atom(node, flavor):
             continue
-        try:
-            children = jax.tree_util.tree_flatten_with_path(
-                node,
-                is_leaf=lambda n, node=node: n is not node,  # one level down
-            )[0]
-        except Exception:
-            continue
-        if len(children) == 1 and children[0][0] == () and children[0][1] is node:
-            continue  # a leaf
+        children = _plain_children(node)
+        if children is None:
+            children = _custom_children(node)
+            if children is None:
+                continue  # a leaf
+            child_ids = {id(c) for _, c in children}
+            for name, attr in _metadata_fields(node, child_ids):
+                meta.append(((*path, f".{name}"), static_of(attr, depth=2)))
         nodes.append((path, type(node).__name__))
-        child_ids = {id(c) for _, c in children}
-        for name, attr in _metadata_fields(node, child_ids):
-            meta.append(((*path, f".{name}"), static_of(attr, depth=2)))
-        for key_path, child in reversed(children):
-            key = tuple(jax.tree_util.keystr((k,)) for k in key_path)
-            if not any(k.startswith("._") for k in key):  # a library's private state
-                stack.append(((*path, *key), child))
+        for key, child in children:
+            if not key.startswith("._"):  # a library's private state
+                stack.append(((*path, key), child))
     nodes.sort()
     meta.sort(key=lambda item: item[0])
     return tuple(nodes), tuple(meta)
 
 
 _CONTAINERS = (dict, list, tuple, type(None))
+
+
+def _plain_children(node: Any) -> list[tuple[str, Any]] | None:
+    """The children of a dict, list, tuple or None as ``keystr`` spells their keys
+    (no metadata: their structure is their keys), or None for any other node."""
+    kind = type(node)
+    if kind is dict:
+        return [(f"[{k!r}]", v) for k, v in node.items()]
+    if kind is list or kind is tuple:
+        return [(f"[{i}]", v) for i, v in enumerate(node)]
+    if node is None:
+        return []
+    return None
+
+
+def _custom_children(node: Any) -> list[tuple[str, Any]] | None:
+    """One level of a registered pytree node's children, or None for a leaf."""
+    try:
+        children = jax.tree_util.tree_flatten_with_path(
+            node,
+            is_leaf=lambda n: n is not node,  # one level down
+        )[0]
+    except Exception:
+        return None
+    if len(children) == 1 and children[0][0] == () and children[0][1] is node:
+        return None
+    return [
+        ("".join(jax.tree_util.keystr((k,)) for k in key_path), child)
+        for key_path, child in children
+    ]
 
 
 def _metadata_fields(node: Any, child_ids: set[int]) -> list[tuple[str, Any]]:
