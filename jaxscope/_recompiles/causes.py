@@ -65,7 +65,7 @@ def _diff_config(prev: Signature, cur: Signature) -> list[Cause]:
 
 
 def _diff_options(prev: Signature, cur: Signature, fn: str) -> list[Cause]:
-    if prev.options == cur.options:
+    if prev.options is None or cur.options is None or prev.options == cur.options:
         return []
     po, co = dict(prev.options), dict(cur.options)
     changed = [k for k in sorted(set(po) | set(co)) if po.get(k) != co.get(k)]
@@ -82,7 +82,7 @@ def _diff_options(prev: Signature, cur: Signature, fn: str) -> list[Cause]:
 
 
 def _diff_donation(prev: Signature, cur: Signature, fn: str) -> list[Cause]:
-    if prev.donated == cur.donated:
+    if prev.donated is None or cur.donated is None or prev.donated == cur.donated:
         return []
     before = ", ".join(prev.donated) or "nothing donated"
     after = ", ".join(cur.donated) or "nothing donated"

@@ -127,18 +127,7 @@ class CompileHistory:
                 _cause("other", name, "jaxscope could not read this call's arguments")
             ]
         causes = _closest(history, miss.sig, name)
-        if causes:
-            return causes
-        if from_jax and not miss.traces and miss.compiles:
-            return _compile_only(miss)
-        what = "recompiled" if not miss.traces else "retraced"
-        hint = (
-            f"{name} was {what} with arguments, options and config identical to an "
-            "earlier compile: its caches were cleared (jax.clear_caches(), "
-            "f.clear_cache()) or evicted, or a cache key jaxscope does not see changed "
-            "(layouts, compiler options, context managers)"
-        )
-        return [_cause("other", name, hint)]
+        return causes or _identical(miss, from_jax)
 
     def _remember(self, owner: Any, history: list[Signature]) -> None:
         if owner is not None:
@@ -157,13 +146,6 @@ class CompileHistory:
             self._remember(owner, [miss.sig])
         if not miss.traces and miss.compiles:
             return _compile_only(miss)
-        if miss.traced_before:
-            hint = (
-                f"{miss.fun_name} was compiled before this watcher started, with "
-                "other arguments, options or config; start watching before its first "
-                "call to see what changed"
-            )
-            return [_cause("other", miss.fun_name, hint, "compiled before", "again")]
         return [_first_cause(miss, earlier, defined_at)]
 
     def classify_eager(self, miss: Miss) -> list[Cause]:
@@ -186,6 +168,20 @@ class CompileHistory:
         return causes or [
             _cause("other", name, f"recompiled with identical arguments: {fix}")
         ]
+
+
+def _identical(miss: Miss, from_jax: bool) -> list[Cause]:
+    """A miss whose signature equals an earlier compile's."""
+    if from_jax and not miss.traces and miss.compiles:
+        return _compile_only(miss)
+    what = "recompiled" if not miss.traces else "retraced"
+    hint = (
+        f"{miss.fun_name} was {what} with arguments, options and config identical to "
+        "an earlier compile: its caches were cleared (jax.clear_caches(), "
+        "f.clear_cache()) or evicted, or a cache key jaxscope does not see changed "
+        "(layouts, compiler options, context managers)"
+    )
+    return [_cause("other", miss.fun_name, hint)]
 
 
 def _compile_only(miss: Miss) -> list[Cause]:
@@ -249,9 +245,17 @@ def _flat_leaves(sig: Signature) -> list[tuple[str, Leaf]]:
 
 
 def _first_cause(miss: Miss, earlier: int, defined_at: SourceLoc | None) -> Cause:
-    """A first compile: a function object re-made from code that compiled
-    ``earlier`` times already, or really the first."""
+    """A first compile seen: of a function JAX traced before the watcher started
+    (whose earlier arguments could not be read), a function object re-made from code
+    that compiled ``earlier`` times already, or really the first."""
     name = miss.fun_name
+    if miss.traced_before:
+        hint = (
+            f"{name} was compiled before this watcher started, with other "
+            "arguments, options or config; start watching before its first call to "
+            "see what changed"
+        )
+        return _cause("other", name, hint, "compiled before", "again")
     where = str(defined_at) if defined_at else "its definition"
     if earlier:
         site = f" (called at {miss.call_site})" if miss.call_site else ""

@@ -98,8 +98,11 @@ class Arg:
 
 @dataclass(frozen=True, slots=True)
 class Signature:
-    options: tuple[tuple[str, str], ...]
-    donated: tuple[str, ...]
+    """``options`` and ``donated``: None where unknown (read from a JAX cache key
+    that does not hold them)."""
+
+    options: tuple[tuple[str, str], ...] | None
+    donated: tuple[str, ...] | None
     config: tuple[tuple[str, str], ...]
     args: tuple[Arg, ...]
     api: str = "jax.jit"  # what the user jitted with: jax.jit, eqx.filter_jit, nnx.jit
@@ -296,29 +299,54 @@ def _nodes_of(
         path, node = stack.pop()
         if _is_atom(node, flavor):
             continue
-        try:
-            children = jax.tree_util.tree_flatten_with_path(
-                node,
-                is_leaf=lambda n, node=node: n is not node,  # one level down
-            )[0]
-        except Exception:
-            continue
-        if len(children) == 1 and children[0][0] == () and children[0][1] is node:
-            continue  # a leaf
+        children = _plain_children(node)
+        if children is None:
+            children = _custom_children(node)
+            if children is None:
+                continue  # a leaf
+            child_ids = {id(c) for _, c in children}
+            for name, attr in _metadata_fields(node, child_ids):
+                meta.append(((*path, f".{name}"), static_of(attr, depth=2)))
         nodes.append((path, type(node).__name__))
-        child_ids = {id(c) for _, c in children}
-        for name, attr in _metadata_fields(node, child_ids):
-            meta.append(((*path, f".{name}"), static_of(attr, depth=2)))
-        for key_path, child in reversed(children):
-            key = tuple(jax.tree_util.keystr((k,)) for k in key_path)
-            if not any(k.startswith("._") for k in key):  # a library's private state
-                stack.append(((*path, *key), child))
+        for key, child in children:
+            if not key.startswith("._"):  # a library's private state
+                stack.append(((*path, key), child))
     nodes.sort()
     meta.sort(key=lambda item: item[0])
     return tuple(nodes), tuple(meta)
 
 
 _CONTAINERS = (dict, list, tuple, type(None))
+
+
+def _plain_children(node: Any) -> list[tuple[str, Any]] | None:
+    """The children of a dict, list, tuple or None as ``keystr`` spells their keys
+    (no metadata: their structure is their keys), or None for any other node."""
+    kind = type(node)
+    if kind is dict:
+        return [(f"[{k!r}]", v) for k, v in node.items()]
+    if kind is list or kind is tuple:
+        return [(f"[{i}]", v) for i, v in enumerate(node)]
+    if node is None:
+        return []
+    return None
+
+
+def _custom_children(node: Any) -> list[tuple[str, Any]] | None:
+    """One level of a registered pytree node's children, or None for a leaf."""
+    try:
+        children = jax.tree_util.tree_flatten_with_path(
+            node,
+            is_leaf=lambda n: n is not node,  # one level down
+        )[0]
+    except Exception:
+        return None
+    if len(children) == 1 and children[0][0] == () and children[0][1] is node:
+        return None
+    return [
+        ("".join(jax.tree_util.keystr((k,)) for k in key_path), child)
+        for key_path, child in children
+    ]
 
 
 def _metadata_fields(node: Any, child_ids: set[int]) -> list[tuple[str, Any]]:
@@ -479,17 +507,24 @@ def _cached_arg(
     return dataclasses.replace(arg, treedef=str(treedef))
 
 
-def signature_from_key(key: _crec.TraceKey, user: Any = None) -> Signature:
-    """The signature of an earlier trace held in JAX's cache (see ``TraceKey``)."""
-    static_nums, _, donate_nums, donate_names = _crec.jit_static_and_donated(
-        key.jit_info
-    )
+def signature_from_key(
+    key: _crec.TraceKey, user: Any = None, jit_info: Any = None
+) -> Signature:
+    """The signature of an earlier trace held in JAX's cache (see ``TraceKey``);
+    ``jit_info``: the current call's, naming the parameters where the key has none."""
+    info = key.jit_info if key.jit_info is not None else jit_info
+    static_nums, _, donate_nums, donate_names = _crec.jit_static_and_donated(info)
     n_kw_static, n_kw_dynamic = len(key.static_arg_names), len(key.dynamic_arg_names)
     pos_static = list(key.static_args[: len(key.static_args) - n_kw_static])
     pos_trees = list(key.treedefs[: len(key.treedefs) - n_kw_dynamic])
     n = len(pos_static) + len(pos_trees)
-    positional, varargs = _parameters(_crec.jit_signature(key.jit_info), user, n)
-    statics, donated_idx = _normalize(static_nums, n), _normalize(donate_nums, n)
+    positional, varargs = _parameters(_crec.jit_signature(info), user, n)
+    statics = (
+        set(key.static_positions)
+        if key.static_positions is not None
+        else _normalize(static_nums, n)
+    )
+    donated_idx = _normalize(donate_nums, n)
     out: list[Arg] = []
     donated: list[str] = []
     offset = 0
@@ -517,5 +552,7 @@ def signature_from_key(key: _crec.TraceKey, user: Any = None) -> Signature:
         idx = positional.index(name) if name in positional else -1
         if name in donate_names or (idx >= 0 and idx in donated_idx):
             donated.append(f"{name} (keyword)")
+    if key.jit_info is None:  # options and donation are not in this key
+        return Signature(None, None, key.config, tuple(out))
     options = tuple(sorted(_crec.jit_options(key.jit_info).items()))
     return Signature(options, tuple(donated), key.config, tuple(out))

@@ -245,11 +245,15 @@ def _start(
             stacklevel=2,
         )
     if not STATE.history.knows(owner):
-        _read_jax_caches(frame, fun, user, library)
+        _read_jax_caches(frame, fun, jit_info, user, library)
 
 
 def _read_jax_caches(
-    frame: _Frame, fun: Any, user: Any, library: _clib.LibraryJitCall | None
+    frame: _Frame,
+    fun: Any,
+    jit_info: Any,
+    user: Any,
+    library: _clib.LibraryJitCall | None,
 ) -> None:
     """What JAX's caches hold of a function no watcher saw compile: its earlier
     traces, as signatures where they can be read at the user's level."""
@@ -262,7 +266,7 @@ def _read_jax_caches(
     keys = _crec.earlier_trace_keys(fun)
     if keys:
         pmap_user = user if user is not fun else None
-        frame.earlier = [signature_from_key(k, pmap_user) for k in keys]
+        frame.earlier = [signature_from_key(k, pmap_user, jit_info) for k in keys]
     else:
         frame.traced_before = _crec.traced_before(fun)
 

@@ -363,11 +363,7 @@ def leaf_type(x: Any) -> tuple[str, str, bool]:
 
     Relies on: ``core.shaped_abstractify`` (ShapedArray with shape/dtype/weak_type).
     """
-    aval = require(_core, "shaped_abstractify", "watch_recompiles")(x)
-    shape = ",".join(str(d) for d in getattr(aval, "shape", ()))
-    dtype = getattr(aval, "dtype", None)
-    dtype_s = short_dtype(dtype) if dtype is not None else type(aval).__name__
-    return shape, dtype_s, bool(getattr(aval, "weak_type", False))
+    return aval_type(require(_core, "shaped_abstractify", "watch_recompiles")(x))
 
 
 def leaf_placement(x: Any) -> tuple[str, str, bool]:
@@ -490,12 +486,13 @@ def _mesh_str(mesh: Any) -> str:
 class TraceKey(NamedTuple):
     """One earlier trace of a jitted function, read from JAX's trace cache.
 
-    ``static_args``: positional static values then keyword ones (named by
-    ``static_arg_names``); ``treedefs``: one per dynamic argument, positional first,
-    then keywords named by ``dynamic_arg_names`` (sorted); ``avals``:
-    ``(shape, dtype, weak_type)`` of every dynamic leaf in that order; ``config``: as
-    ``trace_config`` names it (empty where this JAX does not name its context).
-    Holds what JAX's cache holds; read it and let it go.
+    ``jit_info``: None where the key has none (0.9: options unknown);
+    ``static_args``: positional static values (at ``static_positions`` where known
+    from the key) then keyword ones (named by ``static_arg_names``); ``treedefs``: one
+    per dynamic argument, positional first, then keywords named by
+    ``dynamic_arg_names``; ``avals``: ``(shape, dtype, weak_type)`` of every dynamic
+    leaf in that order; ``config``: as ``trace_config`` names it (empty where this JAX
+    does not name its context). Holds what JAX's cache holds; read it and let it go.
     """
 
     jit_info: Any
@@ -505,22 +502,21 @@ class TraceKey(NamedTuple):
     treedefs: tuple[Any, ...]
     avals: tuple[tuple[str, str, bool], ...]
     config: tuple[tuple[str, str], ...]
+    static_positions: tuple[int, ...] | None = None
 
 
 def earlier_trace_keys(fun: Any, limit: int = 64) -> list[TraceKey]:
     """Every trace of ``fun`` (the function a ``jax.jit`` wraps) in JAX's trace cache.
 
-    Empty where this JAX keeps no readable trace cache (0.9 traces through
-    ``pe.trace_to_jaxpr``, keyed on a flat type without argument structure).
-
     Relies on: ``pjit._infer_params_cached`` (a ``weakref_lru_cache``) whose
     ``cache_keys()`` are ``(weakref(fun), trace_context, (jit_info, ArgumentSignature,
     avals, ctx_mesh), kwargs)`` (jax 0.10), and ``ArgumentSignature.static_args``,
-    ``.static_arg_names``, ``.dynamic_arg_names``, ``.dynamic_arg_treedefs``.
+    ``.static_arg_names``, ``.dynamic_arg_names``, ``.dynamic_arg_treedefs``; in jax
+    0.9, ``_trace_keys_09``.
     """
     keys_fn = getattr(getattr(_pjit, "_infer_params_cached", None), "cache_keys", None)
     if keys_fn is None:
-        return []
+        return _trace_keys_09(fun)[-limit:]
     out: list[TraceKey] = []
     for key in keys_fn():
         try:
@@ -541,6 +537,62 @@ def earlier_trace_keys(fun: Any, limit: int = 64) -> list[TraceKey]:
         except Exception:  # a key of another shape: not one we can read
             continue
     return out[-limit:]
+
+
+def _trace_keys_09(fun: Any) -> list[TraceKey]:
+    """jax 0.9: ``partial_eval.trace_to_jaxpr`` keys ``(weakref(fun), context,
+    (in_avals, debug_info, qdd_token), kwargs)``, ``in_avals`` a ``FlatTree`` whose
+    ``tree`` is ``(args, kwargs)`` with each static argument a node of type ``Static``
+    (``.val``) and whose ``vals`` are the leaves' avals."""
+    keys_fn = getattr(getattr(_pe, "trace_to_jaxpr", None), "cache_keys", None)
+    out: list[TraceKey] = []
+    for key in keys_fn() if keys_fn is not None else ():
+        try:
+            if not _refers_to(key, fun):
+                continue
+            flat = key[2][0]
+            avals = tuple(aval_type(a) for a in flat.vals)
+            leaves = [_Index(i) for i in range(len(avals))]
+            args, kwargs = jax.tree_util.tree_unflatten(flat.tree, leaves)
+            out.append(_key_of_parts(tuple(args), dict(kwargs), avals))
+        except Exception:  # a key of another shape: not one we can read
+            continue
+    return out
+
+
+class _Index:
+    """A placeholder leaf: the index of its aval."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+
+def _key_of_parts(
+    args: tuple[Any, ...], kwargs: dict[str, Any], avals: tuple[Any, ...]
+) -> TraceKey:
+    def static(x: Any) -> bool:
+        return type(x).__name__ == "Static" and hasattr(x, "val")
+
+    positions = tuple(i for i, a in enumerate(args) if static(a))
+    statics = [a.val for a in args if static(a)]
+    static_names = tuple(k for k, v in kwargs.items() if static(v))
+    statics += [kwargs[k].val for k in static_names]
+    dynamic = [a for a in args if not static(a)]
+    dynamic_names = tuple(k for k, v in kwargs.items() if not static(v))
+    dynamic += [kwargs[k] for k in dynamic_names]
+    order = [x.i for d in dynamic for x in jax.tree_util.tree_leaves(d)]
+    return TraceKey(
+        None,
+        tuple(statics),
+        static_names,
+        dynamic_names,
+        tuple(jax.tree_util.tree_structure(d) for d in dynamic),
+        tuple(avals[i] for i in order),
+        (),
+        positions,
+    )
 
 
 def traced_before(fun: Any, holding: Any = None) -> bool:
