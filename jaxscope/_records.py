@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,7 +46,8 @@ class EqnInfo:
     scope: str = ""
     region: str = ""
     n_subjaxprs: int = 0
-    frames: tuple[SourceLoc, ...] = ()
+    # Not compared: the same equation traced from two call sites is the same equation.
+    frames: tuple[SourceLoc, ...] = field(default=(), compare=False)
     """Every frame of the call stack that traced it, innermost first, installed
     libraries' included (``source`` is the innermost one in the user's own code)."""
 
@@ -62,6 +63,6 @@ class OpInfo:
     fusion: str | None = None
     op_name: str = ""
     computation: str = ""
-    frames: tuple[SourceLoc, ...] = ()
+    frames: tuple[SourceLoc, ...] = field(default=(), compare=False)
     """The call stack recorded for the op, innermost first, libraries' frames
     included (``source`` is the innermost one in the user's own code)."""
