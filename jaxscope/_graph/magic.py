@@ -12,7 +12,7 @@ from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
     parse_magic_args,
-    show,
+    present,
     usage_errors,
 )
 
@@ -41,8 +41,7 @@ class GraphMagics(JaxscopeMagics):
         if opts.dot:
             print(view.to_dot())
             return None
-        show(view)
-        return None
+        return present(view, line)
 
 
 MAGICS = GraphMagics

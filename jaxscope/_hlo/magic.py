@@ -14,7 +14,7 @@ from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
     parse_magic_args,
-    show,
+    present,
     usage_errors,
 )
 
@@ -42,8 +42,7 @@ class HloMagics(JaxscopeMagics):
         parsed = parse_call(" ".join(opts.call), namespace, "hlo")
         view = hlo(parsed.function, stage=opts.stage)(*parsed.args, **parsed.kwargs)
         view.show_cost = opts.cost
-        show(view)
-        return None
+        return present(view, line)
 
 
 MAGICS = HloMagics

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dis
 import functools
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics
 from IPython.core.magic_arguments import argument, parse_argstring
 
@@ -126,6 +128,8 @@ def parse_magic_args(magic_fn: Any, line: str, verbatim: str | None = None) -> A
     untouched: argparse would strip the quotes of string arguments and take ``-1``
     for an option.
     """
+    # `%magic f(x);` reaches here with its `;`, which IPython reads as "show nothing"
+    line = line.rstrip().removesuffix(";")
     options, rest = split_options(magic_fn, line)
     try:
         opts = parse_argstring(magic_fn, options if verbatim is not None else line)
@@ -141,3 +145,48 @@ def show(obj: Any) -> None:
     from IPython.display import display
 
     display(obj)
+
+
+# What the code that called ``run_line_magic`` does with the result, read from the
+# instruction after its call: the displayhook shows it (the cell's last expression),
+# it is stored (``v = %magic``), or it is dropped (a statement mid-cell).
+_DISPLAYED = frozenset({"PRINT_EXPR"})
+_DROPPED = frozenset({"POP_TOP"})
+
+
+def _result_fate() -> str:
+    """``"displayed"``, ``"dropped"`` or ``"kept"`` (also when it cannot be told)."""
+    frame = sys._getframe(1)
+    run_line_magic = InteractiveShell.run_line_magic.__code__
+    while frame is not None and frame.f_code is not run_line_magic:
+        frame = frame.f_back
+    caller = frame.f_back if frame is not None else None
+    if caller is None:
+        return "kept"
+    # f_lasti is the call, or (Python 3.11) one of its inline cache entries
+    for instruction in dis.get_instructions(caller.f_code):
+        if instruction.offset <= caller.f_lasti:
+            continue
+        if instruction.opname in _DISPLAYED or (
+            instruction.opname == "CALL_INTRINSIC_1"
+            and instruction.argrepr == "INTRINSIC_PRINT"
+        ):
+            return "displayed"
+        return "dropped" if instruction.opname in _DROPPED else "kept"
+    return "kept"
+
+
+def present(view: Any, line: str) -> Any:
+    """A view magic's result: returned, so ``v = %magic ...`` keeps the object.
+
+    IPython's displayhook shows a result that ends a cell; a magic mid-cell, whose
+    result is dropped, shows it here, so it is displayed exactly once either way. A
+    trailing ``;`` on the magic's ``line`` hides it (IPython reads the ``;`` of a
+    cell only, and a magic's line is a string to it).
+    """
+    fate = _result_fate()
+    if line.rstrip().endswith(";"):
+        return None if fate == "displayed" else view
+    if fate == "dropped":
+        show(view)
+    return view

@@ -13,7 +13,7 @@ from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
     parse_magic_args,
-    show,
+    present,
     usage_errors,
 )
 
@@ -60,13 +60,11 @@ class JaxprMagics(JaxscopeMagics):
             parsed.function, parsed.args, parsed.kwargs, api_name="%jaxpr"
         )
         if opts.graph:
-            show(view.graph())
-            return None
+            return present(view.graph(), line)
         view.depth = opts.depth
         view.show_source = not opts.no_source
         view.by_source = opts.source
-        show(view)
-        return None
+        return present(view, line)
 
 
 MAGICS = JaxprMagics

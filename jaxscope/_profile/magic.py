@@ -13,7 +13,7 @@ from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
     parse_magic_args,
-    show,
+    present,
     usage_errors,
 )
 
@@ -60,8 +60,7 @@ class ProfileMagics(JaxscopeMagics):
         if opts.device is not None:
             view = view.for_device(opts.device)
         view.show_top = opts.top
-        show(view)
-        return None
+        return present(view, line)
 
     @magic_arguments()
     @argument("--top", type=int, default=15, help="rows of the largest-buffers table")
@@ -83,8 +82,7 @@ class ProfileMagics(JaxscopeMagics):
             parsed.function, parsed.args, parsed.kwargs, api_name="%jaxmem"
         )
         view.show_top = opts.top
-        show(view)
-        return None
+        return present(view, line)
 
 
 MAGICS = ProfileMagics

@@ -11,7 +11,7 @@ from jaxscope._exceptions import InvalidCallError
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     parse_magic_args,
-    show,
+    present,
     usage_errors,
 )
 from jaxscope._purity.cells import names_touched
@@ -126,7 +126,7 @@ class PurityMagics(JaxscopeMagics):
             session.log.stop()
             print("jaxscope purity: off")
         elif opts.action == "report":
-            show(session.log)
+            return present(session.log, line)
         elif opts.action == "clear":
             session.clear()
             print("jaxscope purity: log cleared")
@@ -134,6 +134,7 @@ class PurityMagics(JaxscopeMagics):
             raise InvalidCallError(
                 f"unknown action {opts.action!r}; use %purity on, off, report or clear"
             )
+        return None
 
 
 def on_load(shell: Any, state: Any) -> None:

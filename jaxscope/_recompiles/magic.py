@@ -15,6 +15,7 @@ from jaxscope._exceptions import InvalidCallError
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     parse_magic_args,
+    present,
     show,
     usage_errors,
 )
@@ -82,9 +83,9 @@ class RecompileMagics(JaxscopeMagics):
             session.shown = 0
             print("jaxscope: recompile log cleared")
         elif action == "report":
-            return session.log.summary()
+            return present(session.log.summary(), line)
         elif action == "log":
-            return session.log
+            return present(session.log, line)
         else:
             state = "on" if session.log.active else "off"
             print(

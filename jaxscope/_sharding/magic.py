@@ -20,7 +20,7 @@ from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     parse_magic_args,
-    show,
+    present,
     usage_errors,
 )
 
@@ -117,8 +117,7 @@ class ShardingMagics(JaxscopeMagics):
 
             value = _evaluate(text, namespace)
             view = sharding_view(value, name=text, dims=dims)
-        show(view)
-        return None
+        return present(view, line)
 
 
 MAGICS = ShardingMagics
