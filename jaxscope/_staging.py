@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -119,14 +121,14 @@ def check_example_args(
         if i in statics:
             continue
         name = names[i] if i < len(names) else f"argument {i}"
-        _check_tree(arg, name, f"static_argnums=({i},)", api_name)
+        _check_tree(arg, name, static_example(api_name, fn, argnum=i))
     for key, arg in kwargs.items():
         if key in static_argnames:
             continue
-        _check_tree(arg, f"{key} (keyword)", f"static_argnames=('{key}',)", api_name)
+        _check_tree(arg, f"{key} (keyword)", static_example(api_name, fn, argname=key))
 
 
-def _check_tree(tree: Any, name: str, static_fix: str, api_name: str) -> None:
+def _check_tree(tree: Any, name: str, static_fix: str) -> None:
     leaves_with_paths = jax.tree_util.tree_flatten_with_path(tree)[0]
     for path, leaf in leaves_with_paths:
         if _is_traceable_leaf(leaf):
@@ -134,16 +136,66 @@ def _check_tree(tree: Any, name: str, static_fix: str, api_name: str) -> None:
         where = name + jax.tree_util.keystr(path)
         raise InvalidCallError(
             f"{where} is a {type(leaf).__name__} ({_describe(leaf)}), which JAX "
-            f"cannot trace; pass it as a static argument "
-            f"({static_example(api_name, static_fix)}) or convert it to an array"
+            f"cannot trace; pass it as a static argument ({static_fix}) or convert "
+            "it to an array"
         )
 
 
-def static_example(api_name: str, static: str) -> str:
-    """How to mark an argument static with ``api_name`` (a transform or a magic)."""
+@dataclass(frozen=True)
+class MagicCall:
+    """The magic being run: its name and other options (``%hlo --stage optimized``),
+    the call typed after it and the static arguments it was given, so that a hint
+    can be a command to paste."""
+
+    command: str
+    source: str
+    static_argnums: tuple[int, ...] = ()
+    static_argnames: tuple[str, ...] = ()
+
+
+_MAGIC_CALL: ContextVar[MagicCall | None] = ContextVar("jaxscope_magic", default=None)
+
+
+@contextlib.contextmanager
+def magic_call(call: MagicCall) -> Iterator[None]:
+    """Within: hints about static arguments are worded as ``call``'s magic command."""
+    token = _MAGIC_CALL.set(call)
+    try:
+        yield
+    finally:
+        _MAGIC_CALL.reset(token)
+
+
+def static_example(
+    api_name: str, fn: Any, *, argnum: int | None = None, argname: str | None = None
+) -> str:
+    """How to mark argument ``argnum`` (or keyword ``argname``) of ``fn`` static:
+    the running magic's command with ``--static-argnums`` (ready to paste), else
+    ``api_name(fn, static_argnums=(n,))(...)``."""
+    call = _MAGIC_CALL.get()
+    if call is not None:
+        nums = call.static_argnums + ((argnum,) if argnum is not None else ())
+        names = call.static_argnames + ((argname,) if argname is not None else ())
+        options = ""
+        if nums:
+            options += f" --static-argnums {','.join(str(n) for n in nums)}"
+        if names:
+            options += f" --static-argnames {','.join(names)}"
+        return f"{call.command}{options} {call.source}"
+    name = getattr(unwrap(fn), "__name__", "f")
     if api_name.startswith("%"):
-        return f"{api_name} jax.jit(f, {static})(...)"
-    return f"{api_name}(f, {static})(...)"
+        option = (
+            f"--static-argnums {argnum}"
+            if argnum is not None
+            else f"--static-argnames {argname}"
+        )
+        return f"{api_name} {option} {name}(...)"
+    static = (
+        f"static_argnums=({argnum},)"
+        if argnum is not None
+        else f"static_argnames=('{argname}',)"
+    )
+    return f"{api_name}({name}, {static})(...)"
 
 
 def function_name(fn: Any) -> str:
@@ -234,10 +286,17 @@ def stage(
     check_example_args(fn, args, kwargs, all_nums, all_names, api_name)
     try:
         own_trace = getattr(fn, "trace", None)
+        wrapped = getattr(fn, "__wrapped__", None)
         if own_trace is not None and not nums and not names:
             traced = _clib.jax_stage(own_trace(*args, **kwargs))
         else:
             target = fn if own_trace is not None else _fresh(fn)
+            if own_trace is not None and callable(wrapped):
+                # Re-jitting a jax.jit wrapper cannot make its arguments static (it
+                # traces them again): stage the function it wraps, with its statics.
+                target = _fresh(wrapped)
+                nums = tuple(dict.fromkeys(all_nums))
+                names = tuple(dict.fromkeys(all_names))
             jitted = jax.jit(target, static_argnums=nums, static_argnames=names)
             traced = jitted.trace(*args, **kwargs)
             all_nums, all_names = _cjaxpr.jit_static_args(jitted) or (nums, names)
@@ -411,13 +470,13 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
         )
     names = param_names(user)
     static = (
-        f"static_argnums=({names.index(root)},)"
+        static_example(api_name, fn, argnum=names.index(root))
         if root in names
-        else f"static_argnames=('{root}',)"
+        else static_example(api_name, fn, argname=root)
     )
     return (
         f"Python control flow depends on the value of argument {arg}: mark it "
-        f"static ({static_example(api_name, static)}) or use lax.cond / jnp.where"
+        f"static ({static}) or use lax.cond / jnp.where"
     )
 
 

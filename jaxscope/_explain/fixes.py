@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import linecache
 import re
 import types
 
@@ -40,12 +41,41 @@ def names(args: tuple[str, ...]) -> str:
     return ", ".join(args[:-1]) + " and " + args[-1]
 
 
+# `@jax.jit`, `@jit`, `@nnx.jit` alone on their line; `@partial(jax.jit, ...)` apart.
+_PLAIN_JIT_DECORATOR = re.compile(r"@\s*(?:jax\.|nnx\.)?jit\s*(?:#.*)?$")
+_PARTIAL_JIT_DECORATOR = re.compile(
+    r"@\s*(?:functools\.)?partial\(\s*(?:jax\.|nnx\.)?jit\b"
+)
+
+
+def jit_decorator(code: types.CodeType | None) -> str:
+    """How the function of ``code`` is jitted where it is defined: ``"plain"``
+    (``@jax.jit``), ``"partial"`` (``@partial(jax.jit, ...)``) or ""."""
+    if code is None:
+        return ""
+    # co_firstlineno of a decorated function is its first decorator's line
+    for offset in range(16):
+        line = linecache.getline(code.co_filename, code.co_firstlineno + offset)
+        stripped = line.strip()
+        if not stripped.startswith("@"):
+            return ""
+        if _PLAIN_JIT_DECORATOR.match(stripped):
+            return "plain"
+        if _PARTIAL_JIT_DECORATOR.match(stripped):
+            return "partial"
+    return ""
+
+
 def static_hint(
     fn: str, args: tuple[str, ...], code: types.CodeType | None, jit: str = "jax.jit"
 ) -> str:
     """``jax.jit(fn, static_argnums=...) (or static_argnames=...)`` for the parameters
     behind ``args`` ("" when none of them is a parameter of ``code``); ``jit`` names
-    the wrapper (``nnx.jit`` takes the same arguments)."""
+    the wrapper (``nnx.jit`` takes the same arguments).
+
+    A function jitted by its decorator is jitted again to no effect (its arguments
+    are traced by the inner jit all the same): the fix is then the decorator, and
+    ``jax.jit(fn.__wrapped__, ...)`` the expression to try it."""
     if code is None or not args:
         return ""
     positional, kwonly = code_params(code)
@@ -66,8 +96,22 @@ def static_hint(
     if nums and len(nums) == len(params):
         trailing = "," if len(nums) == 1 else ""
         tup = "(" + ", ".join(str(n) for n in nums) + trailing + ")"
-        return f"{jit}({short}, static_argnums={tup}) (or {by_name})"
-    return f"{jit}({short}, {by_name})"
+        static, alternative = f"static_argnums={tup}", f" (or {by_name})"
+    else:
+        static, alternative = by_name, ""
+    decorator = jit_decorator(code)
+    if decorator == "partial":
+        return (
+            f"add {static}{alternative} to the @partial({jit}, ...) decorator of "
+            f"{short}"
+        )
+    if decorator == "plain":
+        return (
+            f"decorate {short} with @functools.partial({jit}, {static}) instead of "
+            f"@{jit}{alternative}; to try it first: {jit}({short}.__wrapped__, "
+            f"{static})"
+        )
+    return f"{jit}({short}, {static}){alternative}"
 
 
 def np_calls(site: Site) -> list[tuple[str, str]]:

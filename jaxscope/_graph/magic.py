@@ -11,8 +11,11 @@ from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
+    magic_call,
     parse_magic_args,
     present,
+    static_arguments,
+    static_options,
     usage_errors,
 )
 
@@ -23,6 +26,7 @@ class GraphMagics(JaxscopeMagics):
     @argument(
         "--dot", action="store_true", help="print the Graphviz DOT source instead"
     )
+    @static_arguments
     @call_argument()
     @line_magic
     @usage_errors
@@ -35,9 +39,13 @@ class GraphMagics(JaxscopeMagics):
         opts = parse_magic_args(self.jaxgraph, line, verbatim="call")
         from jaxscope._graph.api import graph
 
-        shell = self.running_shell
-        parsed = parse_call(" ".join(opts.call), shell.user_ns, "jaxgraph")
-        view = graph(parsed.function)(*parsed.args, **parsed.kwargs)
+        statics = static_options(opts)
+        parsed = parse_call(" ".join(opts.call), self.user_ns, "jaxgraph")
+        transform = graph(
+            parsed.function, static_argnums=statics[0], static_argnames=statics[1]
+        )
+        with magic_call("jaxgraph", opts, parsed.source, statics):
+            view = transform(*parsed.args, **parsed.kwargs)
         if opts.dot:
             print(view.to_dot())
             return None

@@ -13,8 +13,11 @@ from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
+    magic_call,
     parse_magic_args,
     present,
+    static_arguments,
+    static_options,
     usage_errors,
 )
 
@@ -26,6 +29,7 @@ class HloMagics(JaxscopeMagics):
         "--stage", default="hlo", help="stablehlo, hlo or optimized (post-fusion)"
     )
     @argument("--cost", action="store_true", help="also show cost and memory analysis")
+    @static_arguments
     @call_argument("f(x, y)")
     @line_magic
     @usage_errors
@@ -38,9 +42,16 @@ class HloMagics(JaxscopeMagics):
             )
         from jaxscope._hlo.api import hlo
 
-        namespace = self.user_ns
-        parsed = parse_call(" ".join(opts.call), namespace, "hlo")
-        view = hlo(parsed.function, stage=opts.stage)(*parsed.args, **parsed.kwargs)
+        statics = static_options(opts)
+        parsed = parse_call(" ".join(opts.call), self.user_ns, "hlo")
+        transform = hlo(
+            parsed.function,
+            stage=opts.stage,
+            static_argnums=statics[0],
+            static_argnames=statics[1],
+        )
+        with magic_call("hlo", opts, parsed.source, statics):
+            view = transform(*parsed.args, **parsed.kwargs)
         view.show_cost = opts.cost
         return present(view, line)
 

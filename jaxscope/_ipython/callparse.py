@@ -72,10 +72,16 @@ def parse_call(source: str, namespace: dict[str, Any], magic: str) -> ParsedCall
             f"`%{magic} f(x, y)`"
         ) from None
     call = tree.body
-    if not isinstance(call, ast.Call):
+    if isinstance(call, (ast.Name, ast.Attribute)):
         raise InvalidCallError(
             f"%{magic} needs a call expression, got `{text}`; write e.g. "
             f"`%{magic} {text}(x)` with example arguments"
+        )
+    if not isinstance(call, ast.Call):
+        raise InvalidCallError(
+            f"%{magic} needs one call such as `f(x, y)`, got `{text}`; to see this "
+            f"expression, wrap it in a function: `%{magic} (lambda: {text})()` "
+            "(its arrays then appear as constants)"
         )
     filename = cell_filename(text + "\n")
     function = _eval(call.func, text, namespace, "the function", filename)

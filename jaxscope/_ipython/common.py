@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import dis
 import functools
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -85,20 +87,44 @@ def keep_user_exception(result: Any) -> None:
 
 
 def split_options(magic_fn: Any, line: str) -> tuple[str, str]:
-    """Split a magic's line into its leading ``--options`` and the rest, verbatim.
+    """Split a magic's line into its ``--options`` and the rest, verbatim.
 
-    Options that take a value (``--depth 2``, ``--stage=hlo``) are read from the
-    magic's ``magic_arguments`` parser. ``-h`` / ``--help`` prints the magic's help
-    and raises ``HelpShown`` (which ``usage_errors`` turns into a quiet return). Everything from the first token that is not
-    an option on is returned untouched (quotes, ``-1``, spaces and all).
+    Options come before the rest (``%hlo --stage optimized f(x)``) or after it
+    (``%hlo f(x) --stage optimized``); a trailing token is an option only where it
+    is one of the magic's and what precedes it is a Python expression. Options
+    that take a value (``--depth 2``, ``--stage=hlo``) are read from the magic's
+    ``magic_arguments`` parser. ``-h`` / ``--help`` prints the magic's help and
+    raises ``HelpShown`` (which ``usage_errors`` turns into a quiet return). The
+    rest is returned untouched (quotes, ``-1``, spaces and all).
     """
     parser = getattr(magic_fn, "parser", None)
+    known: set[str] = {"-h", "--help"}
     valued: set[str] = set()
     for action in getattr(parser, "_actions", ()):
+        known.update(action.option_strings)
         if action.nargs != 0 and action.option_strings:
             valued.update(action.option_strings)
+    options, rest = _leading_options(magic_fn, line.strip(), valued)
+    rest, trailing = _trailing_options(magic_fn, rest, known)
+    if trailing:
+        more, left = _leading_options(magic_fn, trailing, valued)
+        if left:  # e.g. `f(x) --depth 1 extra`
+            raise InvalidCallError(
+                f"%{_magic_name(magic_fn)}: unexpected `{left}` after the options; "
+                "write the options, then the call, e.g. "
+                f"`%{_magic_name(magic_fn)} {more} {rest}`"
+            )
+        options = f"{options} {more}".strip()
+    return options, rest
+
+
+def _magic_name(magic_fn: Any) -> str:
+    return str(getattr(getattr(magic_fn, "parser", None), "prog", "magic"))
+
+
+def _leading_options(magic_fn: Any, text: str, valued: set[str]) -> tuple[str, str]:
     options: list[str] = []
-    rest = line.strip()
+    rest = text
     while rest.startswith("-"):
         token, _, rest = rest.partition(" ")
         rest = rest.lstrip()
@@ -113,9 +139,99 @@ def split_options(magic_fn: Any, line: str) -> tuple[str, str]:
     return " ".join(options), rest
 
 
+def _parses(text: str) -> ast.expr | None:
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+
+def _trailing_options(magic_fn: Any, text: str, known: set[str]) -> tuple[str, str]:
+    """``(expression, trailing options)``: ``f(x) --depth 1`` -> ``("f(x)",
+    "--depth 1")``; ``text`` unchanged when it is a call as it stands."""
+    whole = _parses(text)
+    if not text or isinstance(whole, ast.Call):
+        return text, ""
+    for match in re.finditer(r"\s(-{1,2}[A-Za-z][\w-]*)", text):
+        head = text[: match.start()].rstrip()
+        if not head or _parses(head) is None:
+            continue
+        option = match.group(1)
+        if option in known:
+            return head, text[match.start() :].strip()
+        if option.startswith("--") and whole is None:
+            options = ", ".join(sorted(o for o in known if o.startswith("--")))
+            raise InvalidCallError(
+                f"%{_magic_name(magic_fn)} has no option {option}; its options are "
+                f"{options} (before or after the call)"
+            )
+    return text, ""
+
+
 def call_argument(example: str = "f(x, y) or jax.grad(loss)(p, b)") -> Any:
     """The ``call`` positional (``nargs="*"``) of a magic that takes a call expression."""
     return argument("call", nargs="*", help=f"a call expression such as {example}")
+
+
+def static_arguments(func: Any) -> Any:
+    """The ``--static-argnums`` / ``--static-argnames`` options of a call magic."""
+    func = argument(
+        "--static-argnames",
+        default=None,
+        metavar="NAMES",
+        help="keyword arguments of CALL to treat as static, e.g. n,mode",
+    )(func)
+    return argument(
+        "--static-argnums",
+        default=None,
+        metavar="NUMS",
+        help="positions of CALL's arguments to treat as static, e.g. 0,2",
+    )(func)
+
+
+def static_options(opts: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """``--static-argnums 0,2 --static-argnames n`` as ``((0, 2), ("n",))``."""
+    nums: list[int] = []
+    for part in (opts.static_argnums or "").replace(" ", "").split(","):
+        if not part:
+            continue
+        try:
+            nums.append(int(part))
+        except ValueError:
+            raise InvalidCallError(
+                f"--static-argnums takes positions separated by commas, got "
+                f"{opts.static_argnums!r}; use e.g. --static-argnums 0,2"
+            ) from None
+    names = [n for n in (opts.static_argnames or "").replace(" ", "").split(",") if n]
+    for name in names:
+        if not name.isidentifier():
+            raise InvalidCallError(
+                f"--static-argnames takes parameter names separated by commas, got "
+                f"{opts.static_argnames!r}; use e.g. --static-argnames n,mode"
+            )
+    return tuple(nums), tuple(names)
+
+
+def magic_call(
+    magic: str,
+    opts: Any,
+    source: str,
+    statics: tuple[tuple[int, ...], tuple[str, ...]],
+) -> Any:
+    """Context in which hints are worded as this magic's command, its other options
+    kept (see ``_staging.static_example``)."""
+    from jaxscope._staging import MagicCall
+    from jaxscope._staging import magic_call as staging_magic_call
+
+    kept: list[str] = []
+    tokens = iter(getattr(opts, "option_tokens", ()))
+    for token in tokens:
+        if token in ("--static-argnums", "--static-argnames"):
+            next(tokens, None)
+        elif not token.startswith(("--static-argnums=", "--static-argnames=")):
+            kept.append(token)
+    command = " ".join([f"%{magic}", *kept])
+    return staging_magic_call(MagicCall(command, source, *statics))
 
 
 def parse_magic_args(magic_fn: Any, line: str, verbatim: str | None = None) -> Any:
@@ -137,6 +253,7 @@ def parse_magic_args(magic_fn: Any, line: str, verbatim: str | None = None) -> A
         raise InvalidCallError(str(exc).splitlines()[0]) from None
     if verbatim is not None:
         setattr(opts, verbatim, [rest] if rest else [])
+    opts.option_tokens = options.split()
     return opts
 
 

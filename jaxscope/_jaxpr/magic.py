@@ -12,8 +12,11 @@ from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
+    magic_call,
     parse_magic_args,
     present,
+    static_arguments,
+    static_options,
     usage_errors,
 )
 
@@ -38,6 +41,7 @@ class JaxprMagics(JaxscopeMagics):
     @argument(
         "--graph", action="store_true", help="show the dataflow graph instead of text"
     )
+    @static_arguments
     @call_argument()
     @line_magic
     @usage_errors
@@ -54,11 +58,17 @@ class JaxprMagics(JaxscopeMagics):
             )
         from jaxscope._jaxpr.api import jaxpr_view
 
-        shell = self.running_shell
-        parsed = parse_call(" ".join(opts.call), shell.user_ns, "jaxpr")
-        view = jaxpr_view(
-            parsed.function, parsed.args, parsed.kwargs, api_name="%jaxpr"
-        )
+        statics = static_options(opts)
+        parsed = parse_call(" ".join(opts.call), self.user_ns, "jaxpr")
+        with magic_call("jaxpr", opts, parsed.source, statics):
+            view = jaxpr_view(
+                parsed.function,
+                parsed.args,
+                parsed.kwargs,
+                static_argnums=statics[0],
+                static_argnames=statics[1],
+                api_name="%jaxpr",
+            )
         if opts.graph:
             return present(view.graph(), line)
         view.depth = opts.depth

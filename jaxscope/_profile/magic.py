@@ -12,8 +12,11 @@ from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
+    magic_call,
     parse_magic_args,
     present,
+    static_arguments,
+    static_options,
     usage_errors,
 )
 
@@ -32,6 +35,7 @@ class ProfileMagics(JaxscopeMagics):
     @argument("--warmup", type=int, default=1, help="unprofiled runs first (default 1)")
     @argument("--top", type=int, default=10, help="rows of the top-lines summary")
     @argument("--device", type=int, default=None, help="one device's numbers only")
+    @static_arguments
     @call_argument("train_step(state, batch)")
     @line_magic
     @usage_errors
@@ -48,15 +52,19 @@ class ProfileMagics(JaxscopeMagics):
         _at_least(opts.top, 1, "--top")
         from jaxscope._profile.profile import profile_call
 
+        statics = static_options(opts)
         parsed = parse_call(" ".join(opts.call), self.user_ns, "jaxprof")
-        view = profile_call(
-            parsed.function,
-            parsed.args,
-            parsed.kwargs,
-            repeat=opts.repeat,
-            warmup=opts.warmup,
-            api_name="%jaxprof",
-        )
+        with magic_call("jaxprof", opts, parsed.source, statics):
+            view = profile_call(
+                parsed.function,
+                parsed.args,
+                parsed.kwargs,
+                repeat=opts.repeat,
+                warmup=opts.warmup,
+                static_argnums=statics[0],
+                static_argnames=statics[1],
+                api_name="%jaxprof",
+            )
         if opts.device is not None:
             view = view.for_device(opts.device)
         view.show_top = opts.top
@@ -64,6 +72,7 @@ class ProfileMagics(JaxscopeMagics):
 
     @magic_arguments()
     @argument("--top", type=int, default=15, help="rows of the largest-buffers table")
+    @static_arguments
     @call_argument("train_step(state, batch)")
     @line_magic
     @usage_errors
@@ -77,10 +86,17 @@ class ProfileMagics(JaxscopeMagics):
         _at_least(opts.top, 1, "--top")
         from jaxscope._profile.memory import memory_call
 
+        statics = static_options(opts)
         parsed = parse_call(" ".join(opts.call), self.user_ns, "jaxmem")
-        view = memory_call(
-            parsed.function, parsed.args, parsed.kwargs, api_name="%jaxmem"
-        )
+        with magic_call("jaxmem", opts, parsed.source, statics):
+            view = memory_call(
+                parsed.function,
+                parsed.args,
+                parsed.kwargs,
+                static_argnums=statics[0],
+                static_argnames=statics[1],
+                api_name="%jaxmem",
+            )
         view.show_top = opts.top
         return present(view, line)
 

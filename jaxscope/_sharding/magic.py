@@ -19,8 +19,11 @@ from jaxscope._exceptions import InvalidCallError
 from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
+    magic_call,
     parse_magic_args,
     present,
+    static_arguments,
+    static_options,
     usage_errors,
 )
 
@@ -78,6 +81,7 @@ class ShardingMagics(JaxscopeMagics):
         default=None,
         help="for arrays of rank > 2: the two dimensions to draw, e.g. 0,2",
     )
+    @static_arguments
     @argument(
         "expr",
         nargs="*",
@@ -110,8 +114,13 @@ class ShardingMagics(JaxscopeMagics):
                 )
             from jaxscope._sharding.program import shardings
 
+            statics = static_options(opts)
             parsed = parse_call(text, namespace, "sharding")
-            view: Any = shardings(parsed.function)(*parsed.args, **parsed.kwargs)
+            transform = shardings(
+                parsed.function, static_argnums=statics[0], static_argnames=statics[1]
+            )
+            with magic_call("sharding", opts, parsed.source, statics):
+                view: Any = transform(*parsed.args, **parsed.kwargs)
         else:
             from jaxscope._sharding.array import sharding_view
 

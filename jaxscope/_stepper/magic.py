@@ -20,8 +20,11 @@ from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
     exception_text,
+    magic_call,
     parse_magic_args,
     show,
+    static_arguments,
+    static_options,
     usage_errors,
 )
 from jaxscope._stepper.render import (
@@ -270,6 +273,7 @@ class StepperMagics(JaxscopeMagics):
     @argument(
         "--widget", action="store_true", help="use the widget even without a kernel"
     )
+    @static_arguments
     @call_argument("f(x, y)")
     @line_magic
     @usage_errors
@@ -278,8 +282,13 @@ class StepperMagics(JaxscopeMagics):
         a pdb-like prompt in a terminal. The stepper is kept in ``_jaxstep``."""
         opts = parse_magic_args(self.jaxstep, line, verbatim="call")
         shell = self.running_shell
+        statics = static_options(opts)
         parsed = parse_call(" ".join(opts.call), shell.user_ns, "jaxstep")
-        stepper = step(parsed.function)(*parsed.args, **parsed.kwargs)
+        transform = step(
+            parsed.function, static_argnums=statics[0], static_argnames=statics[1]
+        )
+        with magic_call("jaxstep", opts, parsed.source, statics):
+            stepper = transform(*parsed.args, **parsed.kwargs)
         for spec in opts.breaks:
             _break_at(stepper, spec)
         stepper.break_on(nan=opts.nan, inf=opts.inf)

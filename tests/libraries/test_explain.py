@@ -51,8 +51,12 @@ def test_nnx_jit_hint_names_nnx_jit_not_jax_jit(line_of):
     )
     assert report.category == "bool_conversion"
     assert report.user_frame.line == line_of(Tiny.__call__, "# <- error")
-    assert "nnx.jit(nnx_step, static_argnums=(2,))" in report.hint
+    # nnx_step is jitted by its decorator: the fix is there
+    assert "@functools.partial(nnx.jit, static_argnums=(2,))" in report.hint
+    assert "nnx.jit(nnx_step.__wrapped__, static_argnums=(2,))" in report.hint
     assert "jax.jit" not in report.hint
+    unwrapped = nnx.jit(nnx_step.__wrapped__, static_argnums=(2,))
+    assert unwrapped(Tiny(nnx.Rngs(0)), jnp.ones((1, 2)), True).shape == (1, 2)
     assert "(traced for nnx.jit)" in report.message
 
 

@@ -36,7 +36,7 @@ def test_string_argument_names_it_and_suggests_static_argnums():
         js.jaxpr(takes)(X, "hello")
     assert one_line(info) == (
         "label is a str ('hello'), which JAX cannot trace; pass it as a static "
-        "argument (js.jaxpr(f, static_argnums=(1,))(...)) or convert it to an array"
+        "argument (js.jaxpr(takes, static_argnums=(1,))(...)) or convert it to an array"
     )
 
 
@@ -50,7 +50,7 @@ def test_keyword_argument_suggests_static_argnames():
     with pytest.raises(js.InvalidCallError) as info:
         js.jaxpr(takes)(X, label="hi")
     assert "label (keyword) is a str ('hi')" in one_line(info)
-    assert "js.jaxpr(f, static_argnames=('label',))(...)" in one_line(info)
+    assert "js.jaxpr(takes, static_argnames=('label',))(...)" in one_line(info)
 
 
 def test_static_argnums_out_of_range():
@@ -98,7 +98,7 @@ def test_value_dependent_control_flow_suggests_the_right_static_index():
     message = one_line(info)
     assert "TracerBoolConversionError" in message
     assert "depends on the value of argument n" in message
-    assert "js.jaxpr(f, static_argnums=(1,))(...)" in message
+    assert "js.jaxpr(branchy, static_argnums=(1,))(...)" in message
     assert "lax.cond / jnp.where" in message
     ok = js.jaxpr(branchy, static_argnums=1)(X, 3)
     assert [e.primitive for e in ok.eqns] == ["mul"]
@@ -147,4 +147,4 @@ def test_control_flow_on_a_pytree_leaf_suggests_its_root_argument():
         js.jaxpr(tree)({"w": 1.0}, X)
     message = one_line(info)
     assert "depends on the value of argument p['w']" in message
-    assert "js.jaxpr(f, static_argnums=(0,))(...)" in message
+    assert "js.jaxpr(tree, static_argnums=(0,))(...)" in message
