@@ -106,3 +106,18 @@ def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     """
     word = noun if count == 1 else (plural_form or noun + "s")
     return f"{count} {word}"
+
+
+def a_an(word: str) -> str:
+    """``word`` with its indefinite article, as it is said: ``"an int"``, ``"a str"``.
+
+    Example:
+        >>> a_an("int"), a_an("str"), a_an("uint8"), a_an("ndarray")
+        ('an int', 'a str', 'a uint8', 'an ndarray')
+    """
+    lower = word.lower()
+    vowel = lower[:1] in ("a", "e", "i", "o") or (
+        lower.startswith("u") and not lower.startswith(("uint", "uni", "use", "usu"))
+    )
+    spelled = lower.startswith("nd")  # "en-dee-array"
+    return f"{'an' if vowel or spelled else 'a'} {word}"

@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from jaxscope._exceptions import InvalidCallError, TraceError
-from jaxscope._format import qualname, short_repr, unwrap
+from jaxscope._format import a_an, qualname, short_repr, unwrap
 from jaxscope._source import user_frames_of_exception
 from jaxscope.compat import jaxpr as _cjaxpr
 from jaxscope.compat import libraries as _clib
@@ -135,7 +135,7 @@ def _check_tree(tree: Any, name: str, static_fix: str) -> None:
             continue
         where = name + jax.tree_util.keystr(path)
         raise InvalidCallError(
-            f"{where} is a {type(leaf).__name__} ({_describe(leaf)}), which JAX "
+            f"{where} is {a_an(type(leaf).__name__)} ({_describe(leaf)}), which JAX "
             f"cannot trace; pass it as a static argument ({static_fix}) or convert "
             "it to an array"
         )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from jaxscope._explain.report import ErrorKind, Operand
 from jaxscope._explain.wrappers import FieldFix
+from jaxscope._format import a_an
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +108,7 @@ def _untraceable_argument(first: str, fields: tuple[FieldFix, ...]) -> KnownMess
     name = untraceable_path(first) or "the argument"
     type_match = _UNTRACEABLE_TYPE.search(first)
     what = (
-        f" a {type_match.group(1).rsplit('.', 1)[-1]}"
+        f" {a_an(type_match.group(1).rsplit('.', 1)[-1])}"
         if type_match
         else " not an array"
     )

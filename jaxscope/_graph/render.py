@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxscope._display import html, plain, rich_renderable, widget
+from jaxscope._format import plural
 from jaxscope._graph.view import GraphView
 
 _STATIC = Path(__file__).resolve().parent.parent / "_static"
@@ -94,8 +95,8 @@ def _(view: GraphView) -> Any:
     if view.title:
         title.append(plain(f" of {view.title}"))
     title.append(
-        f": {len(view.nodes)} nodes, {len(view.edges)} edges, "
-        f"{len(view.groups)} groups",
+        f": {plural(len(view.nodes), 'node')}, {plural(len(view.edges), 'edge')}, "
+        f"{plural(len(view.groups), 'group')}",
         style="dim",
     )
     tree = Tree(title)
@@ -121,7 +122,7 @@ def _(view: GraphView) -> Any:
                     "bold magenta" if group.kind != "scope" else "yellow",
                 )
             )
-            label.append(f"  {group.size} nodes", style="dim")
+            label.append(f"  {plural(group.size, 'node')}", style="dim")
             if group.source is not None:
                 label.append(plain(f"  # {group.source}", "yellow"))
             add(branch.add(label), group.id)

@@ -6,6 +6,7 @@ from typing import Any
 
 from jaxscope._display import Renderable, mimebundle, printable, widget_of
 from jaxscope._exceptions import GraphvizMissingError, JaxscopeError
+from jaxscope._format import plural
 from jaxscope._graph.model import (
     GraphEdge,
     GraphGroup,
@@ -100,8 +101,8 @@ class GraphView(Renderable):
     def __repr__(self) -> str:
         title = f" of {printable(self.title)}" if self.title else ""
         return (
-            f"<GraphView{title}: {len(self.nodes)} nodes, {len(self.edges)} edges, "
-            f"{len(self.groups)} groups>"
+            f"<GraphView{title}: {plural(len(self.nodes), 'node')}, "
+            f"{plural(len(self.edges), 'edge')}, {plural(len(self.groups), 'group')}>"
         )
 
 

@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from jaxscope._display import html, plain, printable, rich_renderable
+from jaxscope._format import plural
 from jaxscope._hlo.parse import COMPUTATION_HEADER, HLO_SECTIONS, instruction_parts
 from jaxscope._hlo.stablehlo import FUNC_HEADER
 from jaxscope._hlo.view import HloView
@@ -62,8 +63,8 @@ def _summary(view: HloView) -> str:
     mapped = sum(1 for op in ops if op.source is not None)
     name = f" of {view.function_name}" if view.function_name else ""
     return (
-        f"{_stage_title(view)}{name}: {len(ops)} ops, {mapped} mapped to "
-        f"{len(view.by_line)} source lines"
+        f"{_stage_title(view)}{name}: {plural(len(ops), 'op')}, {mapped} mapped to "
+        f"{plural(len(view.by_line), 'source line')}"
     )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jaxscope._exceptions import InvalidCallError
+from jaxscope._format import a_an
 from jaxscope._ipython.common import exception_text
 from jaxscope._source import running_cell_number, running_shell
 
@@ -87,8 +88,8 @@ def parse_call(source: str, namespace: dict[str, Any], magic: str) -> ParsedCall
     function = _eval(call.func, text, namespace, "the function", filename)
     if not callable(function):
         raise InvalidCallError(
-            f"`{ast.get_source_segment(text, call.func)}` is a "
-            f"{type(function).__name__}, not a function; %{magic} needs `f(args)`"
+            f"`{ast.get_source_segment(text, call.func)}` is "
+            f"{a_an(type(function).__name__)}, not a function; %{magic} needs `f(args)`"
         )
     args: list[Any] = []
     for node in call.args:
@@ -98,8 +99,8 @@ def parse_call(source: str, namespace: dict[str, Any], magic: str) -> ParsedCall
                 args.extend(value)
             except TypeError:
                 raise InvalidCallError(
-                    f"`*{ast.get_source_segment(text, node.value)}` is a "
-                    f"{type(value).__name__}, not an iterable; unpack a list or tuple"
+                    f"`*{ast.get_source_segment(text, node.value)}` is "
+                    f"{a_an(type(value).__name__)}, not an iterable; unpack a list or tuple"
                 ) from None
         else:
             args.append(_eval(node, text, namespace, "the argument", filename))
@@ -109,8 +110,8 @@ def parse_call(source: str, namespace: dict[str, Any], magic: str) -> ParsedCall
         if keyword.arg is None:
             if not hasattr(value, "keys"):
                 raise InvalidCallError(
-                    f"`**{ast.get_source_segment(text, keyword.value)}` is a "
-                    f"{type(value).__name__}, not a mapping; unpack a dict"
+                    f"`**{ast.get_source_segment(text, keyword.value)}` is "
+                    f"{a_an(type(value).__name__)}, not a mapping; unpack a dict"
                 )
             items = {str(k): value[k] for k in value.keys()}  # noqa: SIM118 (any mapping)
         else:

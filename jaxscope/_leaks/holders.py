@@ -18,7 +18,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from jaxscope._format import qualname
+from jaxscope._format import a_an, qualname
 from jaxscope.compat import leaks as _cl
 
 
@@ -192,7 +192,7 @@ class _Walker(_Referrers):
             return self._above(parent, step, depth, on_path)
         if isinstance(parent, types.FunctionType):
             return None  # globals dict / code constants of a function: not a holder
-        step = _Step(f" (in a {type(parent).__name__})", type(parent).__name__)
+        step = _Step(f" (in {a_an(type(parent).__name__)})", type(parent).__name__)
         return self._above(parent, step, depth, on_path)
 
     def _through_cell(

@@ -137,4 +137,7 @@ class LeakSummary(Renderable):
         return None
 
     def __repr__(self) -> str:
-        return f"<LeakSummary: {len(self.rows)} functions, {self.total_leaks} leaks>"
+        return (
+            f"<LeakSummary: {plural(len(self.rows), 'function')}, "
+            f"{plural(self.total_leaks, 'leak')}>"
+        )

@@ -15,6 +15,7 @@ import jax
 
 from jaxscope._display import Renderable
 from jaxscope._exceptions import InvalidCallError
+from jaxscope._format import plural
 from jaxscope._hlo.view import HloView
 from jaxscope._profile.at_peak import ARGUMENT_KINDS, BufferNamer, line_memory
 from jaxscope._profile.buffers import BufferDump, compile_with_dump
@@ -113,7 +114,7 @@ class MemoryView(Renderable):
         name = f" of {self.function_name}" if self.function_name else ""
         return (
             f"<MemoryView{name}: peak {self.peak_bytes} bytes, "
-            f"{len(self.buffers)} buffers>"
+            f"{plural(len(self.buffers), 'buffer')}>"
         )
 
 

@@ -16,6 +16,7 @@ import jax
 
 from jaxscope._display import Renderable
 from jaxscope._exceptions import InvalidCallError, ProfileError
+from jaxscope._format import plural
 from jaxscope._hlo.view import HloView
 from jaxscope._profile.attribution import attribute, hotspots, ops_at
 from jaxscope._profile.compiling import (
@@ -135,7 +136,7 @@ class ProfileView(Renderable):
         name = f" of {self.function_name}" if self.function_name else ""
         return (
             f"<ProfileView{name}: {self.total * 1e3:.3f} ms per run, "
-            f"{len(self.lines)} lines, {len(self.ops)} ops>"
+            f"{plural(len(self.lines), 'line')}, {plural(len(self.ops), 'op')}>"
         )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jaxscope._display import Renderable
+from jaxscope._format import plural
 from jaxscope._records import SourceLoc
 
 STALE = "stale_constant"
@@ -85,5 +86,5 @@ class PuritySummary(Renderable):
     def __repr__(self) -> str:
         return (
             f"<PuritySummary: {len(self.rows)} functions, "
-            f"{self.total_findings} findings>"
+            f"{plural(self.total_findings, 'finding')}>"
         )

@@ -8,6 +8,7 @@ import html as _html
 from typing import Any
 
 from jaxscope._display import html, plain, printable, rich_renderable
+from jaxscope._format import plural
 from jaxscope._purity.records import PurityFinding, PuritySummary, PuritySummaryRow
 from jaxscope._purity.watcher import PurityLog
 
@@ -79,7 +80,8 @@ def _(log: PurityLog) -> Any:
     if not findings:
         return Text(_NONE_FOUND)
     hints = [plain(f"• {f.name}: {f.hint}", style="dim") for f in findings]
-    return Group(_table(findings, f"jaxscope purity: {len(findings)} findings"), *hints)
+    title = f"jaxscope purity: {plural(len(findings), 'finding')}"
+    return Group(_table(findings, title), *hints)
 
 
 @rich_renderable.register
@@ -108,7 +110,9 @@ def _(log: PurityLog) -> str:
     findings = log.findings
     if not findings:
         return f'<div class="jaxscope-purity">{_NONE_FOUND}</div>'
-    return findings_html(findings, f"jaxscope purity: {len(findings)} findings")
+    return findings_html(
+        findings, f"jaxscope purity: {plural(len(findings), 'finding')}"
+    )
 
 
 @html.register
@@ -126,7 +130,7 @@ def _summary_cells(row: PuritySummaryRow) -> tuple[str, str, str, str]:
 
 
 def _summary_title(summary: PuritySummary) -> str:
-    return f"jaxscope purity: {summary.total_findings} findings by function"
+    return f"jaxscope purity: {plural(summary.total_findings, 'finding')} by function"
 
 
 @rich_renderable.register

@@ -26,7 +26,7 @@ from typing import Any
 
 from jaxscope._display import Renderable
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._format import qualname
+from jaxscope._format import plural, qualname
 from jaxscope._purity import stale as _stale
 from jaxscope._purity import tracing
 from jaxscope._purity.records import PurityFinding, PuritySummary, PuritySummaryRow
@@ -151,7 +151,7 @@ class PurityLog(Renderable):
     reset = clear  # its earlier name, kept for code that calls it
 
     def __repr__(self) -> str:
-        return f"<PurityLog: {len(self.findings)} findings>"
+        return f"<PurityLog: {plural(len(self.findings), 'finding')}>"
 
 
 def watch_purity() -> PurityLog:

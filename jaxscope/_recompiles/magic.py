@@ -12,6 +12,7 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
+from jaxscope._format import plural
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     parse_magic_args,
@@ -90,7 +91,7 @@ class RecompileMagics(JaxscopeMagics):
             state = "on" if session.log.active else "off"
             print(
                 f"jaxscope: recompile watcher is {state}, "
-                f"{len(session.log.events)} events recorded"
+                f"{plural(len(session.log.events), 'event')} recorded"
             )
         return None
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from jaxscope._exceptions import JaxRecompileWarning
+from jaxscope._format import plural
 
 if TYPE_CHECKING:
     from jaxscope._recompiles.records import RecompileEvent
@@ -161,13 +162,14 @@ def _check_budget(
         return None
     if recompiles:
         names = ", ".join(
-            f"{key[0]} recompiled {len(evs) - 1} times ({len(evs)} compiles in this "
+            f"{key[0]} recompiled {plural(len(evs) - 1, 'time')} "
+            f"({plural(len(evs), 'compile')} in this "
             "test; the first is not a recompile)"
             for key, evs in over.items()
         )
     else:
         names = ", ".join(
-            f"{key[0]} compiled {len(evs)} times (first compile included)"
+            f"{key[0]} compiled {plural(len(evs), 'time')} (first compile included)"
             for key, evs in over.items()
         )
     return f"{marker}({n}) exceeded: {names}", over
@@ -232,7 +234,8 @@ def pytest_runtest_call(item: Any) -> Iterator[None]:
     offenders = {key: evs for key, evs in by_fn.items() if len(evs) > 1}
     if offenders:
         names = ", ".join(
-            f"{key[0]} compiled {len(evs)} times" for key, evs in offenders.items()
+            f"{key[0]} compiled {plural(len(evs), 'time')}"
+            for key, evs in offenders.items()
         )
         msg = _report(f"jax recompiles: {names}", offenders, config.rootpath)
         if policy == "fail":
@@ -287,10 +290,11 @@ def pytest_terminal_summary(
 
     for name, (count, seconds, tests) in rows:
         worst, n = max(tests.items(), key=lambda kv: kv[1])
-        more = f" and {len(tests) - 1} more tests" if len(tests) > 1 else ""
+        more = f" and {plural(len(tests) - 1, 'more test')}" if len(tests) > 1 else ""
         terminalreporter.write_line(
             printable(
-                f"{int(count):5d} compiles  {seconds:8.3f} s  {name}  "
+                f"{int(count):5d} {'compile ' if count == 1 else 'compiles'}  "
+                f"{seconds:8.3f} s  {name}  "
                 f"[most in {worst}: {n}{more}]"
             )
         )

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from jaxscope._display import Renderable, printable
+from jaxscope._format import plural
 from jaxscope._records import SourceLoc
 
 CAUSE_KINDS = (
@@ -165,8 +166,8 @@ class RecompileSummary(Renderable):
 
     def __repr__(self) -> str:
         return (
-            f"<RecompileSummary: {len(self.rows)} functions, "
-            f"{self.total_compiles} compiles, {self.total_seconds:.3f} s>"
+            f"<RecompileSummary: {plural(len(self.rows), 'function')}, "
+            f"{plural(self.total_compiles, 'compile')}, {self.total_seconds:.3f} s>"
         )
 
 

@@ -12,6 +12,7 @@ import html as _html
 from typing import Any
 
 from jaxscope._display import html, plain, printable, rich_renderable
+from jaxscope._format import plural
 from jaxscope._recompiles.records import (
     RecompileEvent,
     RecompileEvents,
@@ -147,7 +148,7 @@ def _(summary: RecompileSummary) -> Any:
     if summary.internal_compiles:
         parts.append(
             Text(
-                f"(+ {summary.internal_compiles} compiles of JAX's own "
+                f"(+ {plural(summary.internal_compiles, 'compile')} of JAX's own "
                 "eager ops, not counted)",
                 style="dim",
             )
@@ -243,7 +244,7 @@ def _summary_html(summary: RecompileSummary) -> str:
         for r in summary.rows
     )
     note = (
-        f"<div class='hint'>(+ {summary.internal_compiles} compiles of JAX's own "
+        f"<div class='hint'>(+ {plural(summary.internal_compiles, 'compile')} of JAX's own "
         "eager ops, not counted)</div>"
         if summary.internal_compiles
         else ""

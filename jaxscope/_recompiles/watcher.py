@@ -32,6 +32,7 @@ from typing import Any
 
 from jaxscope._display import Renderable
 from jaxscope._exceptions import RecompileWatchError
+from jaxscope._format import plural
 from jaxscope._recompiles.records import (
     CAUSE_KINDS,
     Cause,
@@ -163,7 +164,7 @@ class RecompileLog(Renderable):
 
     def __repr__(self) -> str:
         state = "watching" if self.active else "stopped"
-        return f"<RecompileLog ({state}): {len(self.events)} events>"
+        return f"<RecompileLog ({state}): {plural(len(self.events), 'event')}>"
 
 
 def watch_recompiles() -> RecompileLog:

@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxscope._display import Renderable
 from jaxscope._exceptions import ShardingInputError, ShardingValueError
-from jaxscope._format import short_repr
+from jaxscope._format import a_an, plural, short_repr
 from jaxscope._sharding.layout import (
     ShardInfo,
     ShardingLayout,
@@ -106,7 +106,7 @@ class ShardingView(Renderable):
             return f"<ShardingView of a pytree: {len(self.leaves)} arrays>"
         return (
             f"<ShardingView {self.dtype}{list(self.shape)} {self.spec}: "
-            f"{len(self.shards)} shards>"
+            f"{plural(len(self.shards), 'shard')}>"
         )
 
 
@@ -132,7 +132,7 @@ def _sharding_of(x: Any, where: str) -> tuple[Any, bool | None]:
             )
         return x.sharding, None
     raise ShardingInputError(
-        f"{where} is a {type(x).__module__.split('.')[0]}.{type(x).__name__} "
+        f"{where} is {a_an(type(x).__module__.split('.')[0] + '.' + type(x).__name__)} "
         f"({short_repr(x, 40)}), not a JAX array; pass a jax.Array or a "
         "jax.ShapeDtypeStruct with a sharding (numpy data: jax.device_put it first)"
     )
@@ -274,7 +274,8 @@ def sharding_view(
     for path, leaf in leaves:
         where = name + jax.tree_util.keystr(path)
         views.append((jax.tree_util.keystr(path), _array_view(leaf, where, None)))
-    meshes = {tuple(sorted(v.mesh.items())) for _, v in views if v.mesh is not None}
+    # in the mesh's own axis order, as the user built it
+    meshes = {tuple(v.mesh.items()) for _, v in views if v.mesh is not None}
     common = dict(next(iter(meshes))) if len(meshes) == 1 else None
     return ShardingView(
         shape=None,

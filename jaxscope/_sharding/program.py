@@ -26,6 +26,7 @@ import jax
 
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError, ShardingValueError
+from jaxscope._format import plural
 from jaxscope._hlo.parse import module_devices
 from jaxscope._records import SourceLoc
 from jaxscope._sharding.collectives import (
@@ -142,8 +143,8 @@ class ProgramShardingView(Renderable):
     def __repr__(self) -> str:
         name = printable(self.function_name)
         return (
-            f"<ProgramShardingView of {name}: {len(self.ops)} ops, "
-            f"{len(self.collectives)} collectives>"
+            f"<ProgramShardingView of {name}: {plural(len(self.ops), 'op')}, "
+            f"{plural(len(self.collectives), 'collective')}>"
         )
 
 

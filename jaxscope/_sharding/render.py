@@ -10,7 +10,7 @@ import html as _html
 from typing import Any
 
 from jaxscope._display import html, plain, printable, rich_renderable
-from jaxscope._format import format_bytes
+from jaxscope._format import format_bytes, plural
 from jaxscope._sharding.array import ShardingView
 from jaxscope._sharding.layout import LayoutCell, ShardingLayout
 from jaxscope._sharding.mesh import MeshGrid
@@ -101,7 +101,7 @@ def header(view: ShardingView) -> str:
         f"{format_bytes(view.bytes_per_device)} per device"
     )
     if view.replication > 1:
-        text += f", each shard on {view.replication} devices"
+        text += f", each shard on {plural(view.replication, 'device')}"
     if view.committed is False:
         text += " (uncommitted)"
     if view.memory_kind not in (None, "device"):
@@ -269,18 +269,35 @@ def mesh_html(
     )
 
 
+def _placement(view: ShardingView) -> str:
+    """Where one array lives: ``mesh: data=4 x model=2`` or ``single device: cpu:0``."""
+    if view.mesh:
+        return "mesh: " + " x ".join(f"{k}={v}" for k, v in view.mesh.items())
+    devices = sorted({(s.platform, s.device_id) for s in view.shards})
+    if len(devices) == 1:
+        platform, device_id = devices[0]
+        return f"single device: {platform}:{device_id}"
+    return f"no mesh ({plural(len(devices), 'device')})"
+
+
+def tree_header(view: ShardingView) -> str:
+    """``3 arrays, mesh: data=4 x model=2``; where the leaves differ, each placement."""
+    placements = list(dict.fromkeys(_placement(leaf) for _, leaf in view.leaves))
+    count = plural(len(view.leaves), "array")
+    if len(placements) == 1:
+        return f"{count}, {placements[0]}"
+    shown = "; ".join(p.removeprefix("mesh: ") for p in placements[:3])
+    more = f"; {len(placements) - 3} more" if len(placements) > 3 else ""
+    return f"{count}, mesh: mixed ({shown}{more})"
+
+
 @rich_renderable.register
 def _(view: ShardingView) -> Any:
     from rich.console import Group
 
     if view.is_tree:
-        mesh = (
-            " x ".join(f"{k}={v}" for k, v in view.mesh.items())
-            if view.mesh
-            else "mixed"
-        )
         return Group(
-            plain(f"{len(view.leaves)} arrays, mesh: {mesh}", "bold"),
+            plain(tree_header(view), "bold"),
             _tree_table(view),
         )
     assert view.layout is not None
@@ -319,8 +336,8 @@ def _(view: ProgramShardingView) -> Any:
     mesh = " x ".join(f"{k}={v}" for k, v in view.mesh.items()) if view.mesh else "none"
     parts: list[Any] = [
         plain(
-            f"shardings of {view.function_name}: {view.num_devices} devices, mesh: "
-            f"{mesh}, {len(view.collectives)} collectives"
+            f"shardings of {view.function_name}: {plural(view.num_devices, 'device')}, "
+            f"mesh: {mesh}, {plural(len(view.collectives), 'collective')}"
             + (
                 f" moving {format_bytes(view.collective_bytes)} per device"
                 if view.collectives
@@ -470,14 +487,9 @@ def _(view: ShardingView) -> str:
             ]
             for path, leaf in view.leaves
         ]
-        mesh = (
-            " x ".join(f"{k}={v}" for k, v in view.mesh.items())
-            if view.mesh
-            else "mixed"
-        )
         return (
             f'{_CSS}<div class="jxs-shard"><div class="jxs-head">'
-            f"{_e(len(view.leaves))} arrays, mesh: {_e(mesh)}</div>"
+            f"{_e(tree_header(view))}</div>"
             + _table(
                 ["path", "shape", "dtype", "spec", "bytes/device", "replication"], rows
             )
@@ -530,8 +542,8 @@ def _(view: ProgramShardingView) -> str:
         _CSS,
         '<div class="jxs-shard">',
         f'<div class="jxs-head">shardings of {_e(view.function_name)}: '
-        f"{_e(view.num_devices)} devices, mesh: {_e(mesh)}, "
-        f"{_e(len(view.collectives))} collectives"
+        f"{_e(plural(view.num_devices, 'device'))}, mesh: {_e(mesh)}, "
+        f"{_e(plural(len(view.collectives), 'collective'))}"
         + (
             f" moving {_e(format_bytes(view.collective_bytes))} per device"
             if view.collectives
@@ -573,7 +585,7 @@ def _(view: ProgramShardingView) -> str:
     if view.ops:
         out.append(
             f"<details><summary>op shardings ({_e(view.ops_stage)}, "
-            f"{_e(len(view.ops))} ops)</summary>"
+            f"{_e(plural(len(view.ops), 'op'))})</summary>"
         )
         out.append(
             _table(

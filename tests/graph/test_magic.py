@@ -31,7 +31,7 @@ def test_jaxgraph_shows_the_graph(ip):
     outs = _graph_outputs(captured)
     assert len(outs) == 1
     text = outs[0].data["text/plain"]
-    assert text.splitlines()[0] == "graph of f: 5 nodes, 4 edges, 1 groups"
+    assert text.splitlines()[0] == "graph of f: 5 nodes, 4 edges, 1 group"
     assert "block  2 nodes" in text
 
 

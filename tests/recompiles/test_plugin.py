@@ -67,7 +67,7 @@ def test_fixture_under_warn_is_counted_once_in_the_footer(pytester):
     result = pytester.runpytest_subprocess("-p", "no:randomly", "--jax-recompiles=warn")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["    1 compiles  * s  counted (test_fixture.py:3)  ?most in *: 1?"]
+        ["    1 compile   * s  counted (test_fixture.py:3)  ?most in *: 1?"]
     )
 
 

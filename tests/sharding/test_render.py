@@ -250,8 +250,24 @@ def test_pytree_over_two_meshes_says_mixed(mesh, mesh3d):
     }
     view = js.sharding(tree)
     assert view.mesh is None
-    assert "2 arrays, mesh: mixed" in str(view)
+    assert "2 arrays, mesh: mixed (data=4 x model=2; a=2 x b=2 x c=2)" in str(view)
     assert "mesh: mixed" in to_html(view)
+
+
+def test_pytree_header_lists_mesh_axes_in_mesh_order(devices):
+    mesh = jax.make_mesh((2, 4), ("x", "a"))
+    w = jax.device_put(jnp.ones((8, 8)), NamedSharding(mesh, P("x", "a")))
+    view = js.sharding({"w": w, "b": w})
+    assert str(view).splitlines()[0] == "2 arrays, mesh: x=2 x a=4"
+    assert "mesh: x=2 x a=4" in to_html(view)
+
+
+def test_pytree_of_single_device_arrays_says_where_they_are():
+    view = js.sharding({"w": jnp.ones(3), "b": jnp.zeros(2)})
+    assert str(view).splitlines()[0] == "2 arrays, single device: cpu:0"
+    assert "single device: cpu:0" in to_html(view)
+    one = js.sharding({"w": jnp.ones(3)})
+    assert "1 array, single device: cpu:0" in str(one)
 
 
 def test_program_header_totals_collective_bytes(mesh):

@@ -43,7 +43,7 @@ def test_string_argument_names_it_and_suggests_static_argnums():
 def test_object_inside_a_pytree_names_its_path():
     with pytest.raises(js.InvalidCallError) as info:
         js.jaxpr(takes)({"w": X, "cfg": object()}, 1.0)
-    assert one_line(info).startswith("x['cfg'] is a object (<object object at")
+    assert one_line(info).startswith("x['cfg'] is an object (<object object at")
 
 
 def test_keyword_argument_suggests_static_argnames():

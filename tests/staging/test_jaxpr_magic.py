@@ -209,8 +209,8 @@ def test_star_args_and_kwargs_are_unpacked(shell):
 
 def test_bad_unpacking_is_a_usage_error(shell):
     run(shell, "def kw2(a, **k):\n    return a\nn = 3")
-    assert "`*n` is a int, not an iterable" in usage_error(shell, "kw2(*n)")
-    assert "`**n` is a int, not a mapping" in usage_error(shell, "kw2(x, **n)")
+    assert "`*n` is an int, not an iterable" in usage_error(shell, "kw2(*n)")
+    assert "`**n` is an int, not a mapping" in usage_error(shell, "kw2(x, **n)")
     msg = usage_error(shell, "kw2(x, c=1.0, **{'c': 2.0})")
     assert "keyword argument 'c' is given twice" in msg
 
