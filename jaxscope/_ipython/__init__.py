@@ -66,6 +66,11 @@ def load(shell: Any) -> None:
         on_load = getattr(module, "on_load", None)
         if on_load is not None:
             on_load(shell, state)
+    from jaxscope._ipython.help import HelpMagics
+
+    help_magics = HelpMagics(shell=shell, state=state)
+    shell.register_magics(help_magics)
+    state.magics.append(help_magics)
 
 
 def unload(shell: Any) -> None:

@@ -40,9 +40,11 @@ class LeakMagics(JaxscopeMagics):
     )
     @cell_magic
     def leaks(self, line: str, cell: str) -> Any:
-        """Run the cell with tracer-leak checking; show every leaked tracer, where it
-        was created and what holds it (code traced in the cell is checked; a function
-        JAX serves from its caches is not traced again)."""
+        """Run the cell with tracer-leak checking and show every leaked tracer.
+
+        Each leak is shown with where it was created and what holds it. Code traced
+        in the cell is checked; a function JAX serves from its caches is not traced
+        again."""
         __tracebackhide__ = True  # IPython shows the cell's frames, not the magic's
         opts = self._options(line)
         if opts is None:

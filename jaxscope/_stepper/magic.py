@@ -278,8 +278,10 @@ class StepperMagics(JaxscopeMagics):
     @line_magic
     @usage_errors
     def jaxstep(self, line: str) -> Any:
-        """Step through CALL equation by equation (jit disabled): a widget in notebooks,
-        a pdb-like prompt in a terminal. The stepper is kept in ``_jaxstep``."""
+        """Step through CALL equation by equation, jit disabled.
+
+        A widget in notebooks, a pdb-like prompt in a terminal. The stepper is kept
+        in ``_jaxstep``."""
         opts = parse_magic_args(self.jaxstep, line, verbatim="call")
         shell = self.running_shell
         statics = static_options(opts)
