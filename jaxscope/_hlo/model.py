@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from jaxscope._exceptions import HloError, InvalidCallError, JaxscopeError
+from jaxscope._hlo.loops import Loop, loops
 from jaxscope._hlo.ops import ParsedOps, by_line, parse_hlo
 from jaxscope._hlo.parse import instructions
 from jaxscope._hlo.stablehlo import parse_stablehlo
@@ -122,10 +123,13 @@ class HloCapture:
     themselves) so that the op table, cost and memory are computed only when read.
     """
 
-    def __init__(self, lowered: Any, stage: str, compiled: Any = None) -> None:
+    def __init__(
+        self, lowered: Any, stage: str, compiled: Any = None, jaxpr: Any = None
+    ) -> None:
         self.stage = check_stage(stage)
         self.lowered = lowered  # the ``jax.stages.Lowered`` the text came from
         self._compiled = compiled
+        self.jaxpr = jaxpr  # the traced ``ClosedJaxpr``, to find loops; None: unknown
         if stage == "stablehlo":
             self.text: str = lowered.as_text()
         elif stage == "hlo":
@@ -185,6 +189,11 @@ class HloCapture:
         return normalize_cost(_safe(lambda: self.lowered.cost_analysis()))
 
     @functools.cached_property
+    def loops(self) -> list[Loop] | None:
+        """The program's outermost loops (None when the jaxpr is not known)."""
+        return None if self.jaxpr is None else _safe(lambda: loops(self.jaxpr))
+
+    @functools.cached_property
     def memory(self) -> dict[str, int | None] | None:
         """Memory analysis of the compiled program (compiles on first use if needed)."""
         compiled = _safe(self.compiled)
@@ -214,4 +223,4 @@ def capture(traced: Any, stage: str) -> HloCapture:
             f"JAX could not lower the program ({type(exc).__name__}: "
             f"{_error_line(exc)}); check the function with js.jaxpr first"
         ) from exc
-    return HloCapture(lowered, stage)
+    return HloCapture(lowered, stage, jaxpr=getattr(traced, "jaxpr", None))

@@ -88,12 +88,37 @@ def cost_rows(view: HloView) -> list[tuple[str, str]]:
         for key in ("flops", "transcendentals", "bytes_accessed"):
             if key in cost:
                 rows.append((key, _fmt_number(cost[key])))
+        rows += _loop_rows(view)
     memory = view.memory
     if memory is None:
         rows.append(("memory", "not available on this backend"))
     else:
         for key, value in memory.items():
             rows.append((key, _fmt_number(value)))
+    return rows
+
+
+def _loop_rows(view: HloView) -> list[tuple[str, str]]:
+    """The caveat that XLA counts a loop body once, and the flops estimate with
+    each body counted per iteration where the trip count is static."""
+    loops = view.loops
+    if not loops:
+        return []
+    counts = ", ".join(
+        f"{loop.primitive} x{loop.trip_count}"
+        if loop.trip_count is not None
+        else f"{loop.primitive} with no static trip count"
+        for loop in loops
+    )
+    rows = [
+        (
+            "note",
+            f"XLA counts each loop body once: {plural(len(loops), 'loop')} ({counts})",
+        )
+    ]
+    estimate = view.flops_estimate
+    if estimate is not None:
+        rows.append(("flops x trip counts", f"~{_fmt_number(estimate)} (estimate)"))
     return rows
 
 

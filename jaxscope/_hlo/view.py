@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from jaxscope._display import Renderable, printable
+from jaxscope._hlo.loops import Loop, flops_with_trip_counts
 from jaxscope._hlo.model import HloCapture
 from jaxscope._hlo.ops import source_text
 from jaxscope._records import OpInfo
@@ -21,6 +22,9 @@ class HloView(Renderable):
         by_line: ``{(file, line): [OpInfo, ...]}``.
         cost: cost analysis (``flops``, ``transcendentals``, ``bytes_accessed`` and
             the backend's raw keys), or None where the backend gives none.
+        loops, flops_estimate: the program's loops, and the flops with each loop
+            body counted per iteration where the trip count is static (XLA counts
+            a body once).
         memory: ``argument_bytes``, ``output_bytes``, ``temp_bytes``,
             ``alias_bytes``, ``generated_code_bytes`` (None where unknown), or None.
         show_cost: displays include the cost/memory table (``%hlo --cost``).
@@ -70,6 +74,21 @@ class HloView(Renderable):
     @property
     def memory(self) -> dict[str, int | None] | None:
         return self._capture.memory
+
+    @property
+    def loops(self) -> list[Loop]:
+        """The program's outermost loops (``scan``, ``while``); XLA's ``cost`` counts
+        each loop body once."""
+        return self._capture.loops or []
+
+    @property
+    def flops_estimate(self) -> float | None:
+        """``cost["flops"]`` with every loop body counted as many times as it runs,
+        where that is known statically (a scan's length); None without such a loop."""
+        flops = (self.cost or {}).get("flops")
+        if flops is None or not any(loop.extra_flops for loop in self.loops):
+            return None
+        return flops_with_trip_counts(flops, self.loops)
 
     @property
     def lowered(self) -> Any:

@@ -124,3 +124,25 @@ def jit_static_args(jitted: Any) -> tuple[tuple[int, ...], tuple[str, ...]] | No
         return tuple(int(n) for n in nums), tuple(str(n) for n in names)
     except (TypeError, ValueError):
         return None
+
+
+def scan_length(eqn: Any) -> int | None:
+    """The trip count of a ``scan`` equation (its static ``length``); None for any
+    other equation.
+
+    Relies on: the ``length`` param of ``scan`` (jax 0.9.0 and 0.10.2).
+    """
+    if primitive_name(eqn) != "scan":
+        return None
+    length = eqn.params.get("length")
+    return int(length) if isinstance(length, int) else None
+
+
+def jaxpr_callable(closed: Any) -> Any:
+    """A function evaluating the ``ClosedJaxpr`` ``closed`` (to lower it on its own)."""
+    return _xcore.jaxpr_as_fun(closed)
+
+
+def input_avals(closed: Any) -> list[Any]:
+    """The abstract values of a ``ClosedJaxpr``'s inputs (shape and dtype)."""
+    return list(closed.in_avals)

@@ -109,3 +109,21 @@ def test_jit_static_args():
     assert cj.jit_static_args(jitted) == ((1,), ("k",))
     assert cj.jit_static_args(jax.jit(f)) == ((), ())
     assert cj.jit_static_args(f) is None
+
+
+def test_scan_length_jaxpr_callable_and_input_avals():
+    def body(c, x):
+        return c + x, c * 2.0
+
+    closed = jax.make_jaxpr(lambda xs: lax.scan(body, 0.0, xs))(jnp.ones(7))
+    scan = next(e for e in closed.jaxpr.eqns if cj.primitive_name(e) == "scan")
+    assert cj.scan_length(scan) == 7
+    not_scan = jax.make_jaxpr(jnp.sin)(1.0).jaxpr.eqns[0]
+    assert cj.scan_length(not_scan) is None
+    inner = dict(cj.subjaxprs(scan))["jaxpr"]
+    assert [(a.shape, str(a.dtype)) for a in cj.input_avals(inner)] == [
+        ((), "float32"),
+        ((), "float32"),
+    ]
+    carry, out = cj.jaxpr_callable(inner)(jnp.float32(2.0), jnp.float32(3.0))
+    assert float(carry) == 5.0 and float(out) == 4.0
