@@ -208,7 +208,7 @@ def test_plugin_marker_fails_with_source_mapped_causes(pytester):
             "      hint: x changes shape ?3? → ?4? and every new shape compiles again*",
             "*jaxscope: most compiled jitted functions*",
             "    4 compiles  * s  double (test_budget.py:3)  "
-            "?most in test_budget.py::test_over_budget: 2 and 1 more tests?",
+            "?most in test_budget.py::test_over_budget: 2 and 1 more test?",
         ]
     )
 
