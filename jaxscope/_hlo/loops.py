@@ -8,10 +8,12 @@ iteration are known. A ``while_loop`` has none: it is only reported.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from jaxscope.compat import jaxpr as _cjaxpr
 
@@ -82,3 +84,24 @@ def flops_with_trip_counts(flops: float, found: list[Loop]) -> float:
     """XLA's ``flops`` (each loop body counted once) with every loop of ``found``
     counted per iteration where its trip count is static."""
     return flops + sum(loop.extra_flops for loop in found)
+
+
+def _probe(x: Any) -> Any:
+    carry, _ = jax.lax.scan(lambda c, _: (c @ c, None), x, None, length=4)
+    return carry
+
+
+@functools.cache
+def xla_counts_bodies_once() -> bool:
+    """Whether this XLA's cost analysis counts a loop body once (checked on a tiny
+    scan of 4 matmuls), so that the caveat and the estimate never go stale."""
+    square = jax.ShapeDtypeStruct((8, 8), jnp.float32)
+    try:
+        cost = jax.jit(_probe).lower(square).cost_analysis()
+    except Exception:
+        return False
+    if isinstance(cost, (list, tuple)):
+        cost = cost[0] if cost else None
+    flops = cost.get("flops") if isinstance(cost, dict) else None
+    one_matmul = 2 * 8 * 8 * 8
+    return isinstance(flops, (int, float)) and 0 < flops < 2 * one_matmul

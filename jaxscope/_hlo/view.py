@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from jaxscope._display import Renderable, printable
-from jaxscope._hlo.loops import Loop, flops_with_trip_counts
+from jaxscope._hlo.loops import Loop, flops_with_trip_counts, xla_counts_bodies_once
 from jaxscope._hlo.model import HloCapture
 from jaxscope._hlo.ops import source_text
 from jaxscope._records import OpInfo
@@ -77,9 +77,9 @@ class HloView(Renderable):
 
     @property
     def loops(self) -> list[Loop]:
-        """The program's outermost loops (``scan``, ``while``); XLA's ``cost`` counts
-        each loop body once."""
-        return self._capture.loops or []
+        """The program's outermost loops (``scan``, ``while``), which XLA's ``cost``
+        counts once each ([] where this XLA counts their iterations)."""
+        return (self._capture.loops or []) if xla_counts_bodies_once() else []
 
     @property
     def flops_estimate(self) -> float | None:

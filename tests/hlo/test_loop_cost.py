@@ -100,3 +100,11 @@ def test_hlo_magic_cost_shows_the_estimate(ip):
     with capture_output() as captured:
         ip.run_cell("%hlo --cost scanned(X)").raise_error()
     assert "scan x10" in captured.stdout and "(estimate)" in captured.stdout
+
+
+def test_the_installed_xla_counts_a_loop_body_once():
+    # the premise of the caveat, checked on the installed XLA
+    from jaxscope._hlo.loops import xla_counts_bodies_once
+
+    assert xla_counts_bodies_once()
+    assert _xla_flops(scanned) < 2 * 2 * 32**3
