@@ -22,7 +22,7 @@ from jaxscope._ipython.common import (
     exception_text,
     magic_call,
     parse_magic_args,
-    show,
+    present,
     static_arguments,
     static_options,
     usage_errors,
@@ -299,8 +299,7 @@ class StepperMagics(JaxscopeMagics):
         if use_widget:
             from jaxscope._stepper.widget import StepperWidget
 
-            show(StepperWidget(stepper))
-            return None
+            return present(StepperWidget(stepper), line)
         StepperPrompt(stepper, sys.stdin, sys.stdout).run()
         return None
 

@@ -14,6 +14,7 @@ from jaxscope._purity.watcher import PurityLog
 from jaxscope._recompiles.records import RecompileSummary
 from jaxscope._sharding.array import ShardingView
 from jaxscope._sharding.program import ProgramShardingView
+from jaxscope._stepper.widget import StepperWidget
 
 SETUP = """\
 import jax, jax.numpy as jnp
@@ -33,6 +34,7 @@ VIEWS = [
     ("jaxmem f(x)", MemoryView, "f"),
     ("recompiles report", RecompileSummary, ""),
     ("purity report", PurityLog, ""),
+    ("jaxstep --widget f(x)", StepperWidget, "sin"),
 ]
 
 
