@@ -35,8 +35,10 @@ in each consuming group instead of long edges (TensorBoard's auxiliary nodes).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -470,8 +472,26 @@ class _Builder:
         self.wires.leave(info, children)
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    # Building allocates a few small acyclic objects per equation; letting the cyclic
+    # GC rescan JAX's large heap meanwhile cost more than the build (2.5x at 20k).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def build_graph(model: JaxprModel, title: str = "") -> GraphModel:
     """The dataflow graph of a ``JaxprModel`` (see the module docstring)."""
+    with _gc_paused():
+        return _build_graph(model, title)
+
+
+def _build_graph(model: JaxprModel, title: str) -> GraphModel:
     builder = _Builder()
     wires = builder.wires
     top = model.top
@@ -575,6 +595,12 @@ def _loc(s: _Strings, loc: SourceLoc | None) -> list[int]:
 
 
 def to_payload(graph: GraphModel) -> dict[str, Any]:
+    """The compact JSON the browser viewer reads (see ``_payload``)."""
+    with _gc_paused():
+        return _payload(graph)
+
+
+def _payload(graph: GraphModel) -> dict[str, Any]:
     """The compact JSON the browser viewer reads (format 1).
 
     Strings are interned in ``strings``; a node is ``[kind, label, group, primitive,
