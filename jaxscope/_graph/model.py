@@ -153,7 +153,11 @@ def parse_name_stack(scope: str) -> list[tuple[str, str]]:
 
 def scope_path(info: EqnInfo) -> list[tuple[str, bool]]:
     """``(name, backward)`` for each scope of ``info``'s name stack, outermost first;
-    ``backward`` when a ``transpose`` transform (the backward pass) applies to it."""
+    ``backward`` when a ``transpose`` transform (the backward pass) applies to it.
+
+    A transpose after the last scope (``loss/transpose(jvp())``) adds an unnamed
+    backward scope, shown as ``backward``, so it stays apart from the forward part.
+    """
     entries = info.name_stack or parse_name_stack(info.scope)
     path: list[tuple[str, bool]] = []
     backward = False
@@ -162,6 +166,9 @@ def scope_path(info: EqnInfo) -> list[tuple[str, bool]]:
             backward = backward or name == "transpose"
         elif name:
             path.append((name, backward))
+    if path and backward and not path[-1][1]:
+        # jax.grad called inside a scope: its backward part, unnamed, within it
+        path.append(("", True))
     return path
 
 
@@ -349,14 +356,15 @@ class _Groups:
                 name, backward = path[depth - 1]
                 # Only the outermost backward scope says so; those inside it inherit.
                 starts = backward and (depth == 1 or not path[depth - 2][1])
+                label = f"{name} (backward)" if starts else name
                 self.add(
                     GraphGroup(
                         id=gid,
                         kind="scope",
-                        label=f"{name} (backward)" if starts else name,
+                        label=label if name else "backward",
                         parent=parent,
                         size=0,
-                        scope="/".join(n for n, _ in key),
+                        scope="/".join(n for n, _ in key if n),
                         backward=backward,
                     )
                 )
@@ -456,11 +464,13 @@ class _Builder:
                 self.region(child, gid)
                 continue
             rid = f"r{_path_id(child.path)}"
+            named = child.function and not child.function.startswith("<")
             self.groups.add(
                 GraphGroup(
                     id=rid,
                     kind="region",
-                    label=child.label,
+                    label=f"{child.label} ({child.function})" if named else child.label,
+                    function=child.function if named else "",
                     parent=gid,
                     size=0,
                     path=child.path,

@@ -108,6 +108,19 @@ def test_two_rnn_scans_are_named_after_their_cells():
     ]
     functions = [gr.function for gr in g.groups if gr.parent is None]
     assert functions == ["_rnn_cell", "_gru_cell", "", "_grow", ""]
+    regions = [gr.label for gr in g.groups if gr.kind == "region"]
+    assert regions == ["cond_jaxpr", "body_jaxpr (_grow)"]
+
+
+def test_cond_branches_are_named_after_their_functions():
+    def f(x):
+        return lax.cond(x.sum() > 0, jnp.sin, _grow, x)
+
+    g = js.graph(f)(jnp.ones(3))
+    [cond] = [gr for gr in g.groups if gr.kind == "cond"]
+    assert cond.label == "cond(_grow, sin)"
+    regions = [gr.label for gr in g.groups if gr.parent == cond.id]
+    assert regions == ["branches[0] (_grow)", "branches[1] (sin)"]
 
 
 def _grow(o):
@@ -223,3 +236,28 @@ def test_flax_nnx_train_step_names_its_traced_functions():
     assert relu and all(gr.label == "custom_jvp_call(relu)" for gr in relu)
     # NNX records no module path in the name stack: no scope group is invented
     assert not [gr for gr in g.groups if gr.kind == "scope"]
+
+
+def test_grad_inside_a_scope_keeps_its_backward_part_in_a_group_of_its_own():
+    def f(x):
+        return jnp.sum(jnp.tanh(x) * x)
+
+    def g(x):
+        with jax.named_scope("loss"):
+            return jax.grad(f)(x)
+
+    graph = js.graph(g)(jnp.ones(3))
+    [loss] = [gr for gr in graph.groups if gr.parent is None]
+    [backward] = [gr for gr in graph.groups if gr.parent == loss.id]
+    assert (loss.label, loss.backward) == ("loss", False)
+    assert (backward.label, backward.backward, backward.scope) == (
+        "backward",
+        True,
+        "loss",
+    )
+    assert {"transpose" in n.scope for n in graph.nodes if n.group == backward.id} == {
+        True
+    }
+    assert {"transpose" in n.scope for n in graph.nodes if n.group == loss.id} == {
+        False
+    }
