@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from jaxscope._display import html, plain, rich_renderable, widget
+from jaxscope._format import plural
+from jaxscope._graph.model import GraphGroup
 from jaxscope._graph.view import GraphView
 
 _STATIC = Path(__file__).resolve().parent.parent / "_static"
@@ -84,11 +86,52 @@ def _(view: GraphView) -> str:
     return standalone_html(view)
 
 
+# Bounds of the text tree: groups shown per parent, nesting levels, groups in all.
+TREE_WIDTH = 12
+TREE_DEPTH = 4
+TREE_BUDGET = 40
+
+
+def _short_file(file: str) -> str:
+    return file.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _lines_text(lines: tuple[str, int, int] | None) -> str:
+    if lines is None:
+        return ""
+    file, first, last = lines
+    span = f"{first}" if first == last else f"{first}\u2013{last}"
+    return f"{_short_file(file)}:{span}"
+
+
+def shown_groups(
+    children: dict[str | None, list[GraphGroup]],
+    width: int = TREE_WIDTH,
+    depth: int = TREE_DEPTH,
+    budget: int = TREE_BUDGET,
+) -> set[str]:
+    """The groups a bounded tree shows, chosen level by level (outer groups first):
+    at most ``width`` per parent, ``depth`` levels and ``budget`` in all."""
+    shown: set[str] = set()
+    level: list[str | None] = [None]
+    for _ in range(depth):
+        below: list[str | None] = []
+        for gid in level:
+            for group in children.get(gid, [])[:width]:
+                if len(shown) >= budget:
+                    return shown
+                shown.add(group.id)
+                below.append(group.id)
+        level = below
+    return shown
+
+
 @rich_renderable.register
 def _(view: GraphView) -> Any:
     from rich.text import Text
     from rich.tree import Tree
 
+    model = view.model
     title = Text()
     title.append("graph", style="bold")
     if view.title:
@@ -99,21 +142,27 @@ def _(view: GraphView) -> Any:
         style="dim",
     )
     tree = Tree(title)
-    children: dict[str | None, list[Any]] = {}
-    for group in view.groups:
+    children: dict[str | None, list[GraphGroup]] = {}
+    for group in model.groups:
         children.setdefault(group.parent, []).append(group)
-    counts: dict[str | None, int] = {}
-    for node in view.nodes:
-        counts[node.group] = counts.get(node.group, 0) + 1
-
-    budget = [60]
+    parent_of = {g.id: g.parent for g in model.groups}
+    eqns: dict[str | None, int] = {}  # equations inside each group, at any depth
+    for node in model.nodes:
+        gid: str | None = node.group
+        if node.kind != "eqn":
+            continue
+        while True:
+            eqns[gid] = eqns.get(gid, 0) + 1
+            if gid is None:
+                break
+            gid = parent_of[gid]
+    shown = shown_groups(children)
 
     def add(branch: Any, gid: str | None) -> None:
-        for group in children.get(gid, ()):
-            if budget[0] <= 0:
-                branch.add(Text("...", style="dim"))
-                return
-            budget[0] -= 1
+        kids = children.get(gid, [])
+        for group in kids:
+            if group.id not in shown:
+                continue
             label = Text()
             label.append(
                 plain(
@@ -121,12 +170,22 @@ def _(view: GraphView) -> Any:
                     "bold magenta" if group.kind != "scope" else "yellow",
                 )
             )
-            label.append(f"  {group.size} nodes", style="dim")
-            if group.source is not None:
-                label.append(plain(f"  # {group.source}", "yellow"))
+            label.append(f"  {plural(eqns.get(group.id, 0), 'eqn')}", style="dim")
+            span = _lines_text(group.lines)
+            if span:
+                label.append(plain(f"  {span}", "cyan"))
             add(branch.add(label), group.id)
+        hidden = [g for g in kids if g.id not in shown]
+        if hidden:
+            n_eqns = plural(sum(eqns.get(g.id, 0) for g in hidden), "eqn")
+            more = "" if len(hidden) == len(kids) else " more"
+            groups = plural(len(hidden), f"{more.strip()} group".strip())
+            branch.add(Text(f"\u2026 {groups} ({n_eqns})", style="dim"))
 
     add(tree, None)
+    top = eqns.get(None, 0) - sum(eqns.get(g.id, 0) for g in children.get(None, []))
+    if top and children.get(None):
+        tree.add(Text(f"{plural(top, 'eqn')} outside groups", style="dim"))
     return tree
 
 

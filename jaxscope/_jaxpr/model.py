@@ -28,7 +28,9 @@ class Region:
     """One (possibly nested) jaxpr: its binders, equations and the regions inside them.
 
     ``path`` is the prefix its equations' paths extend; ``()`` for the top jaxpr.
-    ``total`` counts its equations, nested ones included.
+    ``total`` counts its equations, nested ones included. ``function`` is the name of
+    the Python function traced into it (``"rnn_cell"``, ``"<lambda>"``, or ``""``),
+    ``traced_for`` the API that traced it (``"scan"``, ``"fori_loop"``, ``"jit"``).
     """
 
     path: tuple[int, ...]
@@ -39,6 +41,8 @@ class Region:
     eqns: list[EqnInfo] = field(default_factory=list)
     children: dict[int, list[Region]] = field(default_factory=dict)
     total: int = 0
+    function: str = ""
+    traced_for: str = ""
 
     @property
     def depth(self) -> int:
@@ -297,12 +301,15 @@ def _walk(
 ) -> Region:
     depth = len(path) // 2
     atom = b.atom
+    function, traced_for = _cj.jaxpr_function(jaxpr)
     region = Region(
         path=path,
         label=label,
         constvars=[atom(v) for v in jaxpr.constvars],
         invars=[atom(v) for v in jaxpr.invars],
         outvars=[],
+        function=function,
+        traced_for=traced_for,
     )
     # JAX prints outputs nothing reads as `_` (a DropVar, or a var left unused).
     used = {id(v) for v in jaxpr.outvars}
@@ -325,6 +332,7 @@ def _walk(
             params=params,
             source=source,
             scope=_csource.eqn_name_stack(eqn),
+            name_stack=_csource.eqn_name_stack_entries(eqn),
             region=label,
             n_subjaxprs=len(subs),
             frames=frames,

@@ -124,3 +124,18 @@ def jit_static_args(jitted: Any) -> tuple[tuple[int, ...], tuple[str, ...]] | No
         return tuple(int(n) for n in nums), tuple(str(n) for n in names)
     except (TypeError, ValueError):
         return None
+
+
+def jaxpr_function(jaxpr: Any) -> tuple[str, str]:
+    """``(function name, traced for)`` of a traced (nested) jaxpr: ``("rnn_cell",
+    "scan")``, ``("<lambda>", "fori_loop")``; ``("", "")`` when it records none.
+
+    Relies on: ``Jaxpr.debug_info`` (``DebugInfo.func_src_info`` is ``"name at
+    file:line"``, ``traced_for`` the API that traced it), jax 0.4.35 to 0.10.2.
+    """
+    jaxpr, _ = open_jaxpr(jaxpr)
+    info = getattr(jaxpr, "debug_info", None)
+    src = getattr(info, "func_src_info", None)
+    name = src.split(" ", 1)[0] if isinstance(src, str) else ""
+    traced_for = getattr(info, "traced_for", None)
+    return name, traced_for if isinstance(traced_for, str) else ""

@@ -109,3 +109,17 @@ def test_jit_static_args():
     assert cj.jit_static_args(jitted) == ((1,), ("k",))
     assert cj.jit_static_args(jax.jit(f)) == ((), ())
     assert cj.jit_static_args(f) is None
+
+
+def test_jaxpr_function_names_the_traced_body():
+    def rnn_cell(h, x):
+        return jnp.tanh(h + x), h
+
+    def f(x):
+        h, _ = lax.scan(rnn_cell, 0.0, x)
+        return lax.fori_loop(0, 3, lambda i, c: c * 2.0, h)
+
+    scan, fori = jax.make_jaxpr(f)(jnp.ones(4)).jaxpr.eqns[:2]
+    assert cj.jaxpr_function(scan.params["jaxpr"]) == ("rnn_cell", "scan")
+    [(_, body)] = [s for s in cj.subjaxprs(fori) if "body" in s[0] or s[0] == "jaxpr"]
+    assert cj.jaxpr_function(body) == ("<lambda>", "fori_loop")
