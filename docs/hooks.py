@@ -136,7 +136,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         result = results[n] if results else None
         if block.lang == "console" and result and result["output"]:
             # The transcript shows each command with its output.
-            pieces.append(f"```console\n{result['output']}\n```")
+            pieces.append(_block("console", result["output"]))
             continue
         pieces.append(_fence(block, result))
         if result and result["output"]:
@@ -165,7 +165,11 @@ def _fence(block: Any, result: dict[str, Any] | None) -> str:
 
 
 def _output(text: str) -> str:
-    # A fence longer than any backtick run in the output, so the output cannot close it.
+    return "\n\n" + _block('text title="Output"', text)
+
+
+def _block(info: str, text: str) -> str:
+    # A fence longer than any backtick run in the text, so the text cannot close it.
     longest = max((len(run) for run in re.findall("`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
-    return f'\n\n{fence}text title="Output"\n{text}\n{fence}'
+    return f"{fence}{info}\n{text}\n{fence}"

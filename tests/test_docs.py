@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import struct
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -172,3 +174,42 @@ def test_a_file_block_is_written_for_the_console_block_after_it(
     results = gen_output.run_page(ipython_shell, page, "p.md", tmp_path)
     assert results[0].output == ""
     assert results[1].output == "$ python hello.py there\nhi there"
+
+
+hooks = _load("hooks")
+
+
+def test_the_build_writes_each_output_under_its_block_titled_with_its_cell():
+    markdown = (
+        "Intro\n\n```python lines=3\nprint(1)\n```\n\n```python file=a.py\nx = 1\n```\n"
+        "\n```console\n$ python a.py\n```\n\n```toml\n[a]\n```\n"
+    )
+    page = types.SimpleNamespace(file=types.SimpleNamespace(src_uri="guide/p.md"))
+    hooks._results["guide/p.md"] = [
+        {"output": "1", "cell": 1, "html": None},
+        {"output": "", "cell": None, "html": None},
+        {"output": "$ python a.py\n```", "cell": None, "html": None},
+        {"output": "", "cell": None, "html": None},
+    ]
+    try:
+        out = hooks.on_page_markdown(markdown, page, {}, None)
+    finally:
+        del hooks._results["guide/p.md"]
+    assert out == (
+        'Intro\n\n```python title="In [1]"\nprint(1)\n```\n\n'
+        '```text title="Output"\n1\n```\n\n'
+        '```python title="a.py"\nx = 1\n```\n\n'
+        "````console\n$ python a.py\n```\n````\n\n```toml\n[a]\n```\n"
+    )
+
+
+@pytest.mark.browser
+def test_screenshots_render_a_view_to_a_png(require_chromium):
+    import jax.numpy as jnp
+
+    view = jaxscope.jaxpr(lambda x: jnp.sin(x) * 2)(jnp.ones(3))
+    shots = hooks.screenshots({"jaxpr": view._repr_mimebundle_()["text/html"]})
+    png = shots["jaxpr"]
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    width, height = struct.unpack(">II", png[16:24])
+    assert width >= 400 and height > 40  # the #shot box: min-width 400px
