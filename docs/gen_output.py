@@ -250,13 +250,14 @@ def run_pages(pages: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
     """Run every page (name -> markdown), each in a new shell."""
     results: dict[str, list[dict[str, Any]]] = {}
     for name, markdown in pages.items():
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         shell = new_shell()
         with tempfile.TemporaryDirectory(prefix="jaxscope-docs-") as workdir:
             page_results = run_page(shell, markdown, name, Path(workdir))
         results[name] = [asdict(r) for r in page_results]
         reset_shell(shell)
-        print(f"docs: {name}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        print(f"docs: {name}: {wall:.1f} s ({cpu:.1f} s CPU)", file=sys.stderr)
     return results
 
 

@@ -72,32 +72,36 @@ def _run_snippets(docs_dir: str, pages: list[str]) -> dict[str, Any]:
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
     env["JAX_PLATFORMS"] = "cpu"
     env.pop("COLUMNS", None)
+    # Two interpreters share the pages (more would fight over CI's two cores). Their
+    # stdout is not a terminal, so every page is drawn at the same width.
+    workers = max(1, min(2, os.cpu_count() or 1, len(runnable)))
     with tempfile.TemporaryDirectory(prefix="jaxscope-docs-") as tmp:
-        out = Path(tmp) / "results.json"
         started = time.perf_counter()
-        done = subprocess.run(
-            [
-                sys.executable,
-                str(Path(__file__).with_name("gen_output.py")),
-                docs_dir,
-                str(out),
-                *runnable,
-            ],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            check=False,
-        )
-        if done.returncode != 0:
+        runs = []
+        for n in range(workers):
+            out = Path(tmp) / f"results{n}.json"
+            command = [sys.executable, str(Path(__file__).with_name("gen_output.py"))]
+            command += [docs_dir, str(out), *runnable[n::workers]]
+            process = subprocess.Popen(
+                command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+            )
+            runs.append((process, out))
+        if any(process.wait() != 0 for process, _ in runs):
+            for process, _ in runs:
+                process.kill()
+                process.wait()
             from mkdocs.exceptions import PluginError
 
             raise PluginError("docs: running the guide's snippets failed (see above)")
         print(
             f"docs: ran the snippets of {len(runnable)} pages in "
-            f"{time.perf_counter() - started:.1f} s",
+            f"{time.perf_counter() - started:.1f} s ({workers} processes)",
             file=sys.stderr,
         )
-        return json.loads(out.read_text())
+        results: dict[str, Any] = {}
+        for _, out in runs:
+            results.update(json.loads(out.read_text()))
+        return results
 
 
 def screenshots(fragments: dict[str, str]) -> dict[str, bytes]:
