@@ -8,7 +8,9 @@ cell with its ``In [N]``, the name its lines carry in jaxscope's output.
 
 from __future__ import annotations
 
+import hashlib
 import html
+import importlib.util
 import json
 import os
 import posixpath
@@ -25,32 +27,69 @@ from gen_output import RUNNABLE, parse_blocks
 
 _results: dict[str, list[dict[str, Any]]] = {}
 _images: dict[str, str] = {}  # screenshot name -> its generated file's src_uri
+# MkDocs keeps this module across `mkdocs serve` rebuilds, so these caches live on.
+_serving = False
+_page_cache: dict[str, tuple[str, list[dict[str, Any]]]] = {}  # page -> (key, results)
+_shot_cache: dict[str, bytes] = {}  # digest of an HTML fragment -> its PNG
 _CHROMIUM = "/usr/bin/chromium"
 SHOT_WIDTH = 960
+
+
+def on_startup(command: str, dirty: bool) -> None:
+    """Under ``mkdocs serve``, a rebuild reruns only the pages that changed."""
+    global _serving
+    _serving = command == "serve"
 
 
 def on_files(files: Any, config: Any) -> Any:
     from mkdocs.structure.files import File
 
+    docs_dir = config["docs_dir"]
     pages = [f.src_uri for f in files.documentation_pages()]
+    code = _code_fingerprint()
+    keys = {p: _digest((Path(docs_dir) / p).read_text() + code) for p in pages}
+    stale = [
+        p for p in pages if not _serving or _page_cache.get(p, ("",))[0] != keys[p]
+    ]
+    fresh = _run_snippets(docs_dir, stale)
+    for page in stale:
+        _page_cache[page] = (keys[page], fresh.get(page, []))
     _results.clear()
-    _results.update(_run_snippets(config["docs_dir"], pages))
+    _results.update({page: _page_cache[page][1] for page in pages})
     shots = {
         block["screenshot"]: result["html"]
         for page in pages
-        for block, result in _flagged(config["docs_dir"], page)
+        for block, result in _flagged(docs_dir, page)
     }
     started = time.perf_counter()
-    for name, png in screenshots(shots).items():
+    new_shots = {n: h for n, h in shots.items() if _digest(h) not in _shot_cache}
+    for name, png in screenshots(new_shots).items():
+        _shot_cache[_digest(new_shots[name])] = png
+    for name, fragment in shots.items():
         src_uri = f"img/generated/{name}.png"
+        png = _shot_cache[_digest(fragment)]
         files.append(File.generated(config, src_uri, content=png))
         _images[name] = src_uri
-    if shots:
+    if new_shots:
         print(
-            f"docs: {len(shots)} screenshots in {time.perf_counter() - started:.1f} s",
+            f"docs: {len(new_shots)} screenshots in "
+            f"{time.perf_counter() - started:.1f} s",
             file=sys.stderr,
         )
     return files
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _code_fingerprint() -> str:
+    """Changes whenever jaxscope's code or this runner changes (by mtime and size)."""
+    spec = importlib.util.find_spec("jaxscope")
+    assert spec and spec.origin, "jaxscope is not importable"
+    files = sorted(Path(spec.origin).parent.rglob("*.py"))
+    files.append(Path(__file__).with_name("gen_output.py"))
+    return "".join(f"{f}:{f.stat().st_mtime_ns}:{f.stat().st_size};" for f in files)
 
 
 def _flagged(docs_dir: str, page: str) -> list[tuple[dict[str, str], dict[str, Any]]]:
@@ -68,6 +107,8 @@ def _run_snippets(docs_dir: str, pages: list[str]) -> dict[str, Any]:
         for p in pages
         if any(b.runs for b in parse_blocks((Path(docs_dir) / p).read_text()))
     ]
+    if not runnable:
+        return {}
     env = dict(os.environ)
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
     env["JAX_PLATFORMS"] = "cpu"

@@ -213,3 +213,32 @@ def test_screenshots_render_a_view_to_a_png(require_chromium):
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
     width, height = struct.unpack(">II", png[16:24])
     assert width >= 400 and height > 40  # the #shot box: min-width 400px
+
+
+def test_serve_reruns_only_the_pages_that_changed(tmp_path):
+    from mkdocs.config import load_config
+    from mkdocs.structure.files import get_files
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("```python\nprint(1 + 1)\n```\n")
+    (docs / "b.md").write_text("```python\nprint('b')\n```\n")
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\n")
+    config = load_config(str(tmp_path / "mkdocs.yml"))
+
+    def build():
+        hooks.on_files(get_files(config), config)
+        return {page: hooks._page_cache[page][1] for page in ("a.md", "b.md")}
+
+    hooks.on_startup(command="serve", dirty=False)
+    try:
+        first = build()
+        assert first["a.md"][0]["output"] == "2"
+        (docs / "b.md").write_text("```python\nprint('b, edited')\n```\n")
+        second = build()
+    finally:
+        hooks.on_startup(command="build", dirty=False)
+        for page in ("a.md", "b.md"):
+            hooks._page_cache.pop(page, None)
+    assert second["a.md"] is first["a.md"]  # not run again
+    assert second["b.md"][0]["output"] == "b, edited"
