@@ -242,3 +242,22 @@ def test_serve_reruns_only_the_pages_that_changed(tmp_path):
             hooks._page_cache.pop(page, None)
     assert second["a.md"] is first["a.md"]  # not run again
     assert second["b.md"][0]["output"] == "b, edited"
+
+
+def test_every_flag_the_guide_names_belongs_to_a_magic_the_plugin_or_the_cli(ip):
+    magics = ip.magics_manager.magics
+    usages = [
+        m.__doc__ or "" for kind in ("line", "cell") for m in magics[kind].values()
+    ]
+    sources = [
+        *usages,
+        *(p.read_text() for p in JAXSCOPE.glob("_*/plugin.py")),
+        (JAXSCOPE / "_cli.py").read_text(),
+    ]
+    # Not jaxscope's: MkDocs' and XLA's flags, and the --help every magic has.
+    others = {"--strict", "--xla_force_host_platform_device_count", "--help"}
+    flags = set(re.findall(r"(?<![\w-])--[a-z][\w-]*", _all_text())) - others
+    assert {"--stage", "--dims", "--jax-check-leaks", "--recompiles"} <= flags
+    for flag in flags:
+        pattern = rf"(?<![\w-]){re.escape(flag)}(?![\w-])"
+        assert any(re.search(pattern, s) for s in sources), f"the guide names {flag}"
