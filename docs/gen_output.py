@@ -14,6 +14,7 @@ Flags follow the language in the fence's info string, e.g. ```python raises line
     no-output        run it but show no output under it
     lines=N          show the first N lines of the output (the rest is counted, not shown)
     screenshot=NAME  also screenshot the block's last HTML output as img/generated/NAME.png
+    stdin=NAME       the block reads the file NAME (a ```text file=NAME block) as its stdin
     skip             neither run nor written (an install command)
 
 Run as a script it executes the given pages and writes the results as JSON (what the
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 RUNNABLE = {"python", "ipython", "console"}
-FLAGS = {"file", "raises", "no-output", "lines", "screenshot", "skip"}
+FLAGS = {"file", "raises", "no-output", "lines", "screenshot", "skip", "stdin"}
 _FENCE = re.compile(
     r"^(?P<fence>```)(?P<info>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S
 )
@@ -174,7 +175,8 @@ def run_page(shell: Any, markdown: str, name: str, workdir: Path) -> list[Result
             continue
         capture = _Capture(shell)
         result.cell = shell.execution_count
-        with _in_dir(workdir), capture.active():
+        stdin = workdir / block.flags["stdin"] if "stdin" in block.flags else None
+        with _in_dir(workdir), capture.active(), _stdin_from(stdin):
             outcome = shell.run_cell(block.code, store_history=True)
         text = capture.text.getvalue()
         failed = not outcome.success
@@ -187,6 +189,21 @@ def run_page(shell: Any, markdown: str, name: str, workdir: Path) -> list[Result
                 raise SnippetError(f"{where} is flagged screenshot but shows no HTML")
             result.html = capture.html
     return results
+
+
+@contextlib.contextmanager
+def _stdin_from(path: Path | None) -> Iterator[None]:
+    """``sys.stdin`` reads ``path`` (what a user types at a prompt), if given."""
+    if path is None:
+        yield
+        return
+    saved = sys.stdin
+    with path.open() as typed:
+        sys.stdin = typed
+        try:
+            yield
+        finally:
+            sys.stdin = saved
 
 
 @contextlib.contextmanager

@@ -261,3 +261,13 @@ def test_every_flag_the_guide_names_belongs_to_a_magic_the_plugin_or_the_cli(ip)
     for flag in flags:
         pattern = rf"(?<![\w-]){re.escape(flag)}(?![\w-])"
         assert any(re.search(pattern, s) for s in sources), f"the guide names {flag}"
+
+
+def test_a_block_flagged_stdin_reads_the_file_as_typed_input(ipython_shell, tmp_path):
+    page = "```text file=typed.txt\nfirst\nsecond\n```\n\n```python stdin=typed.txt\nprint(input(), input())\n```\n"
+    gen_output.reset_shell(ipython_shell)
+    try:
+        results = gen_output.run_page(ipython_shell, page, "p.md", tmp_path)
+    finally:
+        gen_output.reset_shell(ipython_shell)
+    assert results[1].output == "first second"
