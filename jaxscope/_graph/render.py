@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from jaxscope._display import html, plain, rich_renderable, widget
+from jaxscope._display import html, plain, rich_renderable, to_text, widget
 from jaxscope._graph.view import GraphView
 
 _STATIC = Path(__file__).resolve().parent.parent / "_static"
@@ -56,13 +56,14 @@ def standalone_html(
     js_b64, css = _bundle()
     uid = "jaxscope-graph-" + uuid.uuid4().hex[:12]
     data = json_for_script(view.payload())
-    summary = _html.escape(repr(view))
+    # What readers that strip scripts (GitHub) show: the summary and the group tree.
+    summary = _html.escape(f"{view!r} (the interactive viewer needs JavaScript)\n")
+    summary += _html.escape(to_text(view))
     return (
         f'<div class="jaxscope-graph-static" id="{uid}" data-jaxscope-graph>'
         f"<style>{css}</style>"
         f'<div class="jaxscope-graph-mount" style="height:{int(height)}px">'
-        f'<pre class="jaxscope-text">{summary} (the interactive viewer needs '
-        f"JavaScript)</pre></div>"
+        f'<pre class="jaxscope-text">{summary}</pre></div>'
         f'<script type="application/json" class="jaxscope-graph-data">{data}</script>'
         f'<script type="application/octet-stream" class="jaxscope-graph-js">'
         f"{js_b64}</script>"

@@ -11,6 +11,7 @@ import pytest
 
 import jaxscope as js
 from jaxscope import GraphView, GraphvizMissingError
+from jaxscope._display import GRAPH_MIME
 from jaxscope._graph.render import json_for_script
 
 
@@ -90,7 +91,9 @@ def test_text_rendering_is_a_group_tree(nested):
 def test_html_embeds_the_viewer_and_escaped_data(nested):
     g = js.graph(nested)(jnp.ones(4), 1.0)
     bundle = g._repr_mimebundle_()
-    assert set(bundle) == {"text/plain", "text/html"}  # no kernel here: no widget view
+    # no widget view, kernel or not: nothing a reopened notebook could miss
+    assert set(bundle) == {"text/plain", "text/html", GRAPH_MIME}
+    assert bundle[GRAPH_MIME] == {"version": 1}  # the data lives once, in the HTML
     html = bundle["text/html"]
     assert "data-jaxscope-graph" in html and "mountStatic" in html
     data = re.search(
