@@ -200,8 +200,9 @@ def test_saved_notebook_reopens_with_graph_and_stepper_transcript(tmp_path, chro
         assert not errors, errors
     finally:
         page.close()
-        second.stop() if second.proc else None
-        first.stop() if first.proc else None
+        for lab in (second, first):
+            if lab.proc is not None:
+                lab.stop()
 
     # The notebook as Lab saved it, exported by nbconvert and read offline.
     nbconvert("--to", "html", "nb.ipynb", cwd=root)
