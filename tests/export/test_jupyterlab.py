@@ -124,14 +124,16 @@ class Lab:
         self._log.close()
 
 
-def _open(page, lab: Lab, name: str) -> None:
+def _open(page, lab: Lab, name: str) -> str:
+    """Open notebook ``name``; returns a selector for its panel."""
     page.goto(f"{lab.url}/lab/tree/{name}?token={lab.token}", timeout=120_000)
     page.wait_for_function(
-        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
-        " && window.jupyterapp.shell.currentWidget.context"
-        " && window.jupyterapp.shell.currentWidget.context.isReady",
+        "(name) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+        " return w && w.context && w.context.path === name && w.context.isReady; }",
+        arg=name,
         timeout=120_000,
     )
+    return "#" + page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
 
 
 def _command(page, command: str) -> None:
@@ -197,6 +199,23 @@ def test_saved_notebook_reopens_with_graph_and_stepper_transcript(tmp_path, chro
         assert page.get_by_text("model not found").filter(visible=True).count() == 0
         assert page.get_by_text("Loading widget").filter(visible=True).count() == 0
         assert page.locator(".jaxscope-stepper-transcript").count() == 1
+
+        # The same outputs in a notebook Lab did not sign (one from elsewhere):
+        # untrusted, so its HTML would be sanitized; jaxscope's renderers are safe.
+        shared = nbformat.read(nb_path, as_version=4)
+        shared.metadata["from"] = "elsewhere"
+        nbformat.write(shared, root / "shared.ipynb")
+        _command(page, "application:close-all")
+        page.locator(".jaxscope-lab-graph").first.wait_for(state="detached")
+        panel = _open(page, second, "shared.ipynb")
+        assert not page.evaluate(
+            "() => { const m = window.jupyterapp.shell.currentWidget.content.model;"
+            " return m.cells.get(3).trusted; }"
+        )
+        assert graph_is_interactive(page, f"{panel} {graph}") > 0
+        transcript = page.locator(f"{panel} .jaxscope-stepper-transcript")
+        transcript.wait_for(timeout=60_000)
+        assert "Stepper of f" in transcript.inner_text()
         assert not errors, errors
     finally:
         page.close()
