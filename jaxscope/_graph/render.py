@@ -1,7 +1,8 @@
 """Renderers of ``GraphView``: a text summary, and HTML embedding the viewer with its data.
 
 The HTML needs no widget manager and no server: the built viewer (``_static/graph.js``)
-is inlined (base64) and imported from a ``blob:`` URL, and the graph travels as JSON
+is inlined (gzip, base64; the browser's ``DecompressionStream`` inflates it) and
+imported from a ``blob:`` URL, and the graph travels as JSON
 in a ``<script type="application/json">`` block whose ``<``, ``>`` and ``&`` are
 escaped, so no user string can close the tag. The viewer writes every user string
 with ``textContent``.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import gzip
 import html as _html
 import json
 import re
@@ -18,7 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from jaxscope._display import html, plain, rich_renderable, widget
+from jaxscope._display import html, plain, rich_renderable, to_text, widget
 from jaxscope._format import plural
 from jaxscope._graph.model import GraphGroup
 from jaxscope._graph.view import GraphView
@@ -28,7 +30,8 @@ _STATIC = Path(__file__).resolve().parent.parent / "_static"
 
 @functools.lru_cache(maxsize=1)
 def _bundle() -> tuple[str, str]:
-    js = (_STATIC / "graph.js").read_bytes()
+    # gzip: every graph output carries the viewer, and a notebook keeps each output.
+    js = gzip.compress((_STATIC / "graph.js").read_bytes(), 9, mtime=0)
     css_path = _STATIC / "graph.css"
     css = css_path.read_text("utf-8") if css_path.exists() else ""
     return base64.b64encode(js).decode("ascii"), css
@@ -58,13 +61,14 @@ def standalone_html(
     js_b64, css = _bundle()
     uid = "jaxscope-graph-" + uuid.uuid4().hex[:12]
     data = json_for_script(view.payload())
-    summary = _html.escape(repr(view))
+    # What readers that strip scripts (GitHub) show: the summary and the group tree.
+    summary = _html.escape(f"{view!r} (the interactive viewer needs JavaScript)\n")
+    summary += _html.escape(to_text(view))
     return (
         f'<div class="jaxscope-graph-static" id="{uid}" data-jaxscope-graph>'
         f"<style>{css}</style>"
         f'<div class="jaxscope-graph-mount" style="height:{int(height)}px">'
-        f'<pre class="jaxscope-text">{summary} (the interactive viewer needs '
-        f"JavaScript)</pre></div>"
+        f'<pre class="jaxscope-text">{summary}</pre></div>'
         f'<script type="application/json" class="jaxscope-graph-data">{data}</script>'
         f'<script type="application/octet-stream" class="jaxscope-graph-js">'
         f"{js_b64}</script>"
@@ -72,7 +76,9 @@ def standalone_html(
         f"const root=document.getElementById('{uid}');"
         "const b64=root.querySelector('.jaxscope-graph-js').textContent;"
         "const bytes=Uint8Array.from(atob(b64),c=>c.charCodeAt(0));"
-        "const url=URL.createObjectURL(new Blob([bytes],{type:'text/javascript'}));"
+        "const js=await new Response(new Blob([bytes]).stream()"
+        ".pipeThrough(new DecompressionStream('gzip'))).text();"
+        "const url=URL.createObjectURL(new Blob([js],{type:'text/javascript'}));"
         "const mod=await import(url);URL.revokeObjectURL(url);"
         "const graph=JSON.parse(root.querySelector('.jaxscope-graph-data').textContent);"
         "const mount=root.querySelector('.jaxscope-graph-mount');mount.textContent='';"

@@ -11,6 +11,7 @@ import pytest
 
 import jaxscope as js
 from jaxscope import GraphView, GraphvizMissingError
+from jaxscope._display import GRAPH_MIME
 from jaxscope._graph.render import TREE_BUDGET, TREE_WIDTH, json_for_script
 
 
@@ -125,7 +126,9 @@ def test_text_tree_is_bounded_and_counts_what_it_leaves_out():
 def test_html_embeds_the_viewer_and_escaped_data(nested):
     g = js.graph(nested)(jnp.ones(4), 1.0)
     bundle = g._repr_mimebundle_()
-    assert set(bundle) == {"text/plain", "text/html"}  # no kernel here: no widget view
+    # no widget view, kernel or not: nothing a reopened notebook could miss
+    assert set(bundle) == {"text/plain", "text/html", GRAPH_MIME}
+    assert bundle[GRAPH_MIME] == {"version": 1}  # the data lives once, in the HTML
     html = bundle["text/html"]
     assert "data-jaxscope-graph" in html and "mountStatic" in html
     data = re.search(
