@@ -16,7 +16,7 @@ from typing import Any
 
 from jaxscope._format import truncate
 from jaxscope._records import EqnInfo, SourceLoc
-from jaxscope._source import loc_from_raw
+from jaxscope._source import loc_from_raw, short_loc
 from jaxscope.compat import jaxpr as _cj
 from jaxscope.compat import source as _csource
 
@@ -502,8 +502,10 @@ def render_text(
     max_depth: int | None = None,
     max_eqns_per_region: int | None = None,
     source: bool = True,
+    short_paths: bool = False,
 ) -> str:
-    """The jaxpr as text; each equation line ends with ``# file:line`` where known.
+    """The jaxpr as text; each equation line ends with ``# file:line`` where known
+    (the file shortened by ``short_path`` for displays, with ``short_paths``).
 
     ``max_depth`` folds nested jaxprs deeper than it into ``{ ... N equations }``;
     ``max_eqns_per_region`` keeps the first and last equations of long regions.
@@ -515,7 +517,8 @@ def render_text(
         ):
             text = " " * line.indent + line.text
             if source and line.info is not None and line.info.source is not None:
-                text += f"  # {line.info.source}"
+                loc = line.info.source
+                text += f"  # {short_loc(loc) if short_paths else loc}"
             out.append(text)
     return "\n".join(out)
 
@@ -541,7 +544,7 @@ def render_by_line(model: JaxprModel, *, max_eqns_per_line: int | None = None) -
             out.append("(no source line)")
         else:
             code = model.source_text.get(key, "")
-            out.append(f"{locs[key]}  {code}".rstrip())
+            out.append(f"{short_loc(locs[key])}  {code}".rstrip())
         for index in shown_indices(len(infos), max_eqns_per_line):
             if index < 0:
                 out.append(f"    ... {-index} equations elided ...")

@@ -24,7 +24,8 @@ from jaxscope._jaxpr.model import (
     shown_indices,
 )
 from jaxscope._jaxpr.view import JaxprView
-from jaxscope._records import EqnInfo
+from jaxscope._records import EqnInfo, SourceLoc
+from jaxscope._source import short_loc
 
 # Equation rows written into one HTML fragment at most (elided runs beyond it say so).
 HTML_MAX_ROWS = 2000
@@ -32,6 +33,9 @@ HTML_MAX_ROWS = 2000
 HTML_CHUNK = 500
 # Nested jaxprs with more equations than this start collapsed when no depth is given.
 HTML_OPEN_MAX_EQNS = 200
+# Source-line rows of the side panel: this many shown, as many more behind a click.
+HTML_SOURCE_ROWS = 200
+HTML_SOURCE_MORE_ROWS = 500
 
 _ids = itertools.count()
 
@@ -91,7 +95,7 @@ def _rich_eqn(out: Any, info: EqnInfo, show_source: bool) -> None:
     if ins:
         out.append(plain(" " + ins, _STYLES["ins"]))
     if show_source and info.source is not None:
-        out.append(plain(f"  # {info.source}", _STYLES["source"]))
+        out.append(plain(f"  # {short_loc(info.source)}", _STYLES["source"]))
 
 
 # --------------------------------------------------------------------------- HTML
@@ -227,7 +231,7 @@ def _eqn_row(info: EqnInfo, key: int | None, indent: int, show_source: bool) -> 
     scope = f' title="{_esc(info.scope)}"' if info.scope else ""
     src = ""
     if info.source is not None and show_source:
-        src = f'<span class="jxs-l">{_esc(info.source)}</span>'
+        src = f'<span class="jxs-l">{_esc(short_loc(info.source))}</span>'
     return (
         f'<div class="jxs-e"{data}{scope} style="padding-left:{indent + 4}ch">'
         f"{_eqn_spans(info)}{src}</div>"
@@ -251,17 +255,43 @@ def _binders(consts: list[tuple[str, str]], invars: list[tuple[str, str]]) -> st
     return f"{c}; {i}"
 
 
+def _loc_span(loc: SourceLoc, style: str = "") -> str:
+    """``file:line`` shortened (``short_loc``), the full path as its tooltip."""
+    return (
+        f'<span class="jxs-l"{style} title="{_esc(loc)}">{_esc(short_loc(loc))}</span>'
+    )
+
+
 def _source_panel(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
+    """The source lines, in order: the first ``HTML_SOURCE_ROWS`` shown, the next
+    ``HTML_SOURCE_MORE_ROWS`` behind a ``<details>``, the count of the rest."""
     parts = ['<div class="jxs-src"><div class="jxs-n">source lines</div>']
-    for key, index in keys.items():
+    total = len(keys)
+    for position, (key, index) in enumerate(keys.items()):
+        if position == HTML_SOURCE_ROWS:
+            more = min(total - position, HTML_SOURCE_MORE_ROWS)
+            parts.append(
+                f'<details class="jxs-more"><summary class="jxs-n">{more} more '
+                f"source {'line' if more == 1 else 'lines'}</summary>"
+            )
+        elif position == HTML_SOURCE_ROWS + HTML_SOURCE_MORE_ROWS:
+            break
         infos = view.by_line.get(key, [])
         loc = infos[0].source if infos else None
         code = view.source_text.get(key, "")
+        where = _loc_span(loc, ' style="margin-left:0"') if loc is not None else ""
         parts.append(
-            f'<div class="jxs-s" data-s="{index}">'
-            f'<span class="jxs-l" style="margin-left:0">{_esc(loc)}</span> '
+            f'<div class="jxs-s" data-s="{index}">{where} '
             f"<code>{_esc(code)}</code> "
             f'<span class="jxs-n">{plural(len(infos), "eqn")}</span></div>'
+        )
+    if total > HTML_SOURCE_ROWS:
+        parts.append("</details>")
+    left = total - HTML_SOURCE_ROWS - HTML_SOURCE_MORE_ROWS
+    if left > 0:
+        parts.append(
+            f'<div class="jxs-n">... {plural(left, "more source line")} not shown '
+            "here (see <code>.by_line</code>)</div>"
         )
     parts.append("</div>")
     return "".join(parts)
@@ -286,10 +316,8 @@ def _by_source_html(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
         else:
             loc = infos[0].source
             code = view.source_text.get(key, "")
-            head = (
-                f'<span class="jxs-l" style="margin-left:0">{_esc(loc)}</span> '
-                f"<code>{_esc(code)}</code>"
-            )
+            where = _loc_span(loc, ' style="margin-left:0"') if loc is not None else ""
+            head = f"{where} <code>{_esc(code)}</code>"
             data = f' data-s="{keys[key]}"'
         n = len(infos)
         parts.append(

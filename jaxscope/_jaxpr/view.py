@@ -112,7 +112,11 @@ class JaxprView(Renderable):
     ) -> str:
         """The text with nested jaxprs deeper than ``depth`` folded, long runs elided."""
         return render_text(
-            self.model, max_depth=depth, max_eqns_per_region=max_eqns, source=source
+            self.model,
+            max_depth=depth,
+            max_eqns_per_region=max_eqns,
+            source=source,
+            short_paths=True,
         )
 
     def text_by_line(self, *, max_eqns: int | None = None) -> str:
