@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax.numpy as jnp
 import pytest
 
@@ -17,7 +19,7 @@ def _long_function(tmp_path, n_lines: int):
     source = f"def long_fn(x):\n{body}    return x\n"
     path = tmp_path / "long_program.py"
     path.write_text(source, "utf-8")
-    namespace: dict[str, object] = {"__name__": "long_program"}
+    namespace: dict[str, Any] = {"__name__": "long_program"}
     exec(compile(source, str(path), "exec"), namespace)
     return namespace["long_fn"]
 
