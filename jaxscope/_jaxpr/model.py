@@ -452,7 +452,8 @@ def _region_lines(
                 Line(
                     "elided",
                     indent + 4,
-                    f"... {-index} equations elided ...",
+                    f"... {-index} equations elided "
+                    "(%jaxpr --all, or view.max_eqns = None, shows them) ...",
                     region=region,
                     count=-index,
                 )
@@ -483,7 +484,7 @@ def closing_text(region: Region) -> str:
     return f"in ({outs}{comma}) }}"
 
 
-def fold_depth(model: JaxprModel, max_eqns: int, max_lines: int) -> int | None:
+def fold_depth(model: JaxprModel, max_eqns: int | None, max_lines: int) -> int | None:
     """The deepest level to fold nested jaxprs at (None: no folding) that keeps the
     display (long regions elided to ``max_eqns``) within ``max_lines`` lines."""
     deepest = max((e.depth for e in model.eqns), default=0)

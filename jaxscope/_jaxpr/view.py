@@ -30,6 +30,8 @@ class JaxprView(Renderable):
         depth: displays fold nested jaxprs deeper than this (None: automatic).
         show_source: displays end equation lines with ``# file:line``.
         by_source: displays group equations under their source lines.
+        max_eqns: displays keep the first and last equations of regions longer
+            than this (None: every equation; ``%jaxpr --max-eqns N`` / ``--all``).
 
     Example:
         >>> import jax.numpy as jnp, jaxscope as js
@@ -48,12 +50,14 @@ class JaxprView(Renderable):
         "closed_jaxpr",
         "depth",
         "function_name",
+        "max_eqns",
         "model",
         "show_source",
     )
 
-    #: Displays keep the first and last equations of longer regions (``.text`` has all).
-    display_max_eqns = 200
+    #: The default ``max_eqns``: displays keep the first and last equations of
+    #: longer regions (``.text`` has all).
+    default_max_eqns = 200
     #: Displays fold nested jaxprs (when no depth is set) to stay under this many lines.
     display_max_lines = 1000
 
@@ -72,8 +76,10 @@ class JaxprView(Renderable):
         self.depth = depth
         self.show_source = show_source
         self.by_source = False
+        self.max_eqns: int | None = self.default_max_eqns
         self._text: str | None = None
-        self._auto_depth: int | None = -1  # -1: not computed yet
+        # the automatic depth for each max_eqns asked so far
+        self._auto_depth: dict[int | None, int | None] = {}
 
     @property
     def text(self) -> str:
@@ -123,16 +129,22 @@ class JaxprView(Renderable):
         """The equations grouped under each source line (with its code), in order."""
         return render_by_line(self.model, max_eqns_per_line=max_eqns)
 
+    @property
+    def display_max_eqns(self) -> int | None:
+        """The equations a display keeps per region (``max_eqns``)."""
+        return self.max_eqns
+
     def display_depth(self) -> int | None:
         """The depth displays fold at: ``depth``, or when it is None the deepest
         level that keeps the display under ``display_max_lines`` lines."""
         if self.depth is not None:
             return self.depth
-        if self._auto_depth == -1:
-            self._auto_depth = fold_depth(
-                self.model, self.display_max_eqns, self.display_max_lines
+        found = self._auto_depth.get(self.max_eqns, -1)
+        if found == -1:
+            found = self._auto_depth[self.max_eqns] = fold_depth(
+                self.model, self.max_eqns, self.display_max_lines
             )
-        return self._auto_depth
+        return found
 
     def fold_note(self) -> str:
         """A line saying nested jaxprs were folded automatically, or ``""``."""
