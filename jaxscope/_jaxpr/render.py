@@ -157,7 +157,7 @@ class _HtmlWriter:
         view = self.view
         limit = view.display_max_eqns
         for index in shown_indices(len(region.eqns), limit):
-            if index < 0:
+            if index < 0 and limit is not None:  # only a limit elides
                 self.elided(region, indent, -index, limit)
                 continue
             self.eqn_and_children(region, index, indent)
