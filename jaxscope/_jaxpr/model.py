@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import linecache
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -141,6 +142,7 @@ class _Builder:
         "kinds",
         "namer",
         "prim_names",
+        "printed",
         "sources",
     )
 
@@ -153,6 +155,28 @@ class _Builder:
         self.kinds: dict[type, str] = {}
         self.flat_prims: set[Any] = set()
         self.prim_names: dict[Any, str] = {}
+        self.printed: dict[Any, dict[str, str] | None] = {}
+
+    def printed_params(
+        self, eqn: Any, params: dict[str, str], has_subs: bool
+    ) -> dict[str, str] | None:
+        """``EqnInfo.printed_params``; JAX's printer runs once per distinct params
+        (its rules read only the params, which ``params`` spell in full)."""
+        key = None
+        # a value cut short could hide a difference the printer would show
+        if not has_subs and not any(v.endswith("...") for v in params.values()):
+            key = (eqn.primitive, tuple(params.items()))
+            if key in self.printed:
+                return self.printed[key]
+        pairs = _cj.printed_params(eqn)
+        found = None
+        if pairs is not None:
+            found = {
+                k: (params.get(k, "") if not v else _shown_value(v)) for k, v in pairs
+            }
+        if key is not None:
+            self.printed[key] = found
+        return found
 
     def aval(self, aval: Any) -> str:
         # Hashing an aval is slow (sharding, vma...); its shape and dtype are not.
@@ -238,6 +262,10 @@ def _param_str(value: Any) -> str:
         text = str(value)
         if len(text) > 4 * _MAX_PARAM_CHARS:
             text = text[: 4 * _MAX_PARAM_CHARS]
+    return truncate(" ".join(text.split()), _MAX_PARAM_CHARS)
+
+
+def _shown_value(text: str) -> str:
     return truncate(" ".join(text.split()), _MAX_PARAM_CHARS)
 
 
@@ -328,6 +356,7 @@ def _walk(
             region=label,
             n_subjaxprs=len(subs),
             frames=frames,
+            printed_params=b.printed_params(eqn, params, bool(subs)),
         )
         b.flat.append(info)
         region.eqns.append(info)
@@ -376,23 +405,34 @@ def is_noisy_param(key: str, value: str) -> bool:
     return noisy is not None and value in noisy
 
 
-def shown_params(info: EqnInfo) -> dict[str, str]:
-    """The params an equation line shows (noisy defaults dropped)."""
-    return {k: v for k, v in info.params.items() if not is_noisy_param(k, v)}
+_NESTED_VALUE = re.compile(r"^\(?\{\d+ eqns\}(?:, \{\d+ eqns\})*\)?$")
 
 
-def eqn_parts(info: EqnInfo) -> tuple[str, str, str, str]:
-    """``(outputs, primitive, "[params]" or "", inputs)`` of an equation line."""
+def shown_params(info: EqnInfo, *, nested: bool = True) -> dict[str, str]:
+    """The params an equation line shows: as JAX prints them where known, noisy
+    defaults dropped; nested jaxprs (``{N eqns}``) only with ``nested``."""
+    params = info.printed_params if info.printed_params is not None else info.params
+    return {
+        k: v
+        for k, v in params.items()
+        if not is_noisy_param(k, v) and (nested or not _NESTED_VALUE.match(v))
+    }
+
+
+def eqn_parts(info: EqnInfo, *, nested: bool = True) -> tuple[str, str, str, str]:
+    """``(outputs, primitive, "[params]" or "", inputs)`` of an equation line;
+    ``nested=False`` leaves out the nested jaxprs (a jaxpr view draws them below)."""
     outs = " ".join(f"{n}:{a}" for n, a in info.outputs) or "()"
-    shown = shown_params(info)
+    shown = shown_params(info, nested=nested)
     params = "[" + " ".join(f"{k}={v}" for k, v in shown.items()) + "]" if shown else ""
     ins = " ".join(n for n, _ in info.inputs)
     return outs, info.primitive, params, ins
 
 
-def eqn_line(info: EqnInfo) -> str:
-    """``d:f32[4] = sin a`` (shown params in brackets, nested jaxprs as ``{N eqns}``)."""
-    outs, prim, params, ins = eqn_parts(info)
+def eqn_line(info: EqnInfo, *, nested: bool = True) -> str:
+    """``d:f32[4] = sin a`` (shown params in brackets, nested jaxprs as ``{N eqns}``
+    unless ``nested=False``)."""
+    outs, prim, params, ins = eqn_parts(info, nested=nested)
     return f"{outs} = {prim}{params} {ins}".rstrip()
 
 
@@ -460,7 +500,15 @@ def _region_lines(
             )
             continue
         info = region.eqns[index]
-        lines.append(Line("eqn", indent + 4, eqn_line(info), info=info, region=region))
+        lines.append(
+            Line(
+                "eqn",
+                indent + 4,
+                eqn_line(info, nested=False),  # nested jaxprs follow, with their size
+                info=info,
+                region=region,
+            )
+        )
         for child in region.children.get(index, ()):
             if max_depth is not None and child.depth > max_depth:
                 lines.append(
@@ -551,7 +599,7 @@ def render_by_line(model: JaxprModel, *, max_eqns_per_line: int | None = None) -
                 out.append(f"    ... {-index} equations elided ...")
                 continue
             info = infos[index]
-            out.append("    " + "  " * info.depth + eqn_line(info))
+            out.append("    " + "  " * info.depth + eqn_line(info, nested=False))
     return "\n".join(out)
 
 

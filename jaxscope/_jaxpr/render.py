@@ -86,7 +86,7 @@ def _(view: JaxprView) -> Any:
 
 
 def _rich_eqn(out: Any, info: EqnInfo, show_source: bool) -> None:
-    outs, prim, params, ins = eqn_parts(info)
+    outs, prim, params, ins = eqn_parts(info, nested=False)
     out.append(plain(outs, _STYLES["outs"]))
     out.append(" = ")
     out.append(plain(prim, _STYLES["prim"]))
@@ -240,7 +240,7 @@ def _eqn_row(info: EqnInfo, key: int | None, indent: int, show_source: bool) -> 
 
 def _eqn_spans(info: EqnInfo) -> str:
     """An equation line's outputs, primitive, params and inputs, as styled spans."""
-    outs, prim, params, ins = eqn_parts(info)
+    outs, prim, params, ins = eqn_parts(info, nested=False)
     return (
         f'<span class="jxs-o">{_esc(outs)}</span> = '
         f'<span class="jxs-p">{_esc(prim)}</span>'

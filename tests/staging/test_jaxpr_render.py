@@ -65,10 +65,15 @@ def test_text_hides_noisy_default_params_but_params_keep_them(view):
     assert jit.params["in_shardings"] == "(UnspecifiedValue,)"
     assert jit.params["donated_invars"] == "(False,)"
     assert "keep_unused" in jit.params
-    jit_line = next(ln for ln in view.text.splitlines() if "= jit[" in ln)
+    lines = view.text.splitlines()
+    at = next(i for i, ln in enumerate(lines) if "= jit[" in ln)
+    jit_line = lines[at]
     for noisy in ("UnspecifiedValue", "donated_invars", "keep_unused", "ctx_mesh"):
         assert noisy not in jit_line
-    assert "name=inner" in jit_line and "jaxpr={2 eqns}" in jit_line
+    # as JAX prints it, name first; the nested jaxpr is drawn below, not counted here
+    assert "= jit[name=inner] a" in jit_line and "eqns}" not in jit_line
+    assert lines[at + 1].strip().startswith("jaxpr={ lambda ; ")
+    assert jit.params["jaxpr"] == "{2 eqns}"  # the record keeps every param
     sin = next(e for e in view.eqns if e.primitive == "sin")
     assert sin.params.get("accuracy") == "None"
     assert "accuracy" not in view.text and "sharding=None" not in view.text
@@ -295,3 +300,25 @@ def test_many_nested_regions_fold_automatically_to_stay_short():
     assert "nested jaxprs deeper than 0 are folded" in console.file.getvalue()
     v.depth = 1  # an explicit depth wins, with no note
     assert not str(v).splitlines()[-1].startswith("# nested")
+
+
+def test_shown_params_are_the_ones_jax_prints():
+    def mlp(params, x):
+        for w, b in params:
+            x = jax.nn.relu(x @ w + b)
+        return jnp.sum(x, axis=0)
+
+    args = ([(jnp.ones((4, 4)), jnp.ones(4))] * 2, jnp.ones((2, 4)))
+    view = js.jaxpr(mlp)(*args)
+    jax_text = str(jax.make_jaxpr(mlp)(*args))
+    relu = next(e for e in view.eqns if e.primitive == "custom_jvp_call")
+    line = next(ln for ln in view.text.splitlines() if "custom_jvp_call" in ln)
+    assert "custom_jvp_call[name=relu jvp=jvp symbolic_zeros=False]" in line
+    assert "Wrapped function" not in view.text and "memoized" not in view.text
+    assert "jvp_jaxpr_fun" in relu.params  # the record keeps every param
+    for info in view.eqns:
+        shown = info.printed_params
+        assert shown is not None, info.primitive
+        for key, value in shown.items():
+            if not value.startswith("{"):
+                assert f"{key}={value}" in jax_text, (info.primitive, key, value)
