@@ -21,9 +21,10 @@ from jaxscope._jaxpr.model import (
     closing_text,
     display_lines,
     eqn_parts,
+    shared_refs,
     shown_indices,
 )
-from jaxscope._jaxpr.view import JaxprView
+from jaxscope._jaxpr.view import JaxprView, display_width
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import short_loc
 
@@ -68,11 +69,12 @@ def _(view: JaxprView) -> Any:
         view.model,
         max_depth=view.display_depth(),
         max_eqns_per_region=view.display_max_eqns,
+        width=display_width(),
     )
     for line in lines:
         out.append(" " * line.indent)
         if line.kind == "eqn" and line.info is not None:
-            _rich_eqn(out, line.info, view.show_source)
+            _rich_eqn(out, line.info, view.show_source, dict(line.refs))
         elif line.kind in ("fold", "elided"):
             out.append(plain(line.text, _STYLES["note"]))
         else:
@@ -85,8 +87,8 @@ def _(view: JaxprView) -> Any:
     return out
 
 
-def _rich_eqn(out: Any, info: EqnInfo, show_source: bool) -> None:
-    outs, prim, params, ins = eqn_parts(info, nested=False)
+def _rich_eqn(out: Any, info: EqnInfo, show_source: bool, refs: dict[str, str]) -> None:
+    outs, prim, params, ins = eqn_parts(info, nested=False, refs=refs)
     out.append(plain(outs, _STYLES["outs"]))
     out.append(" = ")
     out.append(plain(prim, _STYLES["prim"]))
@@ -164,8 +166,9 @@ class _HtmlWriter:
 
     def eqn_and_children(self, region: Region, index: int, indent: int) -> None:
         info = region.eqns[index]
-        self.eqn(info, indent)
-        for child in region.children.get(index, ()):
+        refs, drawn = shared_refs(region.children.get(index, []))
+        self.eqn(info, indent, refs)
+        for child in drawn:
             self.child(child, indent + 6)
 
     def elided(self, region: Region, indent: int, count: int, limit: int) -> None:
@@ -196,7 +199,10 @@ class _HtmlWriter:
         else:
             is_open = child.total <= HTML_OPEN_MAX_EQNS
         pad = f' style="padding-left:{indent}ch"'
-        label = f"{child.label}=" if child.label else ""
+        if child.shared and indent == 0:
+            label = f"let {child.shared} = "
+        else:
+            label = f"{child.label}=" if child.label else ""
         head = f"{label}{{ lambda {_binders(child.constvars, child.invars)}. let"
         if self.rows + child.total > HTML_MAX_ROWS and not is_open:
             self.parts.append(
@@ -214,18 +220,25 @@ class _HtmlWriter:
         self.parts.append("</details>")
 
     def close(self, region: Region, indent: int) -> None:
+        tail = " in" if region.shared and indent == 0 else ""
         self.parts.append(
             f'<div class="jxs-f" style="padding-left:{indent + 2}ch">'
-            f"{_esc(closing_text(region))}</div>"
+            f"{_esc(closing_text(region) + tail)}</div>"
         )
 
-    def eqn(self, info: EqnInfo, indent: int) -> None:
+    def eqn(self, info: EqnInfo, indent: int, refs: dict[str, str]) -> None:
         self.rows += 1
         key = self.keys.get(info.source.key) if info.source is not None else None
-        self.parts.append(_eqn_row(info, key, indent, self.view.show_source))
+        self.parts.append(_eqn_row(info, key, indent, self.view.show_source, refs))
 
 
-def _eqn_row(info: EqnInfo, key: int | None, indent: int, show_source: bool) -> str:
+def _eqn_row(
+    info: EqnInfo,
+    key: int | None,
+    indent: int,
+    show_source: bool,
+    refs: dict[str, str] | None = None,
+) -> str:
     """An equation's row, linked to source line ``key``, its scope as a tooltip."""
     data = f' data-s="{key}"' if key is not None else ""
     scope = f' title="{_esc(info.scope)}"' if info.scope else ""
@@ -234,13 +247,13 @@ def _eqn_row(info: EqnInfo, key: int | None, indent: int, show_source: bool) -> 
         src = f'<span class="jxs-l">{_esc(short_loc(info.source))}</span>'
     return (
         f'<div class="jxs-e"{data}{scope} style="padding-left:{indent + 4}ch">'
-        f"{_eqn_spans(info)}{src}</div>"
+        f"{_eqn_spans(info, refs)}{src}</div>"
     )
 
 
-def _eqn_spans(info: EqnInfo) -> str:
+def _eqn_spans(info: EqnInfo, refs: dict[str, str] | None = None) -> str:
     """An equation line's outputs, primitive, params and inputs, as styled spans."""
-    outs, prim, params, ins = eqn_parts(info, nested=False)
+    outs, prim, params, ins = eqn_parts(info, nested=False, refs=refs)
     return (
         f'<span class="jxs-o">{_esc(outs)}</span> = '
         f'<span class="jxs-p">{_esc(prim)}</span>'
@@ -359,6 +372,8 @@ def _(view: JaxprView) -> str:
             f'<div class="jxs-code">{_by_source_html(view, keys)}</div></div>'
         )
     writer = _HtmlWriter(view, keys)
+    for region in view.model.shared:
+        writer.child(region, 0)
     top = view.model.top
     consts = top.constvars
     writer.parts.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from jaxscope._display import Renderable, printable
@@ -115,14 +116,17 @@ class JaxprView(Renderable):
         depth: int | None = None,
         max_eqns: int | None = None,
         source: bool = True,
+        width: int | None = None,
     ) -> str:
-        """The text with nested jaxprs deeper than ``depth`` folded, long runs elided."""
+        """The text with nested jaxprs deeper than ``depth`` folded, long runs
+        elided, binder lines wider than ``width`` wrapped."""
         return render_text(
             self.model,
             max_depth=depth,
             max_eqns_per_region=max_eqns,
             source=source,
             short_paths=True,
+            width=width,
         )
 
     def text_by_line(self, *, max_eqns: int | None = None) -> str:
@@ -164,6 +168,7 @@ class JaxprView(Renderable):
             depth=self.display_depth(),
             max_eqns=self.display_max_eqns,
             source=self.show_source,
+            width=display_width(),
         )
         note = self.fold_note()
         return f"{text}\n{note}" if note else text
@@ -189,6 +194,14 @@ class JaxprView(Renderable):
     def __repr__(self) -> str:
         name = f" of {self.function_name}" if self.function_name else ""
         return printable(f"<JaxprView{name}: {len(self.eqns)} equations>")
+
+
+def display_width() -> int:
+    """The width displays wrap binder lines at: the terminal's (60 to 160), else 100."""
+    try:
+        return max(60, min(160, os.get_terminal_size().columns))
+    except OSError:
+        return 100
 
 
 def _terminal_colored(view: JaxprView) -> str | None:
