@@ -105,14 +105,15 @@ def _html_size(n_lines: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="lines and HTML bytes of views")
     parser.add_argument("--html-eqns", type=int, default=0)
     args = parser.parse_args()
     os.environ["IPYTHONDIR"] = tempfile.mkdtemp()
     from IPython.terminal.interactiveshell import TerminalInteractiveShell
 
     shell = TerminalInteractiveShell.instance(simple_prompt=True, colors="nocolor")
-    shell.history_manager.enabled = False
+    if shell.history_manager is not None:
+        shell.history_manager.enabled = False
     shell.run_line_magic("load_ext", "jaxscope")
     assert shell.run_cell(FLAX_STEP).success
     step = "train_step(model, optimizer, metrics, batch)"
