@@ -116,7 +116,8 @@ _CSS = """
 #ID .jxs-l{color:#b26a00;margin-left:2em}
 #ID .jxs-f,#ID summary{color:#1a4fa0}
 #ID .jxs-n{color:#888;font-style:italic}
-#ID details>summary{cursor:pointer;white-space:pre}
+#ID details>summary{cursor:pointer;white-space:pre-wrap}
+#ID .jxs-f{white-space:pre-wrap;overflow-wrap:anywhere}
 #ID .jxs-s code{white-space:pre}
 """
 

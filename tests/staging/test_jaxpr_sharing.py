@@ -87,3 +87,13 @@ def test_long_binder_lines_wrap_at_the_display_width_in_displays_only():
     assert all(ln.startswith("    ") for ln in binders[1:])
     # the same binders, in order
     assert " ".join(" ".join(binders).split()) == " ".join(head.split())
+
+
+def test_folding_below_a_shared_jaxpr_folds_its_let_block_too():
+    view = js.jaxpr(mlp)(*_args(3))
+    folded = view.text_at(depth=0)
+    first = folded.splitlines()[0]
+    total = view.model.shared[0].total
+    assert first == f"let relu = {{ ... {total} equations }} in"
+    assert "= max " not in folded
+    assert folded.count("call_jaxpr={ ... 2 equations }") == 3  # jit and max
