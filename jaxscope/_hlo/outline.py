@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from jaxscope._hlo.parse import COMPUTATION_HEADER, HLO_SECTIONS, parse_instruction
+from jaxscope._hlo.parse import (
+    COMPUTATION_HEADER,
+    HLO_SECTIONS,
+    balanced,
+    parse_instruction,
+    split_top_level,
+)
 
 _METADATA = ", metadata={"
 
@@ -177,3 +183,30 @@ def module_title(line: str) -> str:
         return line
     cut = line.rfind(", ", 0, brace)
     return line[:cut] if cut >= 0 else line
+
+
+def short_header(line: str, width: int = 100) -> str:
+    """A computation header longer than ``width`` with its parameter list (and a
+    long result tuple) counted instead of spelled: each parameter has its own
+    ``parameter(i)`` line below, and the result its ROOT line.
+
+    ``ENTRY %main.28 (a: f32[32], ...) -> (f32[32], ...) {`` becomes
+    ``ENTRY %main.28 (32 parameters) -> (30 results) {``.
+    """
+    if len(line) <= width:
+        return line
+    start = line.find(" (")
+    if start < 0:
+        return line
+    end = balanced(line, start + 1, "(", ")")
+    params = [p for p in split_top_level(line[start + 2 : end - 1]) if p.strip()]
+    rest = line[end:]
+    arrow = rest.find("-> ")
+    if arrow < 0:
+        return line
+    result = rest[arrow + 3 :].rstrip().removesuffix("{").rstrip()
+    if len(result) > width // 3 and result.startswith("("):
+        items = [r for r in split_top_level(result[1:-1]) if r.strip()]
+        result = f"({len(items)} results)"
+    counted = f"({len(params)} parameter{'' if len(params) == 1 else 's'})"
+    return f"{line[:start]} {counted} -> {result} {{"

@@ -20,7 +20,13 @@ import re
 from typing import Any
 
 from jaxscope._display import html, plain, printable, rich_renderable
-from jaxscope._hlo.outline import module_title, outline, rows, without_metadata
+from jaxscope._hlo.outline import (
+    module_title,
+    outline,
+    rows,
+    short_header,
+    without_metadata,
+)
 from jaxscope._hlo.parse import COMPUTATION_HEADER, HLO_SECTIONS, instruction_parts
 from jaxscope._hlo.stablehlo import FUNC_HEADER
 from jaxscope._hlo.view import HloView
@@ -215,6 +221,7 @@ def _hlo_styled(view: HloView) -> list[list[tuple[str, str]]]:
         styled.append([(printable(module_title(lines[layout.module_line])), "bold")])
     n_folded = 0
     shown = 0
+    headers = {c.header for c in layout.computations.values()}
     all_rows = rows(layout, expand_fused=view.expand_fused)
     for position, row in enumerate(all_rows):
         if shown >= DISPLAY_MAX_LINES:
@@ -235,6 +242,8 @@ def _hlo_styled(view: HloView) -> list[list[tuple[str, str]]]:
             continue
         shown += 1
         line = lines[row.index]
+        if row.index in headers:
+            line = short_header(line)
         if row.depth == 0 and not line.startswith((" ", "}")) and styled:
             styled.append([])
         spans = [(pad, ""), *_spans(without_metadata(line), view.stage)]
@@ -553,7 +562,7 @@ def _hlo_code_pane(
             is_open = row.index in entries or not fold
             out.append(
                 f'<details class="jxh-comp"{" open" if is_open else ""}>'
-                f"<summary>{_e(line)}</summary>"
+                f'<summary title="{_e(line)}">{_e(short_header(line))}</summary>'
             )
             continue
         pad = "    " * row.depth

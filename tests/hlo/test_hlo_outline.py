@@ -9,7 +9,13 @@ import jax.numpy as jnp
 
 import jaxscope as js
 from jaxscope._display import to_text
-from jaxscope._hlo.outline import module_title, outline, rows, without_metadata
+from jaxscope._hlo.outline import (
+    module_title,
+    outline,
+    rows,
+    short_header,
+    without_metadata,
+)
 
 X = jnp.ones((8, 4), jnp.float32)
 
@@ -82,7 +88,7 @@ def test_every_computation_and_op_is_shown_once_when_expanded():
 def test_html_nests_fused_bodies_after_the_entry_and_keeps_their_ops_linked():
     view = js.hlo(model, stage="optimized")(X)
     html = view._repr_mimebundle_()["text/html"]
-    assert html.index("<summary>ENTRY") < html.index("jxh-fused")
+    assert html.index(">ENTRY %") < html.index("jxh-fused")
     sin = next(op for op in view.ops if op.opcode == "sine")
     assert sin.fusion is not None
     assert f'title="{sin.source}' in html  # the full path stays in the title
@@ -99,3 +105,23 @@ def test_module_title_drops_the_layouts():
     line = "HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[4])->f32[4]}"
     assert module_title(line) == "HloModule jit_f, is_scheduled=true"
     assert module_title("HloModule jit_g") == "HloModule jit_g"
+
+
+def test_long_computation_headers_count_their_parameters_and_results():
+    params = ", ".join(f"p{i}: f32[{i + 1},4]{{1,0}}" for i in range(12))
+    results = ", ".join(["/*index=5*/f32[4]{0}"] + ["f32[3,3,32,64]{3,2,1,0}"] * 9)
+    line = f"ENTRY %main.28 ({params}) -> ({results}) {{"
+    assert short_header(line) == "ENTRY %main.28 (12 parameters) -> (10 results) {"
+    short = "%region_0.1 (a: f32[], b: f32[]) -> f32[] {"
+    assert short_header(short) == short  # fits: unchanged
+    one = f"%fused_computation.3 (param_0.2: f32[{'9,' * 40}9]{{1,0}}) -> f32[4] {{"
+    assert short_header(one) == "%fused_computation.3 (1 parameter) -> f32[4] {"
+
+
+def test_the_terminal_shows_the_entry_header_counted_and_the_html_keeps_it_whole():
+    view = js.hlo(model, stage="optimized")(X)
+    entry = next(ln for ln in view.text.splitlines() if ln.startswith("ENTRY"))
+    shown = to_text(view, width=10_000)
+    assert short_header(entry) in shown
+    html = view._repr_mimebundle_()["text/html"]
+    assert f'title="{entry}"' in html.replace("&gt;", ">")

@@ -157,7 +157,9 @@ def test_fused_computations_fold_in_long_modules(monkeypatch):
     monkeypatch.setattr(render_hlo, "FOLD_FUSED_OVER_LINES", 0)
     html = view._repr_mimebundle_()["text/html"]
     assert re.search(fused, html).group(1) is None
-    assert re.search(r'<details class="jxh-comp" open><summary>ENTRY', html)
+    assert re.search(
+        r'<details class="jxh-comp" open><summary title="ENTRY[^"]*">ENTRY', html
+    )
     # the source tables and the op metadata are left out (the source column has them)
     assert "FileNames" not in html and "stack_frame_id" not in html
 
