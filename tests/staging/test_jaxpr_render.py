@@ -322,3 +322,19 @@ def test_shown_params_are_the_ones_jax_prints():
         for key, value in shown.items():
             if not value.startswith("{"):
                 assert f"{key}={value}" in jax_text, (info.primitive, key, value)
+
+
+def test_max_eqns_sets_how_much_a_display_keeps():
+    def chain(x):
+        for _ in range(30):
+            x = x * 2.0
+        return x
+
+    assert "elided" not in str(js.jaxpr(chain)(jnp.ones(3)))
+    shown = str(js.jaxpr(chain, max_eqns=10)(jnp.ones(3)))
+    assert "... 20 equations elided" in shown and shown.count("= mul ") == 10
+    view = js.jaxpr(chain, max_eqns=None)(jnp.ones(3))
+    assert view.max_eqns is None and str(view).count("= mul ") == 30
+    for bad in (0, 1, -5, 2.5, True, "10"):
+        with pytest.raises(js.InvalidCallError, match=r"max_eqns must be an int >= 2"):
+            js.jaxpr(chain, max_eqns=bad)  # type: ignore[arg-type]
