@@ -26,6 +26,11 @@ class HloMagics(JaxscopeMagics):
         "--stage", default="hlo", help="stablehlo, hlo or optimized (post-fusion)"
     )
     @argument("--cost", action="store_true", help="also show cost and memory analysis")
+    @argument(
+        "--all",
+        action="store_true",
+        help="print fused computations in full (default: one summary line each)",
+    )
     @call_argument("f(x, y)")
     @line_magic
     @usage_errors
@@ -42,6 +47,7 @@ class HloMagics(JaxscopeMagics):
         parsed = parse_call(" ".join(opts.call), namespace, "hlo")
         view = hlo(parsed.function, stage=opts.stage)(*parsed.args, **parsed.kwargs)
         view.show_cost = opts.cost
+        view.expand_fused = opts.all
         show(view)
         return None
 
