@@ -160,6 +160,12 @@ def to_html(obj: Any) -> str:
         return pre(to_text(obj))
 
 
+# Outputs that JupyterLab's jaxscope extension (extension/labextension/) draws itself,
+# so a saved notebook needs no widget model; other front-ends read the text/html.
+GRAPH_MIME = "application/vnd.jaxscope.graph+json"
+STEPPER_MIME = "application/vnd.jaxscope.stepper+json"
+
+
 def mimebundle(obj: Any) -> dict[str, str]:
     """``text/plain`` always, ``text/html`` too (for ``_repr_mimebundle_``)."""
     return {"text/plain": to_text(obj), "text/html": to_html(obj)}

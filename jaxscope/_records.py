@@ -50,6 +50,14 @@ class EqnInfo:
     frames: tuple[SourceLoc, ...] = field(default=(), compare=False)
     """Every frame of the call stack that traced it, innermost first, installed
     libraries' included (``source`` is the innermost one in the user's own code)."""
+    name_stack: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    """``scope`` as ``("scope" | "transform", name)`` pairs, outermost first (a
+    transform applies to the scopes after it): ``transpose(jvp(layer0))`` is
+    ``(("transform", "transpose"), ("transform", "jvp"), ("scope", "layer0"))``."""
+    printed_params: dict[str, str] | None = field(default=None, compare=False)
+    """The params as JAX's own printer shows them (its per-primitive rules: defaults
+    dropped, ``name`` first), nested jaxprs as in ``params``; None where JAX's form
+    could not be read (displays then show ``params``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

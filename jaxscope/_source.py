@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 import sys
 import types
@@ -62,6 +64,46 @@ def display_filename(filename: str) -> str:
     if match:
         return f"In [{match.group(1)}]"
     return filename
+
+
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
+
+
+def short_path(file: str) -> str:
+    """A file as views show it: relative to the working directory when under it, an
+    installed library's from its top-level package (``flax/linen/linear.py``), a
+    notebook cell's ``In [N]`` unchanged, any other path in full.
+
+    Only for display: ``SourceLoc.file`` keeps the full path.
+
+    Example:
+        >>> short_path("/usr/lib/python3/dist-packages/flax/linen/linear.py")
+        'flax/linen/linear.py'
+        >>> short_path(os.path.join(os.getcwd(), "model", "train.py"))
+        'model/train.py'
+    """
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working directory was removed
+        cwd = ""
+    return _short_path(file, cwd)
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_path(file: str, cwd: str) -> str:
+    ends = [found.end() for found in _INSTALLED.finditer(file)]
+    if ends:
+        return file[ends[-1] :]
+    if cwd and os.path.isabs(file):
+        prefix = cwd.rstrip(os.sep) + os.sep
+        if file.startswith(prefix):
+            return file[len(prefix) :]
+    return file
+
+
+def short_loc(loc: SourceLoc) -> str:
+    """``file:line`` with the file shortened by ``short_path``."""
+    return f"{short_path(loc.file)}:{loc.line}"
 
 
 def loc_from_raw(raw: _csource.RawFrame) -> SourceLoc:

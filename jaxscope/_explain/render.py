@@ -14,6 +14,7 @@ from typing import Any
 
 from jaxscope._display import html, new_console, printable, rich_renderable
 from jaxscope._explain.report import ErrorReport
+from jaxscope._source import short_loc
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # C0 controls but newline and tab, DEL and the C1 controls (0x9b opens a CSI too).
@@ -56,7 +57,7 @@ def _where(report: ErrorReport) -> str:
     if loc is None:
         return ""
     fn = f" in {loc.function}" if loc.function else ""
-    return f"{loc}{fn}"
+    return f"{short_loc(loc)}{fn}"
 
 
 def jax_line(report: ErrorReport) -> str:
@@ -115,7 +116,7 @@ def _frames_text(report: ErrorReport) -> str:
         if elided and i == 1:
             parts.append(f"… {elided} more")
         fn = f" ({loc.function})" if loc.function else ""
-        parts.append(f"{loc}{fn}")
+        parts.append(f"{short_loc(loc)}{fn}")
     return " → ".join(parts)
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
+from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
+from jaxscope._display import printable
 from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
@@ -19,12 +23,24 @@ from jaxscope._ipython.common import (
     usage_errors,
 )
 
+# `--dot f(x)`: a bare --dot (print) before the call, whose first token has a "(".
+_BARE_DOT = re.compile(r"(^|\s)--dot(\s+)(?=\S*\()")
+
 
 @magics_class
 class GraphMagics(JaxscopeMagics):
     @magic_arguments()
     @argument(
-        "--dot", action="store_true", help="print the Graphviz DOT source instead"
+        "--dot",
+        nargs="?",
+        const="-",
+        metavar="FILE",
+        help="write the Graphviz DOT source to FILE (no FILE: print it) instead",
+    )
+    @argument(
+        "--svg",
+        metavar="FILE",
+        help="write the graph drawn by Graphviz `dot` to FILE as SVG instead",
     )
     @static_arguments
     @call_argument()
@@ -34,9 +50,12 @@ class GraphMagics(JaxscopeMagics):
         """Show the dataflow graph of CALL: nested jaxprs and named scopes as groups.
 
         In Jupyter it is an interactive widget (pan, zoom, expand groups, click a node
-        for its shapes, params and source line, search); elsewhere a text summary.
+        for its shapes, params and source line, search); elsewhere a tree of its
+        groups with their equation counts and source lines.
         """
-        opts = parse_magic_args(self.jaxgraph, line, verbatim="call")
+        opts = parse_magic_args(
+            self.jaxgraph, _BARE_DOT.sub(r"\1--dot -\2", line, count=1), verbatim="call"
+        )
         from jaxscope._graph.api import graph
 
         statics = static_options(opts)
@@ -46,10 +65,30 @@ class GraphMagics(JaxscopeMagics):
         )
         with magic_call("jaxgraph", opts, parsed.source, statics):
             view = transform(*parsed.args, **parsed.kwargs)
-        if opts.dot:
+        if opts.dot == "-":
             print(view.to_dot())
-            return None
-        return present(view, line)
+        elif opts.dot is not None:
+            _write(opts.dot, view.to_dot(), "DOT")
+        if opts.svg is not None:
+            _write(opts.svg, view.to_svg(), "SVG")
+        if opts.dot is None and opts.svg is None:
+            return present(view, line)
+        return None
+
+
+def _write(file: str, text: str, what: str) -> None:
+    path = Path(file).expanduser()
+    try:
+        path.write_text(text, "utf-8")
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise UsageError(
+            printable(
+                f"%jaxgraph cannot write {what} to {file}: {reason}; "
+                "give a writable file path"
+            )
+        ) from None
+    print(printable(f"{what} written to {path} ({len(text):,} characters)"))
 
 
 MAGICS = GraphMagics

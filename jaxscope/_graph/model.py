@@ -19,12 +19,26 @@ a viewer lifts edges to the visible ancestor of a collapsed group. Operand align
   loop's results (the cond's boolean result feeds nothing);
 - ``cond``: the first operand is the branch index; every branch binds the rest;
 - anything else whose arity differs: aligned on the last operands (an approximation).
+
+Name scopes come from the name stack JAX records per equation (``jax.named_scope``,
+Flax Linen module paths such as ``MLP/Dense_0``, Equinox module names). Transforms in
+it split a scope: under ``transpose`` (the backward pass of ``jax.grad``) a scope is a
+group of its own, labelled ``layer0 (backward)``, apart from its forward ``layer0``.
+A group of an equation with nested jaxprs is named after the function traced into it
+(``scan(rnn_cell)``, ``while(body)``, ``cond(neg, pos)``), or after its source line
+when that function is a lambda (``scan @ model.py:42``).
+
+A node whose value is consumed in ``AUX_MIN_GROUPS`` or more distinct groups (a weight
+or mask shared by many layers) is *auxiliary* (``aux``): a viewer may draw a copy of it
+in each consuming group instead of long edges (TensorBoard's auxiliary nodes).
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,7 +46,10 @@ from jaxscope._graph.sources import source_snippets
 from jaxscope._jaxpr.model import JaxprModel, Region
 from jaxscope._records import EqnInfo, SourceLoc
 
-_TRANSFORM = re.compile(r"^[A-Za-z_][\w.]*\((.*)\)$")
+_TRANSFORM = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$")
+
+# Distinct consuming groups from which a node is auxiliary (see the module docstring).
+AUX_MIN_GROUPS = 4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,6 +67,7 @@ class GraphNode:
     params: dict[str, str] = field(default_factory=dict)
     source: SourceLoc | None = None
     scope: str = ""
+    aux: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,7 +89,11 @@ class GraphGroup:
     """A group: an equation with nested jaxprs (``kind`` = its primitive), one nested
     jaxpr of such an equation (``kind="region"``) or a name scope (``kind="scope"``).
 
-    ``size`` counts the leaf nodes inside, at any depth.
+    ``size`` counts the leaf nodes inside, at any depth. ``backward`` marks a scope
+    of the backward pass (under a ``transpose`` transform), nested scopes included.
+    ``lines`` is ``(file, first, last)``: the source lines of the equations inside,
+    in the file that holds most of them (None when none has a source line).
+    ``function`` names the Python function traced into the group's nested jaxpr(s).
     """
 
     id: str
@@ -86,6 +108,9 @@ class GraphGroup:
     params: dict[str, str] = field(default_factory=dict)
     source: SourceLoc | None = None
     scope: str = ""
+    backward: bool = False
+    lines: tuple[str, int, int] | None = None
+    function: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,17 +131,45 @@ def scope_names(scope: str) -> list[str]:
     Transform wrappers (``vmap(...)``, ``jvp(...)``, ``transpose(...)``) are peeled off;
     components left empty (a bare transform) are dropped.
     """
-    names: list[str] = []
+    return [name for kind, name in parse_name_stack(scope) if kind == "scope"]
+
+
+def parse_name_stack(scope: str) -> list[tuple[str, str]]:
+    """A printed name stack as ``EqnInfo.name_stack`` pairs (for records that lack
+    them): ``"transpose(jvp(layer0))/attn"`` → transpose, jvp, layer0, attn."""
+    entries: list[tuple[str, str]] = []
     for part in scope.split("/"):
         part = part.strip()
         while True:
             match = _TRANSFORM.match(part)
             if match is None:
                 break
-            part = match.group(1)
+            entries.append(("transform", match.group(1)))
+            part = match.group(2)
         if part:
-            names.append(part)
-    return names
+            entries.append(("scope", part))
+    return entries
+
+
+def scope_path(info: EqnInfo) -> list[tuple[str, bool]]:
+    """``(name, backward)`` for each scope of ``info``'s name stack, outermost first;
+    ``backward`` when a ``transpose`` transform (the backward pass) applies to it.
+
+    A transpose after the last scope (``loss/transpose(jvp())``) adds an unnamed
+    backward scope, shown as ``backward``, so it stays apart from the forward part.
+    """
+    entries = info.name_stack or parse_name_stack(info.scope)
+    path: list[tuple[str, bool]] = []
+    backward = False
+    for kind, name in entries:
+        if kind == "transform":
+            backward = backward or name == "transpose"
+        elif name:
+            path.append((name, backward))
+    if path and backward and not path[-1][1]:
+        # jax.grad called inside a scope: its backward part, unnamed, within it
+        path.append(("", True))
+    return path
 
 
 def _is_var(name: str) -> bool:
@@ -166,9 +219,33 @@ def result_regions(info: EqnInfo, regions: list[Region]) -> list[Region]:
     return regions
 
 
-def _group_label(info: EqnInfo) -> str:
+def _group_function(info: EqnInfo, children: list[Region]) -> str:
+    """The functions traced into ``info``'s nested jaxprs, ``", "``-joined (one per
+    distinct name; while's cond left out), or ``""`` when any is a lambda or unnamed."""
+    names: list[str] = []
+    for region in result_regions(info, children):
+        name = region.function
+        if not name or name.startswith("<"):
+            return ""
+        if name not in names:
+            names.append(name)
+    return ", ".join(names)
+
+
+def _group_label(info: EqnInfo, children: list[Region], function: str) -> str:
     name = info.params.get("name")
-    return f"{info.primitive} {name}" if name else info.primitive
+    if name:
+        return f"{info.primitive} {name}"
+    kind = info.primitive
+    traced_for = {r.traced_for for r in children}
+    if traced_for == {"fori_loop"}:
+        kind = "fori_loop"
+    if function:
+        return f"{kind}({function})"
+    if info.source is not None:
+        file = info.source.file.replace("\\", "/").rsplit("/", 1)[-1]
+        return f"{kind} @ {file}:{info.source.line}"
+    return kind
 
 
 def _eqn_fields(info: EqnInfo) -> dict[str, Any]:
@@ -241,8 +318,10 @@ class _Wiring:
                     self.producers[outer].extend(self.producers.get(inner, ()))
 
     def _alias(self, inner: str, outer: str) -> None:
+        # Replaced, not extended: a jitted function called twice nests one shared
+        # jaxpr (the same binder names) under both calls.
         if _is_var(inner) and _is_var(outer):
-            self.producers.setdefault(inner, []).extend(self.producers.get(outer, ()))
+            self.producers[inner] = list(self.producers.get(outer, ()))
 
 
 class _Groups:
@@ -257,40 +336,70 @@ class _Groups:
         self.items.append(group)
 
     def scope(
-        self, container: str | None, names: list[str], cache: dict[tuple[str, ...], str]
+        self,
+        container: str | None,
+        path: list[tuple[str, bool]],
+        cache: dict[tuple[tuple[str, bool], ...], str],
     ) -> str | None:
-        """The innermost of the scope groups ``names`` under ``container`` (made once
-        per region; ``cache`` holds the region's), or ``container`` with no names."""
+        """The innermost of the scope groups ``path`` under ``container`` (made once
+        per region; ``cache`` holds the region's), or ``container`` with no scopes.
+
+        A scope of the backward pass is a group apart from its forward namesake.
+        """
         parent = container
-        for depth in range(1, len(names) + 1):
-            key = tuple(names[:depth])
+        for depth in range(1, len(path) + 1):
+            key = tuple(path[:depth])
             gid = cache.get(key)
             if gid is None:
                 gid = f"s{len(self.items)}"
                 cache[key] = gid
+                name, backward = path[depth - 1]
+                # Only the outermost backward scope says so; those inside it inherit.
+                starts = backward and (depth == 1 or not path[depth - 2][1])
+                label = f"{name} (backward)" if starts else name
                 self.add(
                     GraphGroup(
                         id=gid,
                         kind="scope",
-                        label=names[depth - 1],
+                        label=label if name else "backward",
                         parent=parent,
                         size=0,
-                        scope="/".join(key),
+                        scope="/".join(n for n, _ in key if n),
+                        backward=backward,
                     )
                 )
             parent = gid
         return parent
 
     def sized(self, nodes: list[GraphNode]) -> list[GraphGroup]:
-        """The groups with ``size``: the nodes inside each, at any depth."""
+        """The groups with ``size`` (the nodes inside each, at any depth) and
+        ``lines`` (the source lines those nodes come from)."""
         sizes = [0] * len(self.items)
+        # per group: file -> [count, first line, last line]
+        spans: list[dict[str, list[int]]] = [{} for _ in self.items]
         for node in nodes:
             gid = node.group
+            loc = node.source
             while gid is not None:
                 k = self.index[gid]
                 sizes[k] += 1
+                if loc is not None:
+                    span = spans[k].get(loc.file)
+                    if span is None:
+                        spans[k][loc.file] = [1, loc.line, loc.line]
+                    else:
+                        span[0] += 1
+                        span[1] = min(span[1], loc.line)
+                        span[2] = max(span[2], loc.line)
                 gid = self.items[k].parent
-        return [replace(g, size=sizes[k]) for k, g in enumerate(self.items)]
+        out: list[GraphGroup] = []
+        for k, g in enumerate(self.items):
+            lines = None
+            if spans[k]:
+                file, (_, first, last) = max(spans[k].items(), key=lambda i: i[1][0])
+                lines = (file, first, last)
+            out.append(replace(g, size=sizes[k], lines=lines))
+        return out
 
 
 class _Builder:
@@ -302,7 +411,7 @@ class _Builder:
         self.wires = _Wiring()
 
     def region(self, region: Region, container: str | None) -> None:
-        scopes: dict[tuple[str, ...], str] = {}
+        scopes: dict[tuple[tuple[str, bool], ...], str] = {}
         for i, (name, aval) in enumerate(region.constvars):
             nid = f"c{_path_id(region.path)}_{i}" if region.path else f"c{i}"
             self.nodes.append(
@@ -316,7 +425,7 @@ class _Builder:
             )
             self.wires.produce(name, nid)
         for index, info in enumerate(region.eqns):
-            parent = self.groups.scope(container, scope_names(info.scope), scopes)
+            parent = self.groups.scope(container, scope_path(info), scopes)
             children = region.children.get(index)
             if children:
                 self.group(info, children, parent)
@@ -337,13 +446,15 @@ class _Builder:
         """An equation with nested jaxprs: its group, and a group per nested jaxpr
         when it has several."""
         gid = f"g{_path_id(info.path)}"
+        function = _group_function(info, children)
         self.groups.add(
             GraphGroup(
                 id=gid,
                 kind=info.primitive,
-                label=_group_label(info),
+                label=_group_label(info, children, function),
                 parent=parent,
                 size=0,
+                function=function,
                 **_eqn_fields(info),
             )
         )
@@ -353,11 +464,13 @@ class _Builder:
                 self.region(child, gid)
                 continue
             rid = f"r{_path_id(child.path)}"
+            named = child.function and not child.function.startswith("<")
             self.groups.add(
                 GraphGroup(
                     id=rid,
                     kind="region",
-                    label=child.label,
+                    label=f"{child.label} ({child.function})" if named else child.label,
+                    function=child.function if named else "",
                     parent=gid,
                     size=0,
                     path=child.path,
@@ -369,8 +482,26 @@ class _Builder:
         self.wires.leave(info, children)
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    # Building allocates a few small acyclic objects per equation; letting the cyclic
+    # GC rescan JAX's large heap meanwhile cost more than the build (2.5x at 20k).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def build_graph(model: JaxprModel, title: str = "") -> GraphModel:
     """The dataflow graph of a ``JaxprModel`` (see the module docstring)."""
+    with _gc_paused():
+        return _build_graph(model, title)
+
+
+def _build_graph(model: JaxprModel, title: str) -> GraphModel:
     builder = _Builder()
     wires = builder.wires
     top = model.top
@@ -395,13 +526,43 @@ def build_graph(model: JaxprModel, title: str = "") -> GraphModel:
             )
         )
         wires.consume(nid, [(name, aval)])
+    groups = builder.groups.sized(builder.nodes)
     return GraphModel(
         title=title,
-        nodes=builder.nodes,
+        nodes=_mark_aux(builder.nodes, wires.edges, groups),
         edges=wires.edges,
-        groups=builder.groups.sized(builder.nodes),
+        groups=groups,
         raw_files=dict(model.raw_files),
     )
+
+
+def _mark_aux(
+    nodes: list[GraphNode], edges: list[GraphEdge], groups: list[GraphGroup]
+) -> list[GraphNode]:
+    """``nodes`` with ``aux`` set on those whose value enters ``AUX_MIN_GROUPS`` or
+    more distinct groups from outside: for each consumer, the outermost group that
+    holds it but not the producer (consumers beside or around the producer count
+    for nothing, as their edges stay short)."""
+    parent = {g.id: g.parent for g in groups}
+    group_of: dict[str, str | None] = {n.id: n.group for n in nodes}
+    entered: dict[str, set[str]] = {}
+    for e in edges:
+        src_group = group_of[e.src]
+        around: set[str | None] = {None}
+        gid = src_group
+        while gid is not None:
+            around.add(gid)
+            gid = parent[gid]
+        # A destination that is no node is a group consuming the value itself.
+        gid = group_of.get(e.dst, e.dst)
+        while gid is not None and parent[gid] not in around:
+            gid = parent[gid]
+        if gid is not None and gid not in around:
+            entered.setdefault(e.src, set()).add(gid)
+    aux = {src for src, into in entered.items() if len(into) >= AUX_MIN_GROUPS}
+    if not aux:
+        return nodes
+    return [replace(n, aux=True) if n.id in aux else n for n in nodes]
 
 
 # ------------------------------------------------------------------------ payload
@@ -444,6 +605,12 @@ def _loc(s: _Strings, loc: SourceLoc | None) -> list[int]:
 
 
 def to_payload(graph: GraphModel) -> dict[str, Any]:
+    """The compact JSON the browser viewer reads (see ``_payload``)."""
+    with _gc_paused():
+        return _payload(graph)
+
+
+def _payload(graph: GraphModel) -> dict[str, Any]:
     """The compact JSON the browser viewer reads (format 1).
 
     Strings are interned in ``strings``; a node is ``[kind, label, group, primitive,
@@ -451,9 +618,23 @@ def to_payload(graph: GraphModel) -> dict[str, Any]:
     top level), ``inputs``/``outputs``/``params`` are flat lists of string indices
     (name, type, name, type...), ``source`` is ``[file, line, function]`` or ``[]``.
     A group is ``[kind, label, parent, size, primitive, inputs, outputs, params,
-    source, scope]``. ``edges`` is a flat list ``src, dst, var, type, ...`` (node
-    indices, then string indices; a destination ``-1 - k`` is group ``k``).
-    ``sources`` maps file → line → text.
+    source, scope, backward, lines, function]``. ``edges`` is a flat list ``src, dst,
+    var, type, ...`` (node indices, then string indices; a destination ``-1 - k`` is
+    group ``k``). ``sources`` maps file → line → text.
+
+    Fields added after the first release (readers must accept their absence):
+
+    - group ``[10]`` ``backward``: 1 for a name scope of the backward pass (under
+      ``transpose``; its label ends in ``" (backward)"`` where the backward part
+      starts, scopes inside it inherit the 1), else 0;
+    - group ``[11]`` ``lines``: ``[file, first, last]`` (file a string index): the
+      source lines of the equations inside, in the file holding most of them, or ``[]``;
+    - group ``[12]`` ``function``: string index of the function(s) traced into the
+      group's nested jaxprs (``"rnn_cell"``; ``""`` for a scope, a lambda or none);
+    - ``aux``: sorted node indices of auxiliary nodes, those consumed in
+      ``auxMinGroups`` or more distinct groups (a weight or mask shared by many
+      layers): draw a copy in each consuming group rather than long edges;
+    - ``auxMinGroups``: that threshold (``AUX_MIN_GROUPS``).
     """
     s = _Strings()
     group_pos = {g.id: k for k, g in enumerate(graph.groups)}
@@ -470,6 +651,9 @@ def to_payload(graph: GraphModel) -> dict[str, Any]:
             _params(s, g.params),
             _loc(s, g.source),
             s(g.scope),
+            int(g.backward),
+            [s(g.lines[0]), g.lines[1], g.lines[2]] if g.lines else [],
+            s(g.function),
         ]
         for g in graph.groups
     ]
@@ -501,6 +685,8 @@ def to_payload(graph: GraphModel) -> dict[str, Any]:
         "nodes": nodes,
         "groups": groups,
         "edges": edges,
+        "aux": [k for k, n in enumerate(graph.nodes) if n.aux],
+        "auxMinGroups": AUX_MIN_GROUPS,
         "sources": {
             file: {str(line): text for line, text in table.items()}
             for file, table in snippets.items()

@@ -1,7 +1,8 @@
 """Renderers of ``GraphView``: a text summary, and HTML embedding the viewer with its data.
 
 The HTML needs no widget manager and no server: the built viewer (``_static/graph.js``)
-is inlined (base64) and imported from a ``blob:`` URL, and the graph travels as JSON
+is inlined (gzip, base64; the browser's ``DecompressionStream`` inflates it) and
+imported from a ``blob:`` URL, and the graph travels as JSON
 in a ``<script type="application/json">`` block whose ``<``, ``>`` and ``&`` are
 escaped, so no user string can close the tag. The viewer writes every user string
 with ``textContent``.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import gzip
 import html as _html
 import json
 import re
@@ -18,8 +20,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from jaxscope._display import html, plain, rich_renderable, widget
+from jaxscope._display import html, plain, rich_renderable, to_text, widget
 from jaxscope._format import plural
+from jaxscope._graph.model import GraphGroup
 from jaxscope._graph.view import GraphView
 
 _STATIC = Path(__file__).resolve().parent.parent / "_static"
@@ -27,7 +30,8 @@ _STATIC = Path(__file__).resolve().parent.parent / "_static"
 
 @functools.lru_cache(maxsize=1)
 def _bundle() -> tuple[str, str]:
-    js = (_STATIC / "graph.js").read_bytes()
+    # gzip: every graph output carries the viewer, and a notebook keeps each output.
+    js = gzip.compress((_STATIC / "graph.js").read_bytes(), 9, mtime=0)
     css_path = _STATIC / "graph.css"
     css = css_path.read_text("utf-8") if css_path.exists() else ""
     return base64.b64encode(js).decode("ascii"), css
@@ -57,13 +61,14 @@ def standalone_html(
     js_b64, css = _bundle()
     uid = "jaxscope-graph-" + uuid.uuid4().hex[:12]
     data = json_for_script(view.payload())
-    summary = _html.escape(repr(view))
+    # What readers that strip scripts (GitHub) show: the summary and the group tree.
+    summary = _html.escape(f"{view!r} (the interactive viewer needs JavaScript)\n")
+    summary += _html.escape(to_text(view))
     return (
         f'<div class="jaxscope-graph-static" id="{uid}" data-jaxscope-graph>'
         f"<style>{css}</style>"
         f'<div class="jaxscope-graph-mount" style="height:{int(height)}px">'
-        f'<pre class="jaxscope-text">{summary} (the interactive viewer needs '
-        f"JavaScript)</pre></div>"
+        f'<pre class="jaxscope-text">{summary}</pre></div>'
         f'<script type="application/json" class="jaxscope-graph-data">{data}</script>'
         f'<script type="application/octet-stream" class="jaxscope-graph-js">'
         f"{js_b64}</script>"
@@ -71,7 +76,9 @@ def standalone_html(
         f"const root=document.getElementById('{uid}');"
         "const b64=root.querySelector('.jaxscope-graph-js').textContent;"
         "const bytes=Uint8Array.from(atob(b64),c=>c.charCodeAt(0));"
-        "const url=URL.createObjectURL(new Blob([bytes],{type:'text/javascript'}));"
+        "const js=await new Response(new Blob([bytes]).stream()"
+        ".pipeThrough(new DecompressionStream('gzip'))).text();"
+        "const url=URL.createObjectURL(new Blob([js],{type:'text/javascript'}));"
         "const mod=await import(url);URL.revokeObjectURL(url);"
         "const graph=JSON.parse(root.querySelector('.jaxscope-graph-data').textContent);"
         "const mount=root.querySelector('.jaxscope-graph-mount');mount.textContent='';"
@@ -85,11 +92,52 @@ def _(view: GraphView) -> str:
     return standalone_html(view)
 
 
+# Bounds of the text tree: groups shown per parent, nesting levels, groups in all.
+TREE_WIDTH = 12
+TREE_DEPTH = 4
+TREE_BUDGET = 40
+
+
+def _short_file(file: str) -> str:
+    return file.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _lines_text(lines: tuple[str, int, int] | None) -> str:
+    if lines is None:
+        return ""
+    file, first, last = lines
+    span = f"{first}" if first == last else f"{first}\u2013{last}"
+    return f"{_short_file(file)}:{span}"
+
+
+def shown_groups(
+    children: dict[str | None, list[GraphGroup]],
+    width: int = TREE_WIDTH,
+    depth: int = TREE_DEPTH,
+    budget: int = TREE_BUDGET,
+) -> set[str]:
+    """The groups a bounded tree shows, chosen level by level (outer groups first):
+    at most ``width`` per parent, ``depth`` levels and ``budget`` in all."""
+    shown: set[str] = set()
+    level: list[str | None] = [None]
+    for _ in range(depth):
+        below: list[str | None] = []
+        for gid in level:
+            for group in children.get(gid, [])[:width]:
+                if len(shown) >= budget:
+                    return shown
+                shown.add(group.id)
+                below.append(group.id)
+        level = below
+    return shown
+
+
 @rich_renderable.register
 def _(view: GraphView) -> Any:
     from rich.text import Text
     from rich.tree import Tree
 
+    model = view.model
     title = Text()
     title.append("graph", style="bold")
     if view.title:
@@ -100,21 +148,27 @@ def _(view: GraphView) -> Any:
         style="dim",
     )
     tree = Tree(title)
-    children: dict[str | None, list[Any]] = {}
-    for group in view.groups:
+    children: dict[str | None, list[GraphGroup]] = {}
+    for group in model.groups:
         children.setdefault(group.parent, []).append(group)
-    counts: dict[str | None, int] = {}
-    for node in view.nodes:
-        counts[node.group] = counts.get(node.group, 0) + 1
-
-    budget = [60]
+    parent_of = {g.id: g.parent for g in model.groups}
+    eqns: dict[str | None, int] = {}  # equations inside each group, at any depth
+    for node in model.nodes:
+        gid: str | None = node.group
+        if node.kind != "eqn":
+            continue
+        while True:
+            eqns[gid] = eqns.get(gid, 0) + 1
+            if gid is None:
+                break
+            gid = parent_of[gid]
+    shown = shown_groups(children)
 
     def add(branch: Any, gid: str | None) -> None:
-        for group in children.get(gid, ()):
-            if budget[0] <= 0:
-                branch.add(Text("...", style="dim"))
-                return
-            budget[0] -= 1
+        kids = children.get(gid, [])
+        for group in kids:
+            if group.id not in shown:
+                continue
             label = Text()
             label.append(
                 plain(
@@ -122,12 +176,22 @@ def _(view: GraphView) -> Any:
                     "bold magenta" if group.kind != "scope" else "yellow",
                 )
             )
-            label.append(f"  {plural(group.size, 'node')}", style="dim")
-            if group.source is not None:
-                label.append(plain(f"  # {group.source}", "yellow"))
+            label.append(f"  {plural(eqns.get(group.id, 0), 'eqn')}", style="dim")
+            span = _lines_text(group.lines)
+            if span:
+                label.append(plain(f"  {span}", "cyan"))
             add(branch.add(label), group.id)
+        hidden = [g for g in kids if g.id not in shown]
+        if hidden:
+            n_eqns = plural(sum(eqns.get(g.id, 0) for g in hidden), "eqn")
+            more = "" if len(hidden) == len(kids) else " more"
+            groups = plural(len(hidden), f"{more.strip()} group".strip())
+            branch.add(Text(f"\u2026 {groups} ({n_eqns})", style="dim"))
 
     add(tree, None)
+    top = eqns.get(None, 0) - sum(eqns.get(g.id, 0) for g in children.get(None, []))
+    if top and children.get(None):
+        tree.add(Text(f"{plural(top, 'eqn')} outside groups", style="dim"))
     return tree
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxscope._display import Renderable, mimebundle, printable, widget_of
+from jaxscope._display import GRAPH_MIME, Renderable, mimebundle, printable, widget_of
 from jaxscope._exceptions import GraphvizMissingError, JaxscopeError
 from jaxscope._format import plural
 from jaxscope._graph.model import (
@@ -15,7 +15,6 @@ from jaxscope._graph.model import (
     build_graph,
     to_payload,
 )
-from jaxscope._source import kernel_present
 
 # Nodes drawn by to_dot before it refuses (Graphviz itself slows to minutes beyond).
 DOT_MAX_NODES = 5000
@@ -30,9 +29,12 @@ class GraphView(Renderable):
         groups: ``GraphGroup`` list: nested jaxprs and name scopes, parents first.
         model: the ``GraphModel`` holding them.
 
-    In a notebook it shows as an interactive widget (pan, zoom, expand groups, click a
-    node for its source line); where widgets are unavailable the same viewer is
-    embedded in the HTML output with its data.
+    In a notebook it shows as the interactive viewer (pan, zoom, expand groups, click
+    a node for its source line) with no widget model, so an exported or reopened
+    notebook shows it too: the ``text/html`` output holds the viewer and its data, and
+    the ``application/vnd.jaxscope.graph+json`` part lets JupyterLab's jaxscope
+    extension draw it from that same data (also in untrusted notebooks). ``widget()``
+    gives a live anywidget instead, whose ``selected`` trait Python can read.
     """
 
     __slots__ = ("_payload", "model")
@@ -87,15 +89,8 @@ class GraphView(Renderable):
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
         bundle: dict[str, Any] = dict(mimebundle(self))
-        if kernel_present():
-            try:
-                data = self.widget()._repr_mimebundle_(include=include, exclude=exclude)
-            except Exception:
-                data = None  # the HTML and text stay: a widget never kills a cell
-            if isinstance(data, tuple):
-                data = data[0]
-            if isinstance(data, dict):
-                bundle.update(data)
+        # The graph data lives once, in the text/html; this part only says "draw it".
+        bundle[GRAPH_MIME] = {"version": 1}
         return bundle
 
     def __repr__(self) -> str:

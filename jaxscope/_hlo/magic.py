@@ -29,6 +29,11 @@ class HloMagics(JaxscopeMagics):
         "--stage", default="hlo", help="stablehlo, hlo or optimized (post-fusion)"
     )
     @argument("--cost", action="store_true", help="also show cost and memory analysis")
+    @argument(
+        "--all",
+        action="store_true",
+        help="print fused computations in full (default: one summary line each)",
+    )
     @static_arguments
     @call_argument("f(x, y)")
     @line_magic
@@ -53,6 +58,7 @@ class HloMagics(JaxscopeMagics):
         with magic_call("hlo", opts, parsed.source, statics):
             view = transform(*parsed.args, **parsed.kwargs)
         view.show_cost = opts.cost
+        view.expand_fused = opts.all
         return present(view, line)
 
 

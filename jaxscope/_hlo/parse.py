@@ -63,7 +63,7 @@ def balanced(text: str, start: int, open_ch: str, close_ch: str) -> int:
     return len(text)
 
 
-def _split_top_level(text: str) -> list[str]:
+def split_top_level(text: str) -> list[str]:
     """``text`` split at the commas outside brackets."""
     parts: list[str] = []
     depth = start = 0
@@ -253,7 +253,7 @@ class Instruction:
         text = _COMMENT.sub("", self.tail[len(self.opcode) + 1 : end - 1])
         return [
             o.strip().split(" ")[-1].lstrip("%")
-            for o in _split_top_level(text)
+            for o in split_top_level(text)
             if o.strip()
         ]
 

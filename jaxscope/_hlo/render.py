@@ -16,16 +16,23 @@ from __future__ import annotations
 import hashlib
 import html as _html
 import itertools
-import os
 import re
 from typing import Any
 
 from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._format import plural
+from jaxscope._hlo.outline import (
+    module_title,
+    outline,
+    rows,
+    short_header,
+    without_metadata,
+)
 from jaxscope._hlo.parse import COMPUTATION_HEADER, HLO_SECTIONS, instruction_parts
 from jaxscope._hlo.stablehlo import FUNC_HEADER
 from jaxscope._hlo.view import HloView
 from jaxscope._records import OpInfo, SourceLoc
+from jaxscope._source import short_loc
 
 # Displays never flood a notebook or terminal; `.text` always has everything.
 DISPLAY_MAX_LINES = 5000
@@ -222,23 +229,79 @@ def cost_table(view: HloView) -> Any:
     return table
 
 
+def _folded_note(n_folded: int) -> str:
+    return (
+        f"{n_folded} fused computations folded; view.expand_fused = True "
+        "(%hlo --all) shows them"
+    )
+
+
+def _hlo_styled(view: HloView) -> list[list[tuple[str, str]]]:
+    """The module as display rows: ENTRY first, fused computations folded (or
+    nested under their fusion op), op metadata shown as the source column."""
+    lines = view.text.splitlines()
+    layout = outline(lines)
+    at_line = _ops_by_line(view)
+    styled: list[list[tuple[str, str]]] = []
+    if layout.module_line >= 0:
+        styled.append([(printable(module_title(lines[layout.module_line])), "bold")])
+    n_folded = 0
+    shown = 0
+    headers = {c.header for c in layout.computations.values()}
+    all_rows = rows(layout, expand_fused=view.expand_fused)
+    for position, row in enumerate(all_rows):
+        if shown >= DISPLAY_MAX_LINES:
+            left = sum(1 for r in all_rows[position:] if r.kind in ("line", "fused"))
+            styled.append(
+                [(f"... {left} more lines not shown (view.text has them all)", "dim")]
+            )
+            break
+        pad = "    " * row.depth
+        if row.kind == "fused":
+            n_folded += 1
+            shown += 1
+            styled.append(
+                [(pad, ""), (printable(f"  {row.name}: {row.count} ops"), "dim")]
+            )
+            continue
+        if row.kind != "line":
+            continue
+        shown += 1
+        line = lines[row.index]
+        if row.index in headers:
+            line = short_header(line)
+        if row.depth == 0 and not line.startswith((" ", "}")) and styled:
+            styled.append([])
+        spans = [(pad, ""), *_spans(without_metadata(line), view.stage)]
+        op = at_line.get(row.index)
+        if op is not None and op.source is not None:
+            spans.append((f"  # {short_loc(op.source)}", "yellow"))
+        styled.append([(printable(piece), style) for piece, style in spans])
+    if n_folded:
+        styled.append([(_folded_note(n_folded), "dim")])
+    return styled
+
+
 @rich_renderable.register
 def _(view: HloView) -> Any:
     from rich.console import Group
 
-    lines, hidden = _display_lines(view)
-    at_line = _ops_by_line(view)
-    styled: list[list[tuple[str, str]]] = []
-    for index, line in enumerate(lines):
-        spans = _spans(line, view.stage)
-        op = at_line.get(index)
-        if op is not None and op.source is not None:
-            spans.append((f"  # {op.source}", "yellow"))
-        styled.append([(printable(piece), style) for piece, style in spans])
-    if hidden:
-        styled.append(
-            [(f"... {hidden} more lines not shown (view.text has them all)", "dim")]
-        )
+    if view.stage == "stablehlo":
+        lines, hidden = _display_lines(view)
+        at_line = _ops_by_line(view)
+        styled: list[list[tuple[str, str]]] = []
+        for index, line in enumerate(lines):
+            spans = _spans(line, view.stage)
+            op = at_line.get(index)
+            if op is not None and op.source is not None:
+                spans.append((f"  # {short_loc(op.source)}", "yellow"))
+            styled.append([(printable(piece), style) for piece, style in spans])
+        if hidden:
+            styled.append(
+                [(f"... {hidden} more lines not shown (view.text has them all)", "dim")]
+            )
+    else:
+        styled = _hlo_styled(view)
     body = _StyledLines(styled)
     parts: list[Any] = [plain(_summary(view), "bold"), body]
     if view.show_cost:
@@ -315,8 +378,8 @@ _JS = """
 
 
 def _short(loc: Any) -> str:
-    """``model.py:12`` for a path (the full path is in the line's title)."""
-    return f"{os.path.basename(loc.file) or loc.file}:{loc.line}"
+    """``model.py:12``-style location (the full path is in the line's title)."""
+    return short_loc(loc)
 
 
 def _e(text: str) -> str:
@@ -467,6 +530,80 @@ def _code_pane(
     return out
 
 
+def _hlo_code_pane(
+    view: HloView, at_line: dict[int, OpInfo], keys: Keys
+) -> tuple[list[str], int]:
+    """``(parts, hidden)``: the ENTRY computation first, each fused computation a
+    ``<details>`` under its fusion op, metadata shown as the source column; the
+    top-level lines are capped at ``DISPLAY_MAX_LINES`` and fused bodies get what
+    is left of that budget. ``hidden`` counts the lines left out."""
+    lines = view.text.splitlines()
+    layout = outline(lines)
+    all_rows = rows(layout, expand_fused=True)
+    headers = {c.header for c in layout.computations.values()}
+    ends = {c.end for c in layout.computations.values()}
+    entries = {c.header for c in layout.computations.values() if c.entry}
+    top_lines = sum(1 for r in all_rows if r.kind == "line" and r.depth == 0)
+    fused_budget = max(0, DISPLAY_MAX_LINES - top_lines)
+    fold = len(lines) > FOLD_FUSED_OVER_LINES
+    out: list[str] = []
+    if layout.module_line >= 0:
+        title = module_title(lines[layout.module_line])
+        out.append(f'<div class="jxh-l" title="{_e(lines[layout.module_line])}">')
+        out.append(f'<span class="jxh-at"></span>{_e(title)}</div>')
+    shown = hidden = 0
+    skipping: str | None = None
+    for row in all_rows:
+        if skipping is not None:
+            if row.kind == "close" and row.name == skipping:
+                skipping = None
+            continue
+        if row.kind == "open":
+            pad = "    " * row.depth
+            if row.count + 2 > fused_budget:
+                out.append(
+                    f'<div class="jxh-note">{_e(pad)}{_e(row.name)}: {row.count} ops '
+                    "(not shown here; view.text has them)</div>"
+                )
+                skipping = row.name
+                continue
+            fused_budget -= row.count + 2
+            out.append(
+                f'<details class="jxh-comp jxh-fused"{"" if fold else " open"}>'
+                f"<summary>{_e(pad)}{_e(row.name)}: {row.count} ops</summary>"
+            )
+            continue
+        if row.kind == "close":
+            out.append("</details>")
+            continue
+        if row.kind != "line":
+            continue
+        if row.depth == 0:
+            if shown >= DISPLAY_MAX_LINES:
+                hidden += 1
+                continue
+            shown += 1
+        line = lines[row.index]
+        if row.depth == 0 and row.index in headers:
+            is_open = row.index in entries or not fold
+            out.append(
+                f'<details class="jxh-comp"{" open" if is_open else ""}>'
+                f'<summary title="{_e(line)}">{_e(short_header(line))}</summary>'
+            )
+            continue
+        pad = "    " * row.depth
+        out.append(
+            _code_line(
+                pad + without_metadata(line), at_line.get(row.index), keys, "hlo"
+            )
+        )
+        if row.depth == 0 and row.index in ends:
+            out.append("</details>")
+    if hidden:
+        out.append("</details>")  # the computation cut short
+    return out, hidden
+
+
 def _style(root: str, n_keys: int) -> str:
     """The CSS of one display: the layout, and a hover rule per source line."""
     rules = [_CSS.format(root=root)]
@@ -480,12 +617,17 @@ def _style(root: str, n_keys: int) -> str:
 
 @html.register
 def _(view: HloView) -> str:
-    lines, hidden = _display_lines(view)
     at_line = _ops_by_line(view)
-    keys = _source_keys(at_line)
+    if view.stage == "stablehlo":
+        lines, hidden = _display_lines(view)
+        at_line = {i: op for i, op in at_line.items() if i < len(lines)}
+        keys = _source_keys(at_line)
+        code = _code_pane(view, lines, at_line, keys)
+    else:
+        keys = _source_keys(at_line)
+        code, hidden = _hlo_code_pane(view, at_line, keys)
     digest = hashlib.sha1(f"{view.stage}\n{view.text}".encode()).hexdigest()[:10]
     rid = f"jxh-{digest}-{next(_ids)}"
-    code = _code_pane(view, lines, at_line, keys)
     if hidden:
         code.append(
             f'<div class="jxh-note">... {hidden} more lines not shown '

@@ -28,12 +28,14 @@ class HloView(Renderable):
         memory: ``argument_bytes``, ``output_bytes``, ``temp_bytes``,
             ``alias_bytes``, ``generated_code_bytes`` (None where unknown), or None.
         show_cost: displays include the cost/memory table (``%hlo --cost``).
+        expand_fused: displays print each fused computation in full under its
+            fusion op (``%hlo --all``); by default a one-line summary stands for it.
         lowered, compiled: JAX's own stage objects, for anything not shown here.
 
     The op table, cost and memory are computed on first access.
     """
 
-    __slots__ = ("_capture", "function_name", "show_cost")
+    __slots__ = ("_capture", "expand_fused", "function_name", "show_cost")
 
     def __init__(
         self,
@@ -41,10 +43,12 @@ class HloView(Renderable):
         *,
         function_name: str = "",
         show_cost: bool = False,
+        expand_fused: bool = False,
     ) -> None:
         self._capture = hlo_capture
         self.function_name = function_name
         self.show_cost = show_cost
+        self.expand_fused = expand_fused
 
     @property
     def stage(self) -> str:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import qualname
 from jaxscope._jaxpr.model import build_model
 from jaxscope._jaxpr.view import JaxprView
@@ -17,6 +17,7 @@ def jaxpr(
     *,
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
+    max_eqns: int | None = JaxprView.default_max_eqns,
 ) -> Callable[..., JaxprView]:
     """Trace ``fun`` on example arguments and return its jaxpr, source-mapped.
 
@@ -30,12 +31,15 @@ def jaxpr(
             ``jax.grad(f)``, ``jax.vmap(f)``, ``jax.pmap(f)``, a ``shard_map``...
         static_argnums: positional arguments passed as Python values, not traced.
         static_argnames: keyword arguments passed as Python values, not traced.
+        max_eqns: displays keep the first and last ``max_eqns // 2`` equations of
+            longer jaxprs (None: every equation); ``.text`` always has them all.
 
     Returns:
         A function taking example arguments and returning a ``JaxprView``.
 
     Raises:
-        InvalidCallError: an argument JAX cannot trace, or bad static arguments.
+        InvalidCallError: an argument JAX cannot trace, bad static arguments, or a
+            ``max_eqns`` below 2.
         TraceError: ``fun`` raised while being traced (the message names the line).
 
     Example:
@@ -44,9 +48,27 @@ def jaxpr(
         >>> [e.primitive for e in v.eqns]
         ['sin', 'mul']
     """
-    build = functools.partial(
-        jaxpr_view, static_argnums=static_argnums, static_argnames=static_argnames
-    )
+    if max_eqns is not None and (
+        not isinstance(max_eqns, int) or isinstance(max_eqns, bool) or max_eqns < 2
+    ):
+        raise InvalidCallError(
+            f"js.jaxpr: max_eqns must be an int >= 2 or None, got {max_eqns!r}; "
+            "use e.g. max_eqns=400, or max_eqns=None to show every equation"
+        )
+
+    def build(
+        fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> JaxprView:
+        view = jaxpr_view(
+            fn,
+            args,
+            kwargs,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+        )
+        view.max_eqns = max_eqns
+        return view
+
     return staged(fun, "js.jaxpr", build)
 
 

@@ -39,6 +39,14 @@ class JaxprMagics(JaxscopeMagics):
         help="fold nested jaxprs deeper than N (0: top level only)",
     )
     @argument(
+        "--max-eqns",
+        type=int,
+        metavar="N",
+        default=None,
+        help="keep the first and last N/2 equations of longer jaxprs (default 200)",
+    )
+    @argument("--all", action="store_true", help="show every equation (no eliding)")
+    @argument(
         "--graph", action="store_true", help="show the dataflow graph instead of text"
     )
     @static_arguments
@@ -56,6 +64,11 @@ class JaxprMagics(JaxscopeMagics):
             raise InvalidCallError(
                 f"--depth must be >= 0, got {opts.depth}; use e.g. --depth 1"
             )
+        if opts.max_eqns is not None and opts.max_eqns < 2:
+            raise InvalidCallError(
+                f"--max-eqns must be >= 2, got {opts.max_eqns}; use e.g. --max-eqns "
+                "400, or --all to show every equation"
+            )
         from jaxscope._jaxpr.api import jaxpr_view
 
         statics = static_options(opts)
@@ -72,6 +85,10 @@ class JaxprMagics(JaxscopeMagics):
         if opts.graph:
             return present(view.graph(), line)
         view.depth = opts.depth
+        if opts.all:
+            view.max_eqns = None
+        elif opts.max_eqns is not None:
+            view.max_eqns = opts.max_eqns
         view.show_source = not opts.no_source
         view.by_source = opts.source
         return present(view, line)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import linecache
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from jaxscope._format import truncate
 from jaxscope._records import EqnInfo, SourceLoc
-from jaxscope._source import loc_from_raw
+from jaxscope._source import loc_from_raw, short_loc
 from jaxscope.compat import jaxpr as _cj
 from jaxscope.compat import source as _csource
 
@@ -28,7 +29,9 @@ class Region:
     """One (possibly nested) jaxpr: its binders, equations and the regions inside them.
 
     ``path`` is the prefix its equations' paths extend; ``()`` for the top jaxpr.
-    ``total`` counts its equations, nested ones included.
+    ``total`` counts its equations, nested ones included. ``function`` is the name of
+    the Python function traced into it (``"rnn_cell"``, ``"<lambda>"``, or ``""``),
+    ``traced_for`` the API that traced it (``"scan"``, ``"fori_loop"``, ``"jit"``).
     """
 
     path: tuple[int, ...]
@@ -39,6 +42,11 @@ class Region:
     eqns: list[EqnInfo] = field(default_factory=list)
     children: dict[int, list[Region]] = field(default_factory=dict)
     total: int = 0
+    function: str = ""
+    traced_for: str = ""
+    #: the name displays print it under (``let relu = {...} in``) when the same
+    #: jaxpr is used more than once, as JAX's printer does; ``""`` otherwise
+    shared: str = ""
 
     @property
     def depth(self) -> int:
@@ -63,6 +71,8 @@ class JaxprModel:
     by_line: dict[tuple[str, int], list[EqnInfo]]
     source_text: dict[tuple[str, int], str] = field(default_factory=dict)
     raw_files: dict[str, str] = field(default_factory=dict)
+    shared: list[Region] = field(default_factory=list)
+    """The first use of each shared jaxpr (``Region.shared``), inner ones first."""
 
 
 class _Namer:
@@ -141,7 +151,10 @@ class _Builder:
         "kinds",
         "namer",
         "prim_names",
+        "printed",
         "sources",
+        "sub_names",
+        "sub_uses",
     )
 
     def __init__(self) -> None:
@@ -153,6 +166,31 @@ class _Builder:
         self.kinds: dict[type, str] = {}
         self.flat_prims: set[Any] = set()
         self.prim_names: dict[Any, str] = {}
+        self.printed: dict[Any, dict[str, str] | None] = {}
+        # id of each nested jaxpr -> its uses, and the name JAX would give it
+        self.sub_uses: dict[int, list[Region]] = {}
+        self.sub_names: dict[int, str] = {}
+
+    def printed_params(
+        self, eqn: Any, params: dict[str, str], has_subs: bool
+    ) -> dict[str, str] | None:
+        """``EqnInfo.printed_params``; JAX's printer runs once per distinct params
+        (its rules read only the params, which ``params`` spell in full)."""
+        key = None
+        # a value cut short could hide a difference the printer would show
+        if not has_subs and not any(v.endswith("...") for v in params.values()):
+            key = (eqn.primitive, tuple(params.items()))
+            if key in self.printed:
+                return self.printed[key]
+        pairs = _cj.printed_params(eqn)
+        found = None
+        if pairs is not None:
+            found = {
+                k: (params.get(k, "") if not v else _shown_value(v)) for k, v in pairs
+            }
+        if key is not None:
+            self.printed[key] = found
+        return found
 
     def aval(self, aval: Any) -> str:
         # Hashing an aval is slow (sharding, vma...); its shape and dtype are not.
@@ -241,6 +279,10 @@ def _param_str(value: Any) -> str:
     return truncate(" ".join(text.split()), _MAX_PARAM_CHARS)
 
 
+def _shown_value(text: str) -> str:
+    return truncate(" ".join(text.split()), _MAX_PARAM_CHARS)
+
+
 def _params(params: dict[str, Any], subs: list[tuple[str, Any]]) -> dict[str, str]:
     """An equation's params as strings; nested jaxprs (``subs``) as ``{N eqns}``."""
     if not subs:
@@ -277,6 +319,7 @@ def build_model(closed_jaxpr: Any) -> JaxprModel:
     # GC rescan JAX's large heap on the way costs more than the walk itself.
     with _gc_paused():
         top = _walk(jaxpr, (), "", builder)
+    shared = _name_shared(builder)
     return JaxprModel(
         top=top,
         eqns=builder.flat,
@@ -285,7 +328,28 @@ def build_model(closed_jaxpr: Any) -> JaxprModel:
         by_line=builder.by_line,
         source_text=builder.sources.source_text,
         raw_files=builder.sources.raw_files,
+        shared=shared,
     )
+
+
+def _name_shared(b: _Builder) -> list[Region]:
+    """Mark jaxprs used more than once with a unique name (``relu``, ``relu1``...,
+    as JAX's printer numbers them); return their first uses."""
+    taken: dict[str, int] = {}
+    firsts: list[Region] = []
+    for key, uses in b.sub_uses.items():
+        if len(uses) < 2:
+            continue
+        name = b.sub_names[key]
+        count = taken.get(name, 0)
+        taken[name] = count + 1
+        if count:
+            name = f"{name}{count}"
+            taken[name] = taken.get(name, 0) + 1
+        for region in uses:
+            region.shared = name
+        firsts.append(uses[0])
+    return firsts
 
 
 def _walk(
@@ -297,12 +361,15 @@ def _walk(
 ) -> Region:
     depth = len(path) // 2
     atom = b.atom
+    function, traced_for = _cj.jaxpr_function(jaxpr)
     region = Region(
         path=path,
         label=label,
         constvars=[atom(v) for v in jaxpr.constvars],
         invars=[atom(v) for v in jaxpr.invars],
         outvars=[],
+        function=function,
+        traced_for=traced_for,
     )
     # JAX prints outputs nothing reads as `_` (a DropVar, or a var left unused).
     used = {id(v) for v in jaxpr.outvars}
@@ -325,9 +392,11 @@ def _walk(
             params=params,
             source=source,
             scope=_csource.eqn_name_stack(eqn),
+            name_stack=_csource.eqn_name_stack_entries(eqn),
             region=label,
             n_subjaxprs=len(subs),
             frames=frames,
+            printed_params=b.printed_params(eqn, params, bool(subs)),
         )
         b.flat.append(info)
         region.eqns.append(info)
@@ -335,10 +404,15 @@ def _walk(
         if source is not None:
             b.by_line.setdefault(source.key, []).append(info)
         if subs:
-            kids = [
-                _walk(_cj.open_jaxpr(sub)[0], (*eqn_path, j), key, b, source)
-                for j, (key, sub) in enumerate(subs)
-            ]
+            kids: list[Region] = []
+            # JAX names a shared jaxpr after the `name` param of an equation using it
+            name = str(eqn.params.get("name") or "jaxpr").strip("<>")
+            for j, (key, sub) in enumerate(subs):
+                opened = _cj.open_jaxpr(sub)[0]
+                kid = _walk(opened, (*eqn_path, j), key, b, source)
+                kids.append(kid)
+                b.sub_uses.setdefault(id(opened), []).append(kid)
+                b.sub_names.setdefault(id(opened), name)
             region.children[index] = kids
             total += sum(k.total for k in kids)
     region.outvars = [atom(v) for v in jaxpr.outvars]
@@ -376,24 +450,68 @@ def is_noisy_param(key: str, value: str) -> bool:
     return noisy is not None and value in noisy
 
 
-def shown_params(info: EqnInfo) -> dict[str, str]:
-    """The params an equation line shows (noisy defaults dropped)."""
-    return {k: v for k, v in info.params.items() if not is_noisy_param(k, v)}
+_NESTED_VALUE = re.compile(r"^\(?\{\d+ eqns\}(?:, \{\d+ eqns\})*\)?$")
 
 
-def eqn_parts(info: EqnInfo) -> tuple[str, str, str, str]:
-    """``(outputs, primitive, "[params]" or "", inputs)`` of an equation line."""
+def shown_params(info: EqnInfo, *, nested: bool = True) -> dict[str, str]:
+    """The params an equation line shows: as JAX prints them where known, noisy
+    defaults dropped; nested jaxprs (``{N eqns}``) only with ``nested``."""
+    params = info.printed_params if info.printed_params is not None else info.params
+    return {
+        k: v
+        for k, v in params.items()
+        if not is_noisy_param(k, v) and (nested or not _NESTED_VALUE.match(v))
+    }
+
+
+def eqn_parts(
+    info: EqnInfo, *, nested: bool = True, refs: dict[str, str] | None = None
+) -> tuple[str, str, str, str]:
+    """``(outputs, primitive, "[params]" or "", inputs)`` of an equation line;
+    ``nested=False`` leaves out the nested jaxprs (a jaxpr view draws them below)
+    but those named in ``refs`` (shared jaxprs: ``jaxpr=relu``)."""
     outs = " ".join(f"{n}:{a}" for n, a in info.outputs) or "()"
-    shown = shown_params(info)
+    shown = shown_params(info, nested=nested)
+    if refs:
+        params_in_order = (
+            info.printed_params if info.printed_params is not None else info.params
+        )
+        shown = {
+            k: refs.get(k, v)
+            for k, v in params_in_order.items()
+            if k in shown or k in refs
+        }
     params = "[" + " ".join(f"{k}={v}" for k, v in shown.items()) + "]" if shown else ""
     ins = " ".join(n for n, _ in info.inputs)
     return outs, info.primitive, params, ins
 
 
-def eqn_line(info: EqnInfo) -> str:
-    """``d:f32[4] = sin a`` (shown params in brackets, nested jaxprs as ``{N eqns}``)."""
-    outs, prim, params, ins = eqn_parts(info)
+def eqn_line(
+    info: EqnInfo, *, nested: bool = True, refs: dict[str, str] | None = None
+) -> str:
+    """``d:f32[4] = sin a`` (shown params in brackets, nested jaxprs as ``{N eqns}``
+    unless ``nested=False``, shared ones named in ``refs``)."""
+    outs, prim, params, ins = eqn_parts(info, nested=nested, refs=refs)
     return f"{outs} = {prim}{params} {ins}".rstrip()
+
+
+def shared_refs(children: list[Region]) -> tuple[dict[str, str], list[Region]]:
+    """``(refs, drawn)`` for an equation's nested jaxprs: each param whose jaxprs
+    are all shared, as its name(s) (``{"jaxpr": "relu"}``, ``{"branches": "(a b)"}``),
+    and the nested jaxprs still to draw below the equation."""
+    groups: dict[str, list[Region]] = {}
+    for child in children:
+        groups.setdefault(child.label.split("[", 1)[0], []).append(child)
+    refs: dict[str, str] = {}
+    drawn: list[Region] = []
+    for key, kids in groups.items():
+        if all(kid.shared for kid in kids):
+            many = len(kids) > 1 or "[" in kids[0].label
+            names = " ".join(kid.shared for kid in kids)
+            refs[key] = f"({names})" if many else names
+        else:
+            drawn.extend(kids)
+    return refs, drawn
 
 
 def _binders(items: list[tuple[str, str]]) -> str:
@@ -415,6 +533,7 @@ class Line:
     info: EqnInfo | None = None
     region: Region | None = None
     count: int = 0
+    refs: tuple[tuple[str, str], ...] = ()  # shared nested jaxprs, by param
 
 
 def display_lines(
@@ -422,11 +541,40 @@ def display_lines(
     *,
     max_depth: int | None = None,
     max_eqns_per_region: int | None = None,
+    width: int | None = None,
 ) -> list[Line]:
-    """The lines of the jaxpr, folded beyond ``max_depth``, long regions elided."""
+    """The lines of the jaxpr, folded beyond ``max_depth``, long regions elided;
+    jaxprs used more than once first, as ``let name = { ... } in``; binder lines
+    longer than ``width`` wrapped."""
     lines: list[Line] = []
-    _region_lines(model.top, 0, lines, max_depth, max_eqns_per_region)
+    for region in model.shared:
+        if max_depth is not None and region.depth > max_depth:
+            text = f"let {region.shared} = {{ ... {region.total} equations }} in"
+            lines.append(Line("fold", 0, text, region=region, count=region.total))
+        else:
+            _region_lines(region, 0, lines, max_depth, max_eqns_per_region, width)
+    _region_lines(model.top, 0, lines, max_depth, max_eqns_per_region, width)
     return lines
+
+
+def _wrapped(
+    kind: str, indent: int, text: str, width: int | None, region: Region
+) -> list[Line]:
+    """``text`` as one line, or cut at spaces into lines of at most ``width``
+    columns, the rest indented 4 more."""
+    if width is None or indent + len(text) <= width:
+        return [Line(kind, indent, text, region=region)]
+    out: list[Line] = []
+    current = ""
+    at = indent
+    for word in text.split(" "):
+        if current and at + len(current) + 1 + len(word) > width:
+            out.append(Line(kind, at, current, region=region))
+            current, at = word, indent + 4
+        else:
+            current = f"{current} {word}" if current else word
+    out.append(Line(kind, at, current, region=region))
+    return out
 
 
 def _region_lines(
@@ -435,32 +583,43 @@ def _region_lines(
     lines: list[Line],
     max_depth: int | None,
     max_eqns: int | None,
+    width: int | None = None,
 ) -> None:
-    prefix = f"{region.label}=" if region.label else ""
+    is_let = bool(region.shared) and indent == 0
+    if is_let:
+        prefix = f"let {region.shared} = "
+    else:
+        prefix = f"{region.label}=" if region.label else ""
     consts = _binders(region.constvars)
-    lines.append(
-        Line(
-            "open",
-            indent,
-            f"{prefix}{{ lambda {consts}; {_binders(region.invars)}. let",
-            region=region,
-        )
-    )
+    head = f"{prefix}{{ lambda {consts}; {_binders(region.invars)}. let"
+    lines.extend(_wrapped("open", indent, head, width, region))
     for index in shown_indices(len(region.eqns), max_eqns):
         if index < 0:
             lines.append(
                 Line(
                     "elided",
                     indent + 4,
-                    f"... {-index} equations elided ...",
+                    f"... {-index} equations elided "
+                    "(%jaxpr --all, or view.max_eqns = None, shows them) ...",
                     region=region,
                     count=-index,
                 )
             )
             continue
         info = region.eqns[index]
-        lines.append(Line("eqn", indent + 4, eqn_line(info), info=info, region=region))
-        for child in region.children.get(index, ()):
+        refs, drawn = shared_refs(region.children.get(index, []))
+        lines.append(
+            Line(
+                "eqn",
+                indent + 4,
+                # nested jaxprs follow (with their size), shared ones by name
+                eqn_line(info, nested=False, refs=refs),
+                info=info,
+                region=region,
+                refs=tuple(refs.items()),
+            )
+        )
+        for child in drawn:
             if max_depth is not None and child.depth > max_depth:
                 lines.append(
                     Line(
@@ -472,8 +631,9 @@ def _region_lines(
                     )
                 )
             else:
-                _region_lines(child, indent + 6, lines, max_depth, max_eqns)
-    lines.append(Line("close", indent + 2, closing_text(region), region=region))
+                _region_lines(child, indent + 6, lines, max_depth, max_eqns, width)
+    tail = closing_text(region) + (" in" if is_let else "")
+    lines.extend(_wrapped("close", indent + 2, tail, width, region))
 
 
 def closing_text(region: Region) -> str:
@@ -483,7 +643,7 @@ def closing_text(region: Region) -> str:
     return f"in ({outs}{comma}) }}"
 
 
-def fold_depth(model: JaxprModel, max_eqns: int, max_lines: int) -> int | None:
+def fold_depth(model: JaxprModel, max_eqns: int | None, max_lines: int) -> int | None:
     """The deepest level to fold nested jaxprs at (None: no folding) that keeps the
     display (long regions elided to ``max_eqns``) within ``max_lines`` lines."""
     deepest = max((e.depth for e in model.eqns), default=0)
@@ -502,8 +662,11 @@ def render_text(
     max_depth: int | None = None,
     max_eqns_per_region: int | None = None,
     source: bool = True,
+    short_paths: bool = False,
+    width: int | None = None,
 ) -> str:
-    """The jaxpr as text; each equation line ends with ``# file:line`` where known.
+    """The jaxpr as text; each equation line ends with ``# file:line`` where known
+    (the file shortened by ``short_path`` for displays, with ``short_paths``).
 
     ``max_depth`` folds nested jaxprs deeper than it into ``{ ... N equations }``;
     ``max_eqns_per_region`` keeps the first and last equations of long regions.
@@ -511,11 +674,15 @@ def render_text(
     out: list[str] = []
     with _gc_paused():
         for line in display_lines(
-            model, max_depth=max_depth, max_eqns_per_region=max_eqns_per_region
+            model,
+            max_depth=max_depth,
+            max_eqns_per_region=max_eqns_per_region,
+            width=width,
         ):
             text = " " * line.indent + line.text
             if source and line.info is not None and line.info.source is not None:
-                text += f"  # {line.info.source}"
+                loc = line.info.source
+                text += f"  # {short_loc(loc) if short_paths else loc}"
             out.append(text)
     return "\n".join(out)
 
@@ -541,13 +708,13 @@ def render_by_line(model: JaxprModel, *, max_eqns_per_line: int | None = None) -
             out.append("(no source line)")
         else:
             code = model.source_text.get(key, "")
-            out.append(f"{locs[key]}  {code}".rstrip())
+            out.append(f"{short_loc(locs[key])}  {code}".rstrip())
         for index in shown_indices(len(infos), max_eqns_per_line):
             if index < 0:
                 out.append(f"    ... {-index} equations elided ...")
                 continue
             info = infos[index]
-            out.append("    " + "  " * info.depth + eqn_line(info))
+            out.append("    " + "  " * info.depth + eqn_line(info, nested=False))
     return "\n".join(out)
 
 

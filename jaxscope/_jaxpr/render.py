@@ -21,10 +21,12 @@ from jaxscope._jaxpr.model import (
     closing_text,
     display_lines,
     eqn_parts,
+    shared_refs,
     shown_indices,
 )
-from jaxscope._jaxpr.view import JaxprView
-from jaxscope._records import EqnInfo
+from jaxscope._jaxpr.view import JaxprView, display_width
+from jaxscope._records import EqnInfo, SourceLoc
+from jaxscope._source import short_loc
 
 # Equation rows written into one HTML fragment at most (elided runs beyond it say so).
 HTML_MAX_ROWS = 2000
@@ -32,6 +34,9 @@ HTML_MAX_ROWS = 2000
 HTML_CHUNK = 500
 # Nested jaxprs with more equations than this start collapsed when no depth is given.
 HTML_OPEN_MAX_EQNS = 200
+# Source-line rows of the side panel: this many shown, as many more behind a click.
+HTML_SOURCE_ROWS = 200
+HTML_SOURCE_MORE_ROWS = 500
 
 _ids = itertools.count()
 
@@ -64,11 +69,12 @@ def _(view: JaxprView) -> Any:
         view.model,
         max_depth=view.display_depth(),
         max_eqns_per_region=view.display_max_eqns,
+        width=display_width(),
     )
     for line in lines:
         out.append(" " * line.indent)
         if line.kind == "eqn" and line.info is not None:
-            _rich_eqn(out, line.info, view.show_source)
+            _rich_eqn(out, line.info, view.show_source, dict(line.refs))
         elif line.kind in ("fold", "elided"):
             out.append(plain(line.text, _STYLES["note"]))
         else:
@@ -81,8 +87,8 @@ def _(view: JaxprView) -> Any:
     return out
 
 
-def _rich_eqn(out: Any, info: EqnInfo, show_source: bool) -> None:
-    outs, prim, params, ins = eqn_parts(info)
+def _rich_eqn(out: Any, info: EqnInfo, show_source: bool, refs: dict[str, str]) -> None:
+    outs, prim, params, ins = eqn_parts(info, nested=False, refs=refs)
     out.append(plain(outs, _STYLES["outs"]))
     out.append(" = ")
     out.append(plain(prim, _STYLES["prim"]))
@@ -91,7 +97,7 @@ def _rich_eqn(out: Any, info: EqnInfo, show_source: bool) -> None:
     if ins:
         out.append(plain(" " + ins, _STYLES["ins"]))
     if show_source and info.source is not None:
-        out.append(plain(f"  # {info.source}", _STYLES["source"]))
+        out.append(plain(f"  # {short_loc(info.source)}", _STYLES["source"]))
 
 
 # --------------------------------------------------------------------------- HTML
@@ -110,7 +116,8 @@ _CSS = """
 #ID .jxs-l{color:#b26a00;margin-left:2em}
 #ID .jxs-f,#ID summary{color:#1a4fa0}
 #ID .jxs-n{color:#888;font-style:italic}
-#ID details>summary{cursor:pointer;white-space:pre}
+#ID details>summary{cursor:pointer;white-space:pre-wrap}
+#ID .jxs-f{white-space:pre-wrap;overflow-wrap:anywhere}
 #ID .jxs-s code{white-space:pre}
 """
 
@@ -153,15 +160,16 @@ class _HtmlWriter:
         view = self.view
         limit = view.display_max_eqns
         for index in shown_indices(len(region.eqns), limit):
-            if index < 0:
+            if index < 0 and limit is not None:  # only a limit elides
                 self.elided(region, indent, -index, limit)
                 continue
             self.eqn_and_children(region, index, indent)
 
     def eqn_and_children(self, region: Region, index: int, indent: int) -> None:
         info = region.eqns[index]
-        self.eqn(info, indent)
-        for child in region.children.get(index, ()):
+        refs, drawn = shared_refs(region.children.get(index, []))
+        self.eqn(info, indent, refs)
+        for child in drawn:
             self.child(child, indent + 6)
 
     def elided(self, region: Region, indent: int, count: int, limit: int) -> None:
@@ -192,7 +200,10 @@ class _HtmlWriter:
         else:
             is_open = child.total <= HTML_OPEN_MAX_EQNS
         pad = f' style="padding-left:{indent}ch"'
-        label = f"{child.label}=" if child.label else ""
+        if child.shared and indent == 0:
+            label = f"let {child.shared} = "
+        else:
+            label = f"{child.label}=" if child.label else ""
         head = f"{label}{{ lambda {_binders(child.constvars, child.invars)}. let"
         if self.rows + child.total > HTML_MAX_ROWS and not is_open:
             self.parts.append(
@@ -210,33 +221,40 @@ class _HtmlWriter:
         self.parts.append("</details>")
 
     def close(self, region: Region, indent: int) -> None:
+        tail = " in" if region.shared and indent == 0 else ""
         self.parts.append(
             f'<div class="jxs-f" style="padding-left:{indent + 2}ch">'
-            f"{_esc(closing_text(region))}</div>"
+            f"{_esc(closing_text(region) + tail)}</div>"
         )
 
-    def eqn(self, info: EqnInfo, indent: int) -> None:
+    def eqn(self, info: EqnInfo, indent: int, refs: dict[str, str]) -> None:
         self.rows += 1
         key = self.keys.get(info.source.key) if info.source is not None else None
-        self.parts.append(_eqn_row(info, key, indent, self.view.show_source))
+        self.parts.append(_eqn_row(info, key, indent, self.view.show_source, refs))
 
 
-def _eqn_row(info: EqnInfo, key: int | None, indent: int, show_source: bool) -> str:
+def _eqn_row(
+    info: EqnInfo,
+    key: int | None,
+    indent: int,
+    show_source: bool,
+    refs: dict[str, str] | None = None,
+) -> str:
     """An equation's row, linked to source line ``key``, its scope as a tooltip."""
     data = f' data-s="{key}"' if key is not None else ""
     scope = f' title="{_esc(info.scope)}"' if info.scope else ""
     src = ""
     if info.source is not None and show_source:
-        src = f'<span class="jxs-l">{_esc(info.source)}</span>'
+        src = f'<span class="jxs-l">{_esc(short_loc(info.source))}</span>'
     return (
         f'<div class="jxs-e"{data}{scope} style="padding-left:{indent + 4}ch">'
-        f"{_eqn_spans(info)}{src}</div>"
+        f"{_eqn_spans(info, refs)}{src}</div>"
     )
 
 
-def _eqn_spans(info: EqnInfo) -> str:
+def _eqn_spans(info: EqnInfo, refs: dict[str, str] | None = None) -> str:
     """An equation line's outputs, primitive, params and inputs, as styled spans."""
-    outs, prim, params, ins = eqn_parts(info)
+    outs, prim, params, ins = eqn_parts(info, nested=False, refs=refs)
     return (
         f'<span class="jxs-o">{_esc(outs)}</span> = '
         f'<span class="jxs-p">{_esc(prim)}</span>'
@@ -251,17 +269,43 @@ def _binders(consts: list[tuple[str, str]], invars: list[tuple[str, str]]) -> st
     return f"{c}; {i}"
 
 
+def _loc_span(loc: SourceLoc, style: str = "") -> str:
+    """``file:line`` shortened (``short_loc``), the full path as its tooltip."""
+    return (
+        f'<span class="jxs-l"{style} title="{_esc(loc)}">{_esc(short_loc(loc))}</span>'
+    )
+
+
 def _source_panel(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
+    """The source lines, in order: the first ``HTML_SOURCE_ROWS`` shown, the next
+    ``HTML_SOURCE_MORE_ROWS`` behind a ``<details>``, the count of the rest."""
     parts = ['<div class="jxs-src"><div class="jxs-n">source lines</div>']
-    for key, index in keys.items():
+    total = len(keys)
+    for position, (key, index) in enumerate(keys.items()):
+        if position == HTML_SOURCE_ROWS:
+            more = min(total - position, HTML_SOURCE_MORE_ROWS)
+            parts.append(
+                f'<details class="jxs-more"><summary class="jxs-n">{more} more '
+                f"source {'line' if more == 1 else 'lines'}</summary>"
+            )
+        elif position == HTML_SOURCE_ROWS + HTML_SOURCE_MORE_ROWS:
+            break
         infos = view.by_line.get(key, [])
         loc = infos[0].source if infos else None
         code = view.source_text.get(key, "")
+        where = _loc_span(loc, ' style="margin-left:0"') if loc is not None else ""
         parts.append(
-            f'<div class="jxs-s" data-s="{index}">'
-            f'<span class="jxs-l" style="margin-left:0">{_esc(loc)}</span> '
+            f'<div class="jxs-s" data-s="{index}">{where} '
             f"<code>{_esc(code)}</code> "
             f'<span class="jxs-n">{plural(len(infos), "eqn")}</span></div>'
+        )
+    if total > HTML_SOURCE_ROWS:
+        parts.append("</details>")
+    left = total - HTML_SOURCE_ROWS - HTML_SOURCE_MORE_ROWS
+    if left > 0:
+        parts.append(
+            f'<div class="jxs-n">... {plural(left, "more source line")} not shown '
+            "here (see <code>.by_line</code>)</div>"
         )
     parts.append("</div>")
     return "".join(parts)
@@ -286,10 +330,8 @@ def _by_source_html(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
         else:
             loc = infos[0].source
             code = view.source_text.get(key, "")
-            head = (
-                f'<span class="jxs-l" style="margin-left:0">{_esc(loc)}</span> '
-                f"<code>{_esc(code)}</code>"
-            )
+            where = _loc_span(loc, ' style="margin-left:0"') if loc is not None else ""
+            head = f"{where} <code>{_esc(code)}</code>"
             data = f' data-s="{keys[key]}"'
         n = len(infos)
         parts.append(
@@ -331,6 +373,8 @@ def _(view: JaxprView) -> str:
             f'<div class="jxs-code">{_by_source_html(view, keys)}</div></div>'
         )
     writer = _HtmlWriter(view, keys)
+    for region in view.model.shared:
+        writer.child(region, 0)
     top = view.model.top
     consts = top.constvars
     writer.parts.append(

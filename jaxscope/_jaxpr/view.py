@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from jaxscope._display import Renderable, printable
@@ -30,6 +31,8 @@ class JaxprView(Renderable):
         depth: displays fold nested jaxprs deeper than this (None: automatic).
         show_source: displays end equation lines with ``# file:line``.
         by_source: displays group equations under their source lines.
+        max_eqns: displays keep the first and last equations of regions longer
+            than this (None: every equation; ``%jaxpr --max-eqns N`` / ``--all``).
 
     Example:
         >>> import jax.numpy as jnp, jaxscope as js
@@ -48,12 +51,14 @@ class JaxprView(Renderable):
         "closed_jaxpr",
         "depth",
         "function_name",
+        "max_eqns",
         "model",
         "show_source",
     )
 
-    #: Displays keep the first and last equations of longer regions (``.text`` has all).
-    display_max_eqns = 200
+    #: The default ``max_eqns``: displays keep the first and last equations of
+    #: longer regions (``.text`` has all).
+    default_max_eqns = 200
     #: Displays fold nested jaxprs (when no depth is set) to stay under this many lines.
     display_max_lines = 1000
 
@@ -72,8 +77,10 @@ class JaxprView(Renderable):
         self.depth = depth
         self.show_source = show_source
         self.by_source = False
+        self.max_eqns: int | None = self.default_max_eqns
         self._text: str | None = None
-        self._auto_depth: int | None = -1  # -1: not computed yet
+        # the automatic depth for each max_eqns asked so far
+        self._auto_depth: dict[int | None, int | None] = {}
 
     @property
     def text(self) -> str:
@@ -109,26 +116,39 @@ class JaxprView(Renderable):
         depth: int | None = None,
         max_eqns: int | None = None,
         source: bool = True,
+        width: int | None = None,
     ) -> str:
-        """The text with nested jaxprs deeper than ``depth`` folded, long runs elided."""
+        """The text with nested jaxprs deeper than ``depth`` folded, long runs
+        elided, binder lines wider than ``width`` wrapped."""
         return render_text(
-            self.model, max_depth=depth, max_eqns_per_region=max_eqns, source=source
+            self.model,
+            max_depth=depth,
+            max_eqns_per_region=max_eqns,
+            source=source,
+            short_paths=True,
+            width=width,
         )
 
     def text_by_line(self, *, max_eqns: int | None = None) -> str:
         """The equations grouped under each source line (with its code), in order."""
         return render_by_line(self.model, max_eqns_per_line=max_eqns)
 
+    @property
+    def display_max_eqns(self) -> int | None:
+        """The equations a display keeps per region (``max_eqns``)."""
+        return self.max_eqns
+
     def display_depth(self) -> int | None:
         """The depth displays fold at: ``depth``, or when it is None the deepest
         level that keeps the display under ``display_max_lines`` lines."""
         if self.depth is not None:
             return self.depth
-        if self._auto_depth == -1:
-            self._auto_depth = fold_depth(
-                self.model, self.display_max_eqns, self.display_max_lines
+        found = self._auto_depth.get(self.max_eqns, -1)
+        if found == -1:
+            found = self._auto_depth[self.max_eqns] = fold_depth(
+                self.model, self.max_eqns, self.display_max_lines
             )
-        return self._auto_depth
+        return found
 
     def fold_note(self) -> str:
         """A line saying nested jaxprs were folded automatically, or ``""``."""
@@ -148,6 +168,7 @@ class JaxprView(Renderable):
             depth=self.display_depth(),
             max_eqns=self.display_max_eqns,
             source=self.show_source,
+            width=display_width(),
         )
         note = self.fold_note()
         return f"{text}\n{note}" if note else text
@@ -173,6 +194,14 @@ class JaxprView(Renderable):
     def __repr__(self) -> str:
         name = f" of {self.function_name}" if self.function_name else ""
         return printable(f"<JaxprView{name}: {len(self.eqns)} equations>")
+
+
+def display_width() -> int:
+    """The width displays wrap binder lines at: the terminal's (60 to 160), else 100."""
+    try:
+        return max(60, min(160, os.get_terminal_size().columns))
+    except OSError:
+        return 100
 
 
 def _terminal_colored(view: JaxprView) -> str | None:

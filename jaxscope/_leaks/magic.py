@@ -11,6 +11,8 @@ its lines counted from the ``%%leaks`` line.
 from __future__ import annotations
 
 import ast
+import hashlib
+import linecache
 import shlex
 from typing import Any
 
@@ -19,7 +21,6 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._ipython.common import HelpShown, JaxscopeMagics, show, usage_errors
-from jaxscope._source import running_cell_number
 
 
 @magics_class
@@ -90,14 +91,21 @@ def _compile_cell(shell: Any, line: str, cell: str) -> list[Any]:
     ``__future__`` flags), under the running cell's number and with the lines the
     cell shows (the ``%%leaks`` line is its first); a last expression is compiled
     on its own in ``"single"`` mode, so its value is displayed."""
+    from jaxscope._source import running_cell_number  # imports JAX
+
     number = running_cell_number()
-    offset = 0 if number is None else 1  # None: called without a cell (an API call)
-    if number is None:
-        number = shell.execution_count
     source = shell.transform_cell(cell)
-    header = f"%%leaks {line}".rstrip() + "\n"
-    shown = header * offset + source
-    filename = shell.compile.cache(shown, number, raw_code=shown)
+    if number is None:  # called without a cell (from code): shown as the next cell,
+        # but kept out of the shell's cell map, where it would shadow that cell's text
+        offset = 0
+        shown = source
+        digest = hashlib.sha1(shown.encode()).hexdigest()[:12]
+        filename = f"<ipython-input-{shell.execution_count}-{digest}>"
+        linecache.cache[filename] = (len(shown), None, shown.splitlines(True), filename)
+    else:
+        offset = 1
+        shown = f"%%leaks {line}".rstrip() + "\n" + source
+        filename = shell.compile.cache(shown, number, raw_code=shown)
     tree = shell.compile.ast_parse(source, filename=filename)
     ast.increment_lineno(tree, offset)
     nodes = list(tree.body)

@@ -14,6 +14,7 @@ from typing import Any
 from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._leaks.checker import LeakReport
 from jaxscope._leaks.records import Leak, LeakSummary, LeakSummaryRow, count_text
+from jaxscope._source import short_loc
 
 _CSS = (
     "<style>.jaxscope-leaks{font-family:monospace;font-size:12px}"
@@ -40,7 +41,7 @@ _HINT = (
 def _created(leak: Leak) -> str:
     if leak.created_at is None:
         return "?"
-    text = str(leak.created_at)
+    text = short_loc(leak.created_at)
     if leak.argument:
         return f"{text} (argument, call site)"
     if leak.created_at.function:
@@ -51,7 +52,7 @@ def _created(leak: Leak) -> str:
 def _found(leak: Leak) -> str:
     text = leak.found_in or "(not found: seen when used)"
     if leak.used_at is not None:
-        text += f"; used at {leak.used_at}"
+        text += f"; used at {short_loc(leak.used_at)}"
     return text
 
 

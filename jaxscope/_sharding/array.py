@@ -202,9 +202,9 @@ def sharding(
             sharding, or a pytree of those (then ``.leaves`` lists each).
         dims: the two dimensions to draw for arrays of rank > 2 (default: the two
             most sharded); every other dimension is collapsed.
-        spec, mesh: lay out ``x``'s shape (or ``x`` itself given as a shape tuple)
-            under ``NamedSharding(mesh, spec)`` instead, without moving data; ``mesh``
-            is a ``jax.sharding.Mesh`` or a dict of axis sizes.
+        spec: with ``mesh``, lay out ``x``'s shape (or ``x`` itself given as a shape
+            tuple) under ``NamedSharding(mesh, spec)`` instead, without moving data.
+        mesh: the mesh of ``spec``: a ``jax.sharding.Mesh`` or a dict of axis sizes.
 
     Example:
         >>> import jax, jax.numpy as jnp, jaxscope as js

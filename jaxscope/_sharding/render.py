@@ -15,6 +15,7 @@ from jaxscope._sharding.array import ShardingView
 from jaxscope._sharding.layout import LayoutCell, ShardingLayout
 from jaxscope._sharding.mesh import MeshGrid
 from jaxscope._sharding.program import ProgramShardingView
+from jaxscope._source import short_loc
 
 # Pastel backgrounds, dark text: readable in light and dark notebook themes.
 PALETTE = (
@@ -323,7 +324,7 @@ def runs_text(runs: int | None) -> str:
 
 
 def _src(loc: Any) -> str:
-    return str(loc) if loc is not None else "-"
+    return short_loc(loc) if loc is not None else "-"
 
 
 @rich_renderable.register

@@ -7,12 +7,13 @@ from 0.10 (see ``is_dropvar``).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from jax.extend import core as _xcore
 
 from jaxscope._format import short_dtype
-from jaxscope.compat import require
+from jaxscope.compat import private, require
 
 
 def aval_str(aval: Any) -> str:
@@ -146,3 +147,83 @@ def jaxpr_callable(closed: Any) -> Any:
 def input_avals(closed: Any) -> list[Any]:
     """The abstract values of a ``ClosedJaxpr``'s inputs (shape and dtype)."""
     return list(closed.in_avals)
+
+
+def jaxpr_function(jaxpr: Any) -> tuple[str, str]:
+    """``(function name, traced for)`` of a traced (nested) jaxpr: ``("rnn_cell",
+    "scan")``, ``("<lambda>", "fori_loop")``; ``("", "")`` when it records none.
+
+    Relies on: ``Jaxpr.debug_info`` (``DebugInfo.func_src_info`` is ``"name at
+    file:line"``, ``traced_for`` the API that traced it), jax 0.4.35 to 0.10.2.
+    """
+    jaxpr, _ = open_jaxpr(jaxpr)
+    info = getattr(jaxpr, "debug_info", None)
+    src = getattr(info, "func_src_info", None)
+    name = src.split(" ", 1)[0] if isinstance(src, str) else ""
+    traced_for = getattr(info, "traced_for", None)
+    return name, traced_for if isinstance(traced_for, str) else ""
+
+
+_SUB_MARK = "__jaxscope_sub_"
+_KEY_START = re.compile(r"[A-Za-z_]\w*=")
+_CLOSERS = {"(": ")", "[": "]", "{": "}"}
+
+
+def printed_params(eqn: Any) -> list[tuple[str, str]] | None:
+    """An equation's params as JAX's own printer shows them, in its order.
+
+    JAX's per-primitive rules apply (``custom_jvp_call`` shows ``name=relu`` and
+    ``jvp=jvp`` for its function objects, ``jit`` drops its defaults, ``name``
+    first...). A nested jaxpr param's value is ``""`` (views draw nested jaxprs
+    themselves). None when the printed form cannot be read back as ``key=value``
+    pairs (a rule that prints the equation another way, e.g. ``ref[...]``).
+
+    Relies on: ``jax._src.core.pp_eqn_rules``, ``_pp_eqn``, ``JaxprPpContext``
+    (``shared_jaxprs``) and ``JaxprPpSettings``, in jax 0.9.0 and 0.10.2.
+    """
+    core = private("jax._src.core", "compat.printed_params")
+    rule = core.pp_eqn_rules.get(eqn.primitive, core._pp_eqn)
+    context = core.JaxprPpContext()
+    for index, (_, sub) in enumerate(subjaxprs(eqn)):
+        context.shared_jaxprs[open_jaxpr(sub)[0]] = f"{_SUB_MARK}{index}"
+    try:
+        doc = rule(eqn.replace(invars=[], outvars=[]), context, core.JaxprPpSettings())
+        text = doc.format(width=1 << 30).strip()
+    except Exception:  # a rule that needs the equation's variables
+        return None
+    name = str(eqn.primitive.name)
+    if text == name:
+        return []
+    if not text.startswith(name + "[") or not text.endswith("]"):
+        return None
+    return _split_pairs(text[len(name) + 1 : -1])
+
+
+def _split_pairs(inner: str) -> list[tuple[str, str]] | None:
+    """``"a=1 b=(2, 3)"`` → ``[("a", "1"), ("b", "(2, 3)")]``: split at the spaces
+    outside brackets and quotes that start a new ``key=``."""
+    starts = [0]
+    stack: list[str] = []
+    quote = ""
+    for i, ch in enumerate(inner):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in _CLOSERS:
+            stack.append(_CLOSERS[ch])
+        elif stack and ch == stack[-1]:
+            stack.pop()
+        elif ch == " " and not stack and _KEY_START.match(inner, i + 1):
+            starts.append(i + 1)
+    pairs: list[tuple[str, str]] = []
+    for start, end in zip(starts, [*starts[1:], len(inner) + 1], strict=True):
+        key, eq, value = inner[start : end - 1].partition("=")
+        if not eq:
+            return None
+        value = value.strip()
+        if _SUB_MARK in value:
+            value = ""
+        pairs.append((key, value))
+    return pairs

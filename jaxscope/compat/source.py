@@ -219,6 +219,35 @@ def eqn_name_stack(eqn: Any) -> str:
     return str(stack) if stack is not None else ""
 
 
+def eqn_name_stack_entries(eqn: Any) -> tuple[tuple[str, str], ...]:
+    """The name stack of ``eqn`` as ``("scope" | "transform", name)`` pairs, outermost
+    first: ``transpose(jvp(layer0))/attn`` is ``(("transform", "transpose"),
+    ("transform", "jvp"), ("scope", "layer0"), ("scope", "attn"))``.
+
+    A transform applies to every scope after it (its string form wraps only the next).
+
+    Relies on: ``NameStack.stack`` (a tuple of ``Scope`` / ``Transform`` named tuples,
+    each with a ``name``), jax 0.4.35 to 0.10.2; an entry of another type is a scope.
+    """
+    source_info = getattr(eqn, "source_info", None)
+    entries = getattr(getattr(source_info, "name_stack", None), "stack", None)
+    if not entries:
+        return ()
+    return _entries(tuple(entries))
+
+
+@functools.lru_cache(maxsize=4096)
+def _entries(entries: tuple[Any, ...]) -> tuple[tuple[str, str], ...]:
+    # Equations of one scope share their stack, so the cache makes this one lookup.
+    return tuple(
+        (
+            "transform" if type(e).__name__ == "Transform" else "scope",
+            str(getattr(e, "name", e)),
+        )
+        for e in entries
+    )
+
+
 # jaxscope's own frames must never be taken for the user's line. Every feature that
 # traces or maps source reaches this module, so registering here (not in
 # jaxscope/__init__.py) keeps ``import jaxscope`` free of JAX until something is used.

@@ -127,3 +127,44 @@ def test_scan_length_jaxpr_callable_and_input_avals():
     ]
     carry, out = cj.jaxpr_callable(inner)(jnp.float32(2.0), jnp.float32(3.0))
     assert float(carry) == 5.0 and float(out) == 4.0
+
+
+def test_jaxpr_function_names_the_traced_body():
+    def rnn_cell(h, x):
+        return jnp.tanh(h + x), h
+
+    def f(x):
+        h, _ = lax.scan(rnn_cell, 0.0, x)
+        return lax.fori_loop(0, 3, lambda i, c: c * 2.0, h)
+
+    scan, fori = jax.make_jaxpr(f)(jnp.ones(4)).jaxpr.eqns[:2]
+    assert cj.jaxpr_function(scan.params["jaxpr"]) == ("rnn_cell", "scan")
+    [(_, body)] = [s for s in cj.subjaxprs(fori) if "body" in s[0] or s[0] == "jaxpr"]
+    assert cj.jaxpr_function(body) == ("<lambda>", "fori_loop")
+
+
+def test_printed_params_follow_jaxs_own_printing_rules():
+    def f(x):
+        y = jax.nn.relu(x @ x)
+        z = lax.scan(lambda c, v: (c + v, c), 0.0, y[0])[0]
+        return jax.jit(lambda a: a * 2)(y).sum(0), z
+
+    eqns = {e.primitive.name: e for e in jax.make_jaxpr(f)(jnp.ones((4, 4))).eqns}
+    relu = dict(cj.printed_params(eqns["custom_jvp_call"]))
+    # JAX names the function objects; the nested jaxpr is left to the caller
+    assert relu["name"] == "relu" and relu["jvp"] == "jvp"
+    assert relu["call_jaxpr"] == "" and "jvp_jaxpr_fun" not in relu
+    jit = cj.printed_params(eqns["jit"])
+    assert jit[0] == ("name", "<lambda>")  # name first, defaults dropped
+    assert {k for k, _ in jit} == {"name", "jaxpr"}
+    dot = dict(cj.printed_params(eqns["dot_general"]))
+    assert dot["dimension_numbers"] == "(([1], [0]), ([], []))"
+    scan = dict(cj.printed_params(eqns["scan"]))
+    assert scan["length"] == "4" and scan["jaxpr"] == ""
+    assert cj.printed_params(eqns["squeeze"]) == [("dimensions", "(0,)")]
+
+
+def test_split_pairs_keeps_brackets_and_quotes_whole():
+    pairs = cj._split_pairs("a=(1, b=2) c='x y=1' d=[p q]")
+    assert pairs == [("a", "(1, b=2)"), ("c", "'x y=1'"), ("d", "[p q]")]
+    assert cj._split_pairs("not pairs") is None

@@ -94,3 +94,17 @@ def test_eqn_name_stack():
     assert cs.eqn_name_stack(_eqn()) == "layer1"
     bare = jax.make_jaxpr(jnp.cos)(1.0).jaxpr.eqns[0]
     assert cs.eqn_name_stack(bare) == ""
+
+
+def test_eqn_name_stack_entries_separate_transforms_from_scopes():
+    def loss(x):
+        with jax.named_scope("layer0"):
+            with jax.named_scope("attn"):
+                return jnp.sin(x).sum()
+
+    eqns = jax.make_jaxpr(jax.grad(loss))(jnp.ones(3)).jaxpr.eqns
+    entries = {cs.eqn_name_stack_entries(e) for e in eqns}
+    forward = (("transform", "jvp"), ("scope", "layer0"), ("scope", "attn"))
+    assert forward in entries
+    assert (("transform", "transpose"), *forward) in entries
+    assert cs.eqn_name_stack_entries(jax.make_jaxpr(jnp.cos)(1.0).jaxpr.eqns[0]) == ()

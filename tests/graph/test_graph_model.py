@@ -8,7 +8,7 @@ import pytest
 from jax import lax
 
 import jaxscope as js
-from jaxscope._graph.model import operand_map, scope_names
+from jaxscope._graph.model import operand_map, parse_name_stack, scope_names
 
 
 def _expected_counts(view):
@@ -178,7 +178,7 @@ def test_jit_in_jit_nests_groups_three_deep():
     assert chain == ["jit a", "jit b", "jit c"]
 
 
-def test_named_scopes_nest_and_transform_wrappers_are_peeled():
+def test_named_scopes_nest_and_the_backward_pass_is_a_scope_apart():
     def layer(x):
         with jax.named_scope("block"):
             with jax.named_scope("attn"):
@@ -190,12 +190,16 @@ def test_named_scopes_nest_and_transform_wrappers_are_peeled():
     g = js.graph(jax.grad(layer))(jnp.ones(3))
     scopes = {gr.id: gr for gr in g.groups if gr.kind == "scope"}
     labels = sorted(gr.label for gr in scopes.values())
-    assert labels == ["attn", "block", "mlp"]
-    block = next(gr for gr in scopes.values() if gr.label == "block")
-    children = sorted(gr.label for gr in scopes.values() if gr.parent == block.id)
-    assert children == ["attn", "mlp"]
+    assert labels == ["attn", "attn", "block", "block (backward)", "mlp", "mlp"]
+    for block in (gr for gr in scopes.values() if gr.label.startswith("block")):
+        children = sorted(
+            (gr.label, gr.backward) for gr in scopes.values() if gr.parent == block.id
+        )
+        assert children == [("attn", block.backward), ("mlp", block.backward)]
     tanh = next(n for n in g.nodes if n.label == "tanh")
+    assert tanh.group is not None
     assert scopes[tanh.group].label == "attn"
+    assert not scopes[tanh.group].backward
 
 
 @pytest.mark.parametrize(
@@ -210,6 +214,15 @@ def test_named_scopes_nest_and_transform_wrappers_are_peeled():
 )
 def test_scope_names_parse_name_stacks(scope, names):
     assert scope_names(scope) == names
+
+
+def test_printed_name_stacks_parse_into_transforms_and_scopes():
+    assert parse_name_stack("transpose(jvp(layer0))/attn") == [
+        ("transform", "transpose"),
+        ("transform", "jvp"),
+        ("scope", "layer0"),
+        ("scope", "attn"),
+    ]
 
 
 def test_constants_become_const_nodes():

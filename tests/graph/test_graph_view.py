@@ -11,7 +11,8 @@ import pytest
 
 import jaxscope as js
 from jaxscope import GraphView, GraphvizMissingError
-from jaxscope._graph.render import json_for_script
+from jaxscope._display import GRAPH_MIME
+from jaxscope._graph.render import TREE_BUDGET, TREE_WIDTH, json_for_script
 
 
 def test_graph_returns_a_graph_view_with_nodes_edges_groups(nested):
@@ -82,15 +83,52 @@ def test_text_rendering_is_a_group_tree(nested):
     text = str(g)
     lines = text.splitlines()
     assert lines[0] == "graph of nested_program: 21 nodes, 24 edges, 11 groups"
-    assert re.search(r"^├── pre  2 nodes$", text, re.M)
-    assert re.search(r"^│   └── jit _inner  2 nodes  # .*conftest\.py:\d+$", text, re.M)
-    assert re.search(r"cond_jaxpr  1 node\b", text)
+    assert re.search(r"^├── pre  2 eqns  conftest\.py:\d+$", text, re.M)
+    assert re.search(r"^│   └── jit _inner  2 eqns  conftest\.py:\d+$", text, re.M)
+    assert re.search(
+        r"^├── scan @ conftest\.py:(\d+)  4 eqns  conftest\.py:\1$", text, re.M
+    )
+    assert re.search(r"^│   ├── cond_jaxpr  1 eqn  conftest\.py:\d+$", text, re.M)
+    assert re.search(
+        r"^├── custom_jvp_call\(_cj\)  1 eqn  conftest\.py:\d+$", text, re.M
+    )
+    assert lines[-1] == "└── 4 eqns outside groups"
+
+
+def test_text_tree_is_bounded_and_counts_what_it_leaves_out():
+    def deep(x):
+        for i in range(30):
+            with jax.named_scope(f"layer{i}"):
+                for j in range(3):
+                    with jax.named_scope(f"sub{j}"):
+                        with jax.named_scope("inner"):
+                            with jax.named_scope("leaf"):
+                                with jax.named_scope("deepest"):
+                                    x = jnp.sin(x)
+                                    x = x * 2.0
+        return x
+
+    g = js.graph(deep)(jnp.ones(3))
+    assert len(g.groups) == 30 * (1 + 3 * 4)
+    text = str(g)
+    lines = text.splitlines()
+    assert len(lines) <= 2 + 2 * TREE_BUDGET + TREE_WIDTH  # a "…" line per parent
+    # the first TREE_WIDTH layers are shown, the rest summed up
+    assert re.search(
+        r"^├── layer0  6 eqns  test_graph_view\.py:\d+\u2013\d+$", text, re.M
+    )
+    hidden = 30 - TREE_WIDTH
+    assert lines[-1] == f"└── … {hidden} more groups ({hidden * 6} eqns)"
+    assert "deepest" not in text  # beyond TREE_DEPTH
+    assert re.search(r"… 1 group \(2 eqns\)$", text, re.M)
 
 
 def test_html_embeds_the_viewer_and_escaped_data(nested):
     g = js.graph(nested)(jnp.ones(4), 1.0)
     bundle = g._repr_mimebundle_()
-    assert set(bundle) == {"text/plain", "text/html"}  # no kernel here: no widget view
+    # no widget view, kernel or not: nothing a reopened notebook could miss
+    assert set(bundle) == {"text/plain", "text/html", GRAPH_MIME}
+    assert bundle[GRAPH_MIME] == {"version": 1}  # the data lives once, in the HTML
     html = bundle["text/html"]
     assert "data-jaxscope-graph" in html and "mountStatic" in html
     data = re.search(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
@@ -13,6 +15,22 @@ def f(x):
         y = jnp.sin(x) * 2.0
     return jnp.tanh(y)
 x = jnp.ones(3)
+"""
+
+TRAIN = """
+import jax, jax.numpy as jnp
+def loss(params, x):
+    for i, w in enumerate(params):
+        with jax.named_scope(f"block{i}"):
+            h = jnp.tanh(x @ w)
+            x = x + h
+    return jnp.mean(x ** 2)
+@jax.jit
+def step(params, x):
+    grads = jax.grad(loss)(params, x)
+    return [p - 0.1 * g for p, g in zip(params, grads)]
+params = [jnp.ones((4, 4)), jnp.ones((4, 4))]
+x = jnp.ones((2, 4))
 """
 
 
@@ -32,7 +50,50 @@ def test_jaxgraph_shows_the_graph(ip):
     assert len(outs) == 1
     text = outs[0].data["text/plain"]
     assert text.splitlines()[0] == "graph of f: 5 nodes, 4 edges, 1 group"
-    assert "block  2 nodes" in text
+    assert re.search(r"^├── block  2 eqns  In \[\d+\]:\d+$", text, re.M)
+    assert text.splitlines()[-1] == "└── 1 eqn outside groups"
+
+
+def test_jaxgraph_in_a_terminal_prints_the_group_tree_of_a_train_step(ip):
+    ip.run_cell(TRAIN)
+    with capture_output() as captured:
+        ip.run_line_magic("jaxgraph", "step(params, x)")
+    [out] = _graph_outputs(captured)
+    lines = out.data["text/plain"].splitlines()
+    tops = [line for line in lines if line.startswith(("├── ", "└── "))]
+    labels = [re.sub(r"  \d+ eqns?.*$", "", t[4:]) for t in tops]
+    assert labels[:4] == ["block0", "block1", "block1 (backward)", "block0 (backward)"]
+    assert all(
+        re.search(r"  \d+ eqns  In \[\d+\]:\d+(\u2013\d+)?$", t) for t in tops[:4]
+    )
+
+
+def test_jaxgraph_dot_and_svg_write_files(ip, tmp_path):
+    ip.run_cell(SETUP)
+    dot, svg = tmp_path / "g.dot", tmp_path / "g.svg"
+    with capture_output() as captured:
+        ip.run_line_magic("jaxgraph", f"--dot {dot} --svg {svg} f(x)")
+    assert dot.read_text().startswith("digraph f {")
+    assert "cluster_s0" in dot.read_text()
+    assert svg.read_text().lstrip().startswith(("<?xml", "<svg"))
+    assert f"DOT written to {dot}" in captured.stdout
+    assert f"SVG written to {svg}" in captured.stdout
+    assert not _graph_outputs(captured)
+
+
+def test_jaxgraph_bare_dot_prints_even_before_a_call_with_spaces(ip):
+    ip.run_cell(SETUP + "def g(a, b):\n    return f(a) + b\n")
+    with capture_output() as captured:
+        ip.run_line_magic("jaxgraph", "--dot g(x, 2.0)")
+    assert captured.stdout.startswith("digraph g {")
+
+
+def test_jaxgraph_unwritable_file_is_a_one_line_usage_error(ip, tmp_path):
+    ip.run_cell(SETUP)
+    target = tmp_path / "missing" / "g.dot"
+    with pytest.raises(UsageError, match=r"cannot write DOT to .*g\.dot: ") as info:
+        ip.run_line_magic("jaxgraph", f"--dot {target} f(x)")
+    assert "\n" not in str(info.value)
 
 
 def test_jaxgraph_dot_prints_dot_source(ip):

@@ -136,3 +136,15 @@ def test_call_site_ops_of_a_magic_point_at_the_magic_line_not_ipython(ip):
         f"In [{defined.execution_count}]:4",
         f"In [{result.execution_count}]:1",
     }
+
+
+def test_hlo_magic_all_prints_fused_computations_in_full(ip):
+    count = _define(ip)
+    folded = _run_hlo(ip, "--stage optimized cell_fn(x)")["text/plain"]
+    assert "fused computations folded" in folded
+    assert "FileNames" not in folded and "stack_frame_id" not in folded
+    full = _run_hlo(ip, "--stage optimized --all cell_fn(x)")["text/plain"]
+    assert "fused computations folded" not in full
+    sine = next(line for line in full.splitlines() if " sine(" in line)
+    assert sine.startswith("    ") and sine.endswith(f"# In [{count}]:3")
+    assert " sine(" not in folded

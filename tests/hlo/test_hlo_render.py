@@ -12,6 +12,7 @@ import pytest
 import jaxscope as js
 from jaxscope._display import to_text
 from jaxscope._hlo import render as render_hlo
+from jaxscope._source import short_path
 
 HERE = os.path.abspath(__file__)
 X = jnp.ones((8, 4), jnp.float32)
@@ -30,6 +31,7 @@ def scoped(x):
 @pytest.mark.parametrize("stage", ["stablehlo", "hlo", "optimized"])
 def test_text_shows_every_line_with_source_comments(stage, line_of):
     view = js.hlo(model, stage=stage)(X)
+    view.expand_fused = True  # the sine is fused in the optimized module
     text = to_text(view, width=400)
     first, *rest = text.splitlines()
     assert first.startswith(
@@ -37,11 +39,15 @@ def test_text_shows_every_line_with_source_comments(stage, line_of):
     )
     assert "of model" in first
     sin_line = line_of(model, "MARK sin")
-    assert f"# {HERE}:{sin_line}" in text
-    # every line of the text is shown, in order (the annotations are appended)
-    shown = [line.split("  # ")[0].rstrip() for line in rest]
-    assert shown == [line.rstrip() for line in view.text.splitlines()][: len(shown)]
-    assert len(shown) == len(view.text.rstrip("\n").splitlines())
+    # the path as views show it: relative to the working directory under it
+    assert f"# {short_path(HERE)}:{sin_line}" in text
+    assert os.path.relpath(HERE) == short_path(HERE) or not HERE.startswith(
+        os.getcwd() + os.sep
+    )
+    if stage == "stablehlo":
+        # every line of the text is shown, in order (the annotations are appended)
+        shown = [line.split("  # ")[0].rstrip() for line in rest]
+        assert shown == [line.rstrip() for line in view.text.splitlines()]
 
 
 def test_str_is_the_colourless_rich_rendering():
@@ -118,7 +124,7 @@ def test_notebook_source_lines_are_escaped(ip):
 
 
 def test_long_modules_are_capped_with_a_note(monkeypatch):
-    view = js.hlo(model, stage="optimized")(X)
+    view = js.hlo(model, stage="stablehlo")(X)
     total = len(view.text.splitlines())
     monkeypatch.setattr(render_hlo, "DISPLAY_MAX_LINES", 10)
     text = to_text(view, width=300)
@@ -129,16 +135,33 @@ def test_long_modules_are_capped_with_a_note(monkeypatch):
     assert view.text.count("\n") + 1 >= total  # the data is untouched
 
 
+def test_long_optimized_modules_keep_the_entry_computation_in_the_cap(monkeypatch):
+    view = js.hlo(model, stage="optimized")(X)
+    entry = next(line for line in view.text.splitlines() if line.startswith("ENTRY"))
+    monkeypatch.setattr(render_hlo, "DISPLAY_MAX_LINES", 3)
+    text = to_text(view, width=1000)
+    assert entry in text
+    assert "more lines not shown (view.text has them all)" in text
+    html = view._repr_mimebundle_()["text/html"]
+    assert html.count('<div class="jxh-l') <= 3 + 1  # the HloModule title row
+    assert "more lines not shown" in html
+    # fused bodies get only what the cap leaves: none here
+    assert "(not shown here; view.text has them)" in html
+
+
 def test_fused_computations_fold_in_long_modules(monkeypatch):
     view = js.hlo(model, stage="optimized")(X)
     html = view._repr_mimebundle_()["text/html"]
-    assert re.search(r'<details class="jxh-comp" open><summary>%fused', html)
+    fused = r'<details class="jxh-comp jxh-fused"( open)?><summary> *[\w.]+: \d+ ops'
+    assert re.search(fused, html).group(1) == " open"
     monkeypatch.setattr(render_hlo, "FOLD_FUSED_OVER_LINES", 0)
     html = view._repr_mimebundle_()["text/html"]
-    assert re.search(r'<details class="jxh-comp"><summary>%fused', html)
-    assert re.search(r'<details class="jxh-comp" open><summary>ENTRY', html)
-    # the metadata tables are folded away
-    assert "<summary>source tables (FileNames" in html
+    assert re.search(fused, html).group(1) is None
+    assert re.search(
+        r'<details class="jxh-comp" open><summary title="ENTRY[^"]*">ENTRY', html
+    )
+    # the source tables and the op metadata are left out (the source column has them)
+    assert "FileNames" not in html and "stack_frame_id" not in html
 
 
 def test_html_element_ids_are_unique_per_display():

@@ -75,6 +75,7 @@ def test_clicking_a_source_line_pins_it_and_opens_collapsed_regions(page):
     load(page, view)
     assert page.locator("details.jxs-r[open]").count() == 0
     sin = next(e for e in view.eqns if e.primitive == "sin")
+    assert sin.source is not None
     key = list(view.by_line).index(sin.source.key)
     page.locator(f'.jxs-s[data-s="{key}"]').click()
     assert page.locator("details.jxs-r[open]").count() == 1
@@ -93,3 +94,21 @@ def test_two_views_on_one_page_do_not_interfere(page):
     roots.nth(0).locator(".jxs-s").first.hover()
     assert roots.nth(0).locator(".jxs-hl").count() > 0
     assert roots.nth(1).locator(".jxs-hl").count() == 0
+
+
+def test_long_binder_lines_wrap_inside_the_code_column(page):
+    def mlp(params, x):
+        for w, b in params:
+            x = jax.nn.relu(x @ w + b)
+        return x
+
+    params = [(jnp.ones((8, 8)), jnp.ones(8)) for _ in range(60)]
+    load(page, js.jaxpr(mlp)(params, jnp.ones((2, 8))))
+    head = page.locator(".jxs-code > .jxs-f").first
+    assert head.inner_text().startswith("{ lambda ; ")
+    box = head.bounding_box()
+    column = page.locator(".jxs-code").first.bounding_box()
+    assert box is not None and column is not None
+    line_height = page.locator(".jxs-e").first.bounding_box()["height"]
+    assert box["height"] > 3 * line_height  # wrapped over several lines
+    assert box["width"] <= column["width"] + 1  # within the column, no side scroll

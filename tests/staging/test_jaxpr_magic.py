@@ -110,7 +110,11 @@ def test_help_flag_prints_usage_and_traces_nothing(shell, flag):
     with capture_output() as cap:
         result = shell.run_line_magic("jaxpr", f"{flag} undefined_fn(x)")
     assert result is None and not cap.outputs
-    assert "%jaxpr [--source] [--no-source] [--depth DEPTH] [--graph]" in cap.stdout
+    usage = " ".join(cap.stdout.split())
+    assert (
+        "%jaxpr [--source] [--no-source] [--depth DEPTH] [--max-eqns N] [--all] [--graph]"
+        in usage
+    )
     assert "fold nested jaxprs deeper than N" in cap.stdout
 
 
@@ -241,3 +245,27 @@ def test_after_a_failing_magic_the_users_exception_is_the_last_one(shell):
     while tb.tb_next is not None:
         tb = tb.tb_next
     assert tb.tb_frame.f_code.co_name == "broken"
+
+
+LONG = "def long_fn(x):\n" + "".join(f"    x = x * {i + 2}.0\n" for i in range(300))
+LONG += "    return x\n"
+
+
+def test_jaxpr_max_eqns_and_all_show_the_elided_equations(shell):
+    run(shell, LONG)
+    default = magic(shell, "long_fn(x)")["text/plain"]
+    assert "... 100 equations elided (%jaxpr --all" in default
+    assert "mul" in default and " 150.0:f32[]" not in default
+    wider = magic(shell, "--max-eqns 280 long_fn(x)")["text/plain"]
+    assert "... 20 equations elided" in wider
+    everything = magic(shell, "--all long_fn(x)")["text/plain"]
+    assert "elided" not in everything
+    assert len(re.findall(r"= mul ", everything)) == 300
+    html = magic(shell, "--all long_fn(x)")["text/html"]
+    assert "elided" not in html and html.count('class="jxs-e"') == 300
+
+
+def test_jaxpr_max_eqns_below_two_is_a_usage_error(shell):
+    run(shell, LONG)
+    with pytest.raises(UsageError, match=r"--max-eqns must be >= 2, got 0; .*--all"):
+        shell.run_line_magic("jaxpr", "--max-eqns 0 long_fn(x)")

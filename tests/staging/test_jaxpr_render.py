@@ -3,6 +3,7 @@ folding and eliding of long programs, source-linked HTML, escaping."""
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 
@@ -13,6 +14,15 @@ from jax import lax
 
 import jaxscope as js
 from jaxscope._display import new_console, to_html
+from jaxscope._source import short_loc, short_path
+
+HERE = os.path.abspath(__file__)
+
+
+def _short_paths(text: str) -> str:
+    """``text`` with this file's path as displays show it (``.text`` keeps it full)."""
+    return text.replace(f"# {HERE}:", f"# {short_path(HERE)}:")
+
 
 X4 = jnp.arange(4.0)
 
@@ -55,10 +65,15 @@ def test_text_hides_noisy_default_params_but_params_keep_them(view):
     assert jit.params["in_shardings"] == "(UnspecifiedValue,)"
     assert jit.params["donated_invars"] == "(False,)"
     assert "keep_unused" in jit.params
-    jit_line = next(ln for ln in view.text.splitlines() if "= jit[" in ln)
+    lines = view.text.splitlines()
+    at = next(i for i, ln in enumerate(lines) if "= jit[" in ln)
+    jit_line = lines[at]
     for noisy in ("UnspecifiedValue", "donated_invars", "keep_unused", "ctx_mesh"):
         assert noisy not in jit_line
-    assert "name=inner" in jit_line and "jaxpr={2 eqns}" in jit_line
+    # as JAX prints it, name first; the nested jaxpr is drawn below, not counted here
+    assert "= jit[name=inner] a" in jit_line and "eqns}" not in jit_line
+    assert lines[at + 1].strip().startswith("jaxpr={ lambda ; ")
+    assert jit.params["jaxpr"] == "{2 eqns}"  # the record keeps every param
     sin = next(e for e in view.eqns if e.primitive == "sin")
     assert sin.params.get("accuracy") == "None"
     assert "accuracy" not in view.text and "sharding=None" not in view.text
@@ -78,7 +93,7 @@ def test_depth_zero_folds_nested_jaxprs(view):
     assert "jaxpr={ ... 2 equations }" in folded
     assert "branches[0]={ ... 1 equations }" in folded
     assert "sin" not in folded
-    assert view.text_at(depth=1) == view.text
+    assert view.text_at(depth=1) == _short_paths(view.text)
 
 
 def test_source_comments_can_be_hidden(view):
@@ -88,14 +103,14 @@ def test_source_comments_can_be_hidden(view):
 def test_by_source_groups_equations_under_their_line(view):
     grouped = view.text_by_line()
     sin = next(e for e in view.eqns if e.primitive == "sin")
-    header = f"{sin.source}  return jnp.sin(x) * 2.0"
+    header = f"{short_loc(sin.source)}  return jnp.sin(x) * 2.0"
     assert header in grouped.splitlines()
     after = grouped.split(header, 1)[1].splitlines()
     assert "sin" in after[1] and "mul" in after[2]
 
 
 def test_str_is_the_unwrapped_display_text(view):
-    assert str(view) == view.text  # small: nothing folded or elided
+    assert str(view) == _short_paths(view.text)  # small: nothing folded or elided
     assert "\n" not in max(str(view).splitlines(), key=len)
 
 
@@ -186,7 +201,9 @@ def test_ten_thousand_equations_display_without_flooding(huge):
     assert len(huge.text.splitlines()) == 10_002
     shown = str(huge).splitlines()
     assert len(shown) <= 210
-    assert "    ... 9800 equations elided ..." in shown
+    assert any(
+        ln.startswith("    ... 9800 equations elided (%jaxpr --all") for ln in shown
+    )
     html = html_of(huge)
     assert len(html) < 1_000_000
     assert html.count('class="jxs-e"') <= 2_200
@@ -283,3 +300,41 @@ def test_many_nested_regions_fold_automatically_to_stay_short():
     assert "nested jaxprs deeper than 0 are folded" in console.file.getvalue()
     v.depth = 1  # an explicit depth wins, with no note
     assert not str(v).splitlines()[-1].startswith("# nested")
+
+
+def test_shown_params_are_the_ones_jax_prints():
+    def mlp(params, x):
+        for w, b in params:
+            x = jax.nn.relu(x @ w + b)
+        return jnp.sum(x, axis=0)
+
+    args = ([(jnp.ones((4, 4)), jnp.ones(4))] * 2, jnp.ones((2, 4)))
+    view = js.jaxpr(mlp)(*args)
+    jax_text = str(jax.make_jaxpr(mlp)(*args))
+    relu = next(e for e in view.eqns if e.primitive == "custom_jvp_call")
+    line = next(ln for ln in view.text.splitlines() if "custom_jvp_call" in ln)
+    assert "custom_jvp_call[name=relu jvp=jvp symbolic_zeros=False]" in line
+    assert "Wrapped function" not in view.text and "memoized" not in view.text
+    assert "jvp_jaxpr_fun" in relu.params  # the record keeps every param
+    for info in view.eqns:
+        shown = info.printed_params
+        assert shown is not None, info.primitive
+        for key, value in shown.items():
+            if not value.startswith("{"):
+                assert f"{key}={value}" in jax_text, (info.primitive, key, value)
+
+
+def test_max_eqns_sets_how_much_a_display_keeps():
+    def chain(x):
+        for _ in range(30):
+            x = x * 2.0
+        return x
+
+    assert "elided" not in str(js.jaxpr(chain)(jnp.ones(3)))
+    shown = str(js.jaxpr(chain, max_eqns=10)(jnp.ones(3)))
+    assert "... 20 equations elided" in shown and shown.count("= mul ") == 10
+    view = js.jaxpr(chain, max_eqns=None)(jnp.ones(3))
+    assert view.max_eqns is None and str(view).count("= mul ") == 30
+    for bad in (0, 1, -5, 2.5, True, "10"):
+        with pytest.raises(js.InvalidCallError, match=r"max_eqns must be an int >= 2"):
+            js.jaxpr(chain, max_eqns=bad)  # type: ignore[arg-type]

@@ -1,0 +1,87 @@
+// JupyterLab renderer for jaxscope's graph output (application/vnd.jaxscope.graph+json).
+//
+// The graph needs no kernel, so its output carries no widget model that a reopened
+// notebook could miss. The data lives once, in the output's text/html (the
+// self-contained viewer that nbconvert, VS Code and others show); this renderer reads
+// it from there with DOMParser (which runs no script) and mounts the same viewer as
+// the HTML does, from this extension's bundle. It is "safe": it draws data, runs no
+// code from the output, so it also draws untrusted notebooks.
+import { Widget } from "@lumino/widgets";
+import { mountStatic } from "../../src/graph/index.js";
+import "../../src/graph/graph.css";
+
+export const GRAPH_MIME = "application/vnd.jaxscope.graph+json";
+
+/** The graph payload embedded in the output's text/html, or null. */
+export function graphData(data) {
+  const html = data["text/html"];
+  if (typeof html !== "string") return null;
+  const doc = new DOMParser().parseFromString(html, "text/html");
+  const block = doc.querySelector("script.jaxscope-graph-data");
+  if (!block) return null;
+  try {
+    return JSON.parse(block.textContent);
+  } catch {
+    return null;
+  }
+}
+
+function plainText(data) {
+  const text = data["text/plain"];
+  const pre = document.createElement("pre");
+  pre.textContent = typeof text === "string" ? text : "jaxscope graph (no data in this output)";
+  return pre;
+}
+
+class GraphRenderer extends Widget {
+  constructor() {
+    super();
+    this.addClass("jaxscope-lab-graph");
+    this._pending = null;
+  }
+
+  renderModel(model) {
+    const data = model.data;
+    const graph = graphData(data);
+    this.node.textContent = "";
+    if (graph === null) {
+      this.node.appendChild(plainText(data));
+      return Promise.resolve();
+    }
+    const height = Number((data[GRAPH_MIME] || {}).height) || 520;
+    this._pending = { graph, height };
+    // The viewer measures its box: mount once the output is in the page.
+    if (this.isAttached) this._mount();
+    return Promise.resolve();
+  }
+
+  onAfterAttach(msg) {
+    super.onAfterAttach(msg);
+    this._mount();
+  }
+
+  _mount() {
+    if (this._pending === null) return;
+    const { graph, height } = this._pending;
+    this._pending = null;
+    const mount = document.createElement("div");
+    mount.className = "jaxscope-graph-mount";
+    mount.style.height = `${height}px`;
+    this.node.textContent = "";
+    this.node.appendChild(mount);
+    mountStatic(mount, graph, { height });
+  }
+}
+
+export default [
+  {
+    id: "jaxscope:graph",
+    rendererFactory: {
+      safe: true,
+      mimeTypes: [GRAPH_MIME],
+      createRenderer: () => new GraphRenderer(),
+    },
+    rank: 0,
+    dataType: "json",
+  },
+];

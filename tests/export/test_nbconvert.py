@@ -1,0 +1,56 @@
+"""``jupyter nbconvert --to html`` of a notebook with a graph and a stepper, read
+offline in Chromium: every request to the network is aborted."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+import jaxscope as js
+
+from .exporting import (
+    graph_is_interactive,
+    kernel_env,
+    nbconvert,
+    offline,
+    page_errors,
+    program,
+    write_notebook,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.notebook, pytest.mark.slow]
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def test_exported_html_shows_the_graph_and_stepper_transcript_offline(
+    tmp_path, chromium
+):
+    expected_nodes = len(js.graph(program()["f"])(program()["x"]).nodes)
+    write_notebook(tmp_path / "nb.ipynb")
+    nbconvert(
+        "--execute", "--to", "notebook", "--output", "run.ipynb", "nb.ipynb",
+        cwd=tmp_path,
+    )  # fmt: skip
+    nbconvert("--to", "html", "run.ipynb", cwd=tmp_path)
+    # As JupyterLab saves it by default: the outputs without the widget state.
+    saved = nbformat.read(tmp_path / "run.ipynb", as_version=4)
+    saved.metadata.pop("widgets", None)
+    nbformat.write(saved, tmp_path / "saved.ipynb")
+    nbconvert("--to", "html", "saved.ipynb", cwd=tmp_path, env=kernel_env())
+
+    page = chromium.new_page()
+    try:
+        errors = page_errors(page)
+        aborted = offline(page)
+        for name in ("run.html", "saved.html"):
+            page.goto((tmp_path / name).as_uri())
+            assert graph_is_interactive(page) == expected_nodes, name
+        transcript = page.locator(".jaxscope-step")
+        assert "Stepper of f" in transcript.inner_text()
+        assert "paused" in transcript.inner_text() or "->" in transcript.inner_text()
+        assert page.locator(".jaxscope-step table").count() >= 1
+        assert aborted, "the page asked for nothing online: the test proves nothing"
+        assert not errors, errors
+    finally:
+        page.close()
