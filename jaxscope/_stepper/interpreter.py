@@ -60,15 +60,16 @@ class FrameState:
         self.plan = plan
         self.label = label
         self.call = call
-        self.primitive = call.info.primitive if call is not None else None
+        self.primitive = call.primitive if call is not None else None
         self.iteration = iteration
         self.length = length
         self.env: dict[Any, Any] = {}
         self.pc = 0
 
-    def values(self, names: dict[int, str]) -> dict[str, Any]:
-        """``{var name: value}`` of the variables defined so far (``names`` by id)."""
-        return {names.get(id(var), str(var)): val for var, val in self.env.items()}
+    def values(self) -> dict[str, Any]:
+        """``{var name: value}`` of the variables defined so far."""
+        name = self.plan.name
+        return {name(var): val for var, val in self.env.items()}
 
     def node(self) -> Node | None:
         """The equation the frame is at; None once it ran them all."""
@@ -84,7 +85,7 @@ class FrameState:
             label=self.label,
             primitive=self.primitive,
             call=self.call.info if self.call is not None else None,
-            path=self.plan.region.path,
+            path=self.plan.path,
             iteration=self.iteration,
             length=self.length,
             position=pos,
@@ -157,7 +158,7 @@ class Interpreter:
                 frame.pc = k
                 yield BEFORE
                 invals = [read(env, v) for v in node.invars]
-                rule = RULES.get(node.info.primitive) if node.subs else None
+                rule = RULES.get(node.primitive)
                 outs = finding = None
                 if rule is not None:
                     outs = yield from _enter(self, rule, node, invals)
@@ -273,7 +274,7 @@ def _enter_call(interpreter: Interpreter, node: Node, invals: list[Any]) -> Ente
     label = _label_of(node, "jaxpr", "call_jaxpr", "fun_jaxpr")
     if label is None:
         return None
-    prim = node.info.primitive
+    prim = node.primitive
     name = node.eqn.params.get("name")
     title = f"{prim}({name})" if name else prim
     return (yield from interpreter.call(node, label, invals, title))
@@ -342,13 +343,13 @@ def _enter_custom(interpreter: Interpreter, node: Node, invals: list[Any]) -> En
     label = _label_of(node, "call_jaxpr", "fun_jaxpr")
     if label is None:
         return None
-    return (yield from interpreter.call(node, label, invals, node.info.primitive))
+    return (yield from interpreter.call(node, label, invals, node.primitive))
 
 
 def _enter_remat(interpreter: Interpreter, node: Node, invals: list[Any]) -> Entered:
     if "jaxpr" not in node.subs:
         return None
-    return (yield from interpreter.call(node, "jaxpr", invals, node.info.primitive))
+    return (yield from interpreter.call(node, "jaxpr", invals, node.primitive))
 
 
 RULES: dict[str, Rule] = {

@@ -162,7 +162,7 @@ class StepperPrompt(_Prompt):
         self._say(_clear(self.stepper, arg.strip()))
 
     def do_p(self, arg: str) -> None:
-        self._say(_print(self.stepper.values, arg.strip()))
+        self._say(_print(self.stepper.namespace(), arg.strip()))
 
     def do_vars(self, arg: str) -> None:
         self._say(values_text(self.stepper.summaries()))
@@ -220,7 +220,8 @@ def _clear(stepper: Stepper, arg: str) -> str:
 
 
 def _print(values: dict[str, Any], expr: str) -> str:
-    """``p``: a variable, or an expression over the frame's variables (and jnp, np)."""
+    """``p``: a variable, or an expression over the frame's variables (and jnp, np);
+    ``values`` holds them by the jaxpr's and the user's names."""
     if not expr:
         return "*** p needs a variable name or an expression"
     if expr in values:

@@ -9,18 +9,19 @@ from __future__ import annotations
 import linecache
 
 from jaxscope._records import EqnInfo, SourceLoc
-from jaxscope._stepper.plan import Node, Plan, iter_nodes
+from jaxscope._stepper.plan import Node, Plan, first_source, iter_nodes
 
 
 class SourceReader:
     """Reads the source of one program's equations (``eqns``, run by ``plan``)."""
 
-    def __init__(
-        self, plan: Plan, eqns: list[EqnInfo], defined_at: SourceLoc | None
-    ) -> None:
+    def __init__(self, plan: Plan, defined_at: SourceLoc | None) -> None:
         self.plan = plan
-        self.eqns = eqns
         self.defined_at = defined_at
+
+    @property
+    def eqns(self) -> list[EqnInfo]:
+        return self.plan.program.eqns
 
     def line(self, node: Node | None, loc: SourceLoc | None = None) -> str | None:
         """The text of ``node``'s source line (or of ``loc``), if readable."""
@@ -57,7 +58,7 @@ class SourceReader:
         (from the function's ``def`` when it is above them)."""
         loc = node.info.source if node is not None else None
         if loc is None:
-            loc = next((i.source for i in self.eqns if i.source is not None), None)
+            loc = first_source(self.plan)
         if loc is None:
             return None, [], set()
         lines_with = {

@@ -1,0 +1,383 @@
+"""The user's names of a plan's variables, read from the program and its source.
+
+A variable gets a name only where the name certainly holds its value:
+
+- an input: the traced function's argument (``x``, the pytree path ``params['w']``);
+  in a nested jaxpr, the parameter of the body function (``h`` of ``def cell(h,
+  x)``), else, for a value passed through unchanged (a jit's argument, a loop's
+  constant), the outer variable's name;
+- a statement's result: the equations one execution of a simple assignment made
+  (``h = jnp.tanh(x @ w)``), read from the source with ``ast`` at every user frame
+  inside the stepped function, name the one variable that leaves them (for ``a, b =
+  ...``, the outputs of their last equation, when there are exactly as many);
+- a top-level result: its path (``result['out']``), when nothing else names it.
+
+Equations of lambdas and comprehensions, of library files, and frames outside the
+function being stepped never name anything.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import keyword
+import linecache
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxscope._records import SourceLoc
+from jaxscope._source import is_library_file
+from jaxscope._stepper.plan import Node, Plan
+from jaxscope.compat import jaxpr as _cj
+from jaxscope.compat import stepper as _cs
+
+_CALLS = frozenset(
+    (
+        "jit",
+        "closed_call",
+        "core_call",
+        "custom_jvp_call",
+        "custom_vjp_call",
+        "custom_vjp_call_jaxpr",
+        "checkpoint",
+        "remat",
+    )
+)
+
+
+def _passed_through(
+    primitive: str, params: Any, label: str
+) -> tuple[int, int | None] | None:
+    """Which inputs a nested jaxpr's leading binders receive unchanged: ``(offset into
+    the equation's inputs, how many, None for all)``; a loop's carry changes, so only
+    its constants count. None for primitives not known here."""
+    if primitive in _CALLS:
+        return 0, None
+    if primitive == "cond":
+        return 1, None
+    if primitive == "scan":
+        return 0, params["num_consts"]
+    if primitive == "while":
+        if label == "cond_jaxpr":
+            return 0, params["cond_nconsts"]
+        return params["cond_nconsts"], params["body_nconsts"]
+    return None
+
+
+@dataclass(slots=True)
+class _Run:
+    """The equations (node indices) of one execution of one statement."""
+
+    first: int
+    position: tuple[int, int]
+    targets: tuple[str, ...]
+    level: int
+    members: list[int] = field(default_factory=list)
+    last_position: tuple[int, int] | None = None
+
+
+def plan_names(
+    plan: Plan, defined_at: SourceLoc | None, outer: dict[int, list[str]]
+) -> dict[int, list[str]]:
+    """``{id(var): [the user's names, the most specific first]}`` for ``plan``.
+
+    ``outer`` holds the names of the plan's caller (empty for the top plan).
+    """
+    names: dict[int, list[str]] = {}
+
+    def add(var: Any, name: str) -> None:
+        if name and not _cj.is_literal(var):
+            found = names.setdefault(id(var), [])
+            if name not in found:
+                found.append(name)
+
+    _input_names(plan, outer, add)
+    for var, name in _statement_names(plan, defined_at):
+        add(var, name)
+    if plan.call is None:
+        paths = _cj.jaxpr_result_paths(plan.jaxpr) or ()
+        for var, path in zip(plan.outvars, paths, strict=False):
+            if id(var) not in names:
+                add(var, path)
+    return names
+
+
+def _input_names(plan: Plan, outer: dict[int, list[str]], add: Any) -> None:
+    args = _cj.jaxpr_arg_names(plan.jaxpr) or ()
+    for var, name in zip(plan.invars, args, strict=False):
+        add(var, name)
+    call = plan.call
+    if call is None:
+        return
+    try:
+        passed = _passed_through(call.primitive, call.eqn.params, plan.label)
+    except (KeyError, TypeError):
+        return
+    if passed is None:
+        return
+    offset, count = passed
+    binders = list(plan.invars)
+    inputs = list(call.invars)[offset:]
+    if count is not None:
+        binders, inputs = binders[:count], inputs[:count]
+    for var, source in zip(binders, inputs, strict=False):
+        for name in outer.get(id(source), ()):
+            add(var, name)
+
+
+def _statement_names(plan: Plan, defined_at: SourceLoc | None) -> list[tuple[Any, str]]:
+    """``(var, name)`` for each variable a simple assignment made."""
+    nodes = plan.nodes
+    if not nodes:
+        return []
+    last_read: dict[int, int] = {}
+    for k, node in enumerate(nodes):
+        for var in node.invars:
+            last_read[id(var)] = k
+    for var in plan.outvars:
+        last_read[id(var)] = len(nodes)
+    found: list[tuple[int, Any, str]] = []
+    open_runs: dict[tuple[Any, ...], _Run] = {}
+    for k, node in enumerate(nodes):
+        levels = _levels(node, plan, defined_at)
+        keys = set()
+        for key, position, targets, level in levels:
+            keys.add(key)
+            run = open_runs.get(key)
+            # The statement's first instruction again: the next execution of it (a
+            # Python loop), unless that instruction made several equations.
+            restart = (
+                run is not None
+                and position == run.position
+                and position[1] >= 0
+                and run.last_position != position
+            )
+            if run is None or run.members[-1] != k - 1 or restart:
+                if run is not None:
+                    found += _named(nodes, run, last_read)
+                run = open_runs[key] = _Run(k, position, targets, level)
+            run.members.append(k)
+            run.last_position = position
+        for key in [key for key in open_runs if key not in keys]:
+            found += _named(nodes, open_runs.pop(key), last_read)
+    for run in open_runs.values():
+        found += _named(nodes, run, last_read)
+    found.sort(key=lambda item: item[0])
+    return [(var, name) for _, var, name in found]
+
+
+def _named(
+    nodes: list[Node], run: _Run, last_read: dict[int, int]
+) -> list[tuple[int, Any, str]]:
+    """The names one statement's run gives: ``(level, var, name)``."""
+    end = run.members[-1]
+    leaving = [
+        var
+        for k in run.members
+        for var in nodes[k].outvars
+        if not _cj.is_dropvar(var) and last_read.get(id(var), -1) > end
+    ]
+    targets = run.targets
+    if len(targets) == 1 and len(leaving) == 1:
+        return [(run.level, leaving[0], targets[0])]
+    last = [v for v in nodes[end].outvars if not _cj.is_dropvar(v)]
+    if len(targets) > 1 and len(last) == len(targets) and leaving == last:
+        return [(run.level, v, t) for v, t in zip(last, targets, strict=True)]
+    return []
+
+
+def _levels(
+    node: Node, plan: Plan, defined_at: SourceLoc | None
+) -> list[tuple[tuple[Any, ...], tuple[int, int], tuple[str, ...], int]]:
+    """The assignments ``node``'s equation is part of, innermost first: ``(key,
+    (line, bytecode offset), targets, level)`` for each user frame inside the plan's
+    function."""
+    info = node.info
+    frames = info.frames
+    if info.source is None or not any(f is info.source for f in frames):
+        return []  # its line is the enclosing equation's: no frame of its own
+    inside = _frames_inside(frames, plan, defined_at)
+    if not inside:
+        return []
+    offsets = _cs.frame_offsets(node.eqn)
+    if len(offsets) != len(frames):
+        offsets = [-1] * len(frames)
+    raw_files = plan.program.builder.sources.raw_files
+    out = []
+    for level, frame in enumerate(inside):
+        function = frame.function or ""
+        last = function.rsplit(".", 1)[-1]
+        if (last.startswith("<") and last != "<module>") or is_library_file(frame.file):
+            continue
+        raw = raw_files.get(frame.file, frame.file)
+        statement = statement_at(raw, frame.line)
+        if statement is None:
+            continue
+        start, end, targets = statement
+        key = (frame.file, function, start, end)
+        out.append((key, (frame.line, offsets[level]), targets, level))
+    return out
+
+
+def _frames_inside(
+    frames: Sequence[SourceLoc], plan: Plan, defined_at: SourceLoc | None
+) -> Sequence[SourceLoc]:
+    """The frames of ``frames`` (innermost first) run by the plan's own function:
+    inside the call of its nested jaxpr, or up to the stepped function's frame.
+
+    JAX records a nested jaxpr's stack from its body function inward, so the call's
+    frame is often absent; when present, it and the frames outside it are cut.
+    """
+    if plan.call is not None:
+        call = plan.call.info.source
+        if call is None:
+            return frames
+        for k, frame in enumerate(frames):
+            if (frame.file, frame.line, frame.function) == (
+                call.file,
+                call.line,
+                call.function,
+            ):
+                return frames[:k]
+        return frames
+    if defined_at is None:
+        return ()
+    for k in range(len(frames) - 1, -1, -1):
+        frame = frames[k]
+        if (frame.file, frame.function) == (defined_at.file, defined_at.function):
+            return frames[: k + 1]
+    return ()
+
+
+@functools.lru_cache(maxsize=64)
+def _statements(
+    raw_file: str, size: int
+) -> dict[int, tuple[int, int, tuple[str, ...]]]:
+    """``{line: (first line, last line, target names)}`` of the simple assignments
+    of a file (``size``: its line count, so an edited file is read again)."""
+    source = "".join(linecache.getlines(raw_file))
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    table: dict[int, tuple[int, int, tuple[str, ...]]] = {}
+    for node in ast.walk(tree):
+        targets = _targets(node) if isinstance(node, ast.stmt) else None
+        if targets is None or not isinstance(node, ast.stmt):
+            continue
+        start, end = node.lineno, node.end_lineno or node.lineno
+        for line in range(start, end + 1):
+            table[line] = (start, end, targets)
+    return table
+
+
+def statement_at(raw_file: str, line: int) -> tuple[int, int, tuple[str, ...]] | None:
+    """The simple assignment spanning ``line`` of ``raw_file``: ``(first line, last
+    line, target names)``, or None."""
+    lines = linecache.getlines(raw_file)
+    if not lines:
+        return None
+    return _statements(raw_file, len(lines)).get(line)
+
+
+def _targets(node: ast.AST) -> tuple[str, ...] | None:
+    if isinstance(node, ast.Assign):
+        if len(node.targets) != 1:
+            return None
+        target = node.targets[0]
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        if getattr(node, "value", None) is None:
+            return None
+        target = node.target
+    else:
+        return None
+    if isinstance(target, ast.Name):
+        return (target.id,)
+    if isinstance(target, (ast.Tuple, ast.List)) and all(
+        isinstance(e, ast.Name) for e in target.elts
+    ):
+        return tuple(e.id for e in target.elts if isinstance(e, ast.Name))
+    return None
+
+
+_NOT_IDENTIFIER = re.compile(r"\W+")
+
+
+def alias(name: str) -> str | None:
+    """An identifier standing for a pytree path (``params['w']`` -> ``params_w``),
+    or None when ``name`` is one already or none can be made."""
+    if name.isidentifier():
+        return None
+    text = _NOT_IDENTIFIER.sub("_", name).strip("_")
+    if not text or text[0].isdigit() or keyword.iskeyword(text):
+        return None
+    return text
+
+
+def user_names_of(plan: Plan) -> dict[int, list[str]]:
+    """``plan``'s user names (``plan_names``), made once per plan."""
+    found = plan.program.user_names.get(id(plan))
+    if found is None:
+        outer = user_names_of(plan.call.plan) if plan.call is not None else {}
+        found = plan_names(plan, plan.program.defined_at, outer)
+        plan.program.user_names[id(plan)] = found
+    return found
+
+
+_SEGMENT = re.compile(r"\[(?:'[^']*'|\"[^\"]*\"|-?\d+)\]|\.[A-Za-z_]\w*")
+
+
+class PathTree:
+    """The values of pytree paths under one root (``params['w']``, ``params['b']``),
+    so that an expression spelling a path evaluates to its value."""
+
+    __slots__ = ("_children", "_root")
+
+    def __init__(self, root: str) -> None:
+        self._root = root
+        self._children: dict[str, Any] = {}
+
+    def _child(self, segment: str) -> Any:
+        try:
+            return self._children[segment]
+        except KeyError:
+            known = ", ".join(self._root + k for k in self._children)
+            raise KeyError(f"no {self._root}{segment} here; known: {known}") from None
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._child(f"[{key!r}]")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._child(f".{name}")
+
+    def __repr__(self) -> str:
+        return f"<{self._root}: {', '.join(self._children)}>"
+
+
+def add_path(namespace: dict[str, Any], path: str, value: Any) -> None:
+    """Make ``path`` (``params['w']``, ``model.layers[0].weight``) evaluate to
+    ``value`` in ``namespace``, leaving names it already binds alone."""
+    match = re.match(r"[A-Za-z_]\w*", path)
+    if match is None:
+        return
+    root, rest = match.group(), path[match.end() :]
+    segments = _SEGMENT.findall(rest)
+    if not segments or "".join(segments) != rest:
+        return
+    tree = namespace.get(root)
+    if tree is None:
+        tree = namespace[root] = PathTree(root)
+    if not isinstance(tree, PathTree):
+        return
+    for segment in segments[:-1]:
+        child = tree._children.get(segment)
+        if child is None:
+            child = tree._children[segment] = PathTree(tree._root + segment)
+        if not isinstance(child, PathTree):
+            return
+        tree = child
+    tree._children.setdefault(segments[-1], value)
