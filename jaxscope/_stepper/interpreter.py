@@ -12,6 +12,7 @@ every level pauses.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
@@ -24,9 +25,11 @@ from jaxscope._stepper.breakpoints import Breakpoints, Target
 from jaxscope._stepper.plan import Node, Plan, read, write
 from jaxscope._stepper.values import Frame, NanFinding, nonfinite_kind, summarize_value
 
-#: Events: paused before the current equation, or right after it made a NaN/Inf.
+#: Events: paused before the current equation, right after it made a NaN/Inf, or
+#: before it again after a KeyboardInterrupt stopped it (it runs again on resume).
 BEFORE = 0
 BREAK_AFTER = 1
+INTERRUPTED = 2
 
 #: What a frame's generator yields (events) and returns (its results).
 Run = Generator[int, None, list[Any]]
@@ -112,6 +115,11 @@ class Interpreter:
         self.outputs: list[Any] = []
         self._events = self._main(label, flat_args)
 
+    @property
+    def alive(self) -> bool:
+        """False once the run ended or an exception escaped it."""
+        return inspect.getgeneratorstate(self._events) != inspect.GEN_CLOSED
+
     def advance(self, stop: Target) -> str:
         """Run to where ``stop`` holds (``"stop"``), a breakpoint (``"breakpoint"``),
         a watched NaN/Inf (``"after"``) or the end (``"done"``); ``StepError`` when an
@@ -120,6 +128,8 @@ class Interpreter:
         for event in self._events:
             if event == BREAK_AFTER:
                 return "after"
+            if event == INTERRUPTED:
+                raise KeyboardInterrupt
             frame = stack[-1]
             node = frame.plan.nodes[frame.pc]
             if stop(node):
@@ -157,15 +167,23 @@ class Interpreter:
             for k, node in enumerate(plan.nodes):
                 frame.pc = k
                 yield BEFORE
-                invals = [read(env, v) for v in node.invars]
-                rule = RULES.get(node.primitive)
-                outs = finding = None
-                if rule is not None:
-                    outs = yield from _enter(self, rule, node, invals)
-                if outs is None:
-                    outs = _bind(node, invals)
-                    if self.breaks.nan or self.breaks.inf:
-                        finding = _finding(node, invals, outs, self.breaks)
+                while True:
+                    # Ctrl-C while an equation runs leaves the frame paused before
+                    # it; resuming runs it again.
+                    try:
+                        invals = [read(env, v) for v in node.invars]
+                        rule = RULES.get(node.primitive)
+                        outs = finding = None
+                        if rule is not None:
+                            outs = yield from _enter(self, rule, node, invals)
+                        if outs is None:
+                            outs = _bind(node, invals)
+                            if self.breaks.nan or self.breaks.inf:
+                                finding = _finding(node, invals, outs, self.breaks)
+                        break
+                    except KeyboardInterrupt:
+                        frame.pc = k
+                        yield INTERRUPTED
                 write(env, node.outvars, outs)
                 if finding is not None:
                     self.finding = finding

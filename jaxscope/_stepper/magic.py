@@ -121,10 +121,21 @@ class StepperPrompt(_Prompt):
         self.stepper = stepper
 
     def run(self) -> Stepper:
-        """Show where the stepper is, then read commands until ``q`` or end of input."""
+        """Show where the stepper is, then read commands until ``q``, end of input or
+        Ctrl-C at the prompt; Ctrl-C while a command runs returns to the prompt."""
         self._say(location_text(self.stepper))
-        self.cmdloop()
+        try:
+            self.cmdloop()
+        except KeyboardInterrupt:  # at the prompt: leave, as at end of input
+            self._say("")
         return self.stepper
+
+    def onecmd(self, line: str) -> bool:
+        try:
+            return super().onecmd(line)
+        except KeyboardInterrupt:
+            self._say(f"*** interrupted\n{location_text(self.stepper)}")
+            return False
 
     def _move(self, action: Any, *args: Any) -> None:
         try:

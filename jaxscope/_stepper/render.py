@@ -44,6 +44,8 @@ def _where(info: EqnInfo) -> str:
 
 def location_text(stepper: Stepper) -> str:
     """Where the stepper is paused, pdb style: the location, the source line, the equation."""
+    if stepper.done and stepper.error is not None:
+        return f"program stopped ({stepper.function_name}): {stepper.error}"
     if stepper.done:
         return f"program finished ({stepper.function_name}); result: {_short_repr(stepper)}"
     info = stepper.current

@@ -103,7 +103,7 @@ class Stepper(Renderable):
         self._source = SourceReader(plan, defined_at)
         self._result: Any = None
         self._done = False
-        self._failed: BaseException | None = None
+        self._failed: StepError | None = None
         self._after = False
         self.reason = "start"
         self.finding: NanFinding | None = None
@@ -127,6 +127,12 @@ class Stepper(Renderable):
                 f"the program failed ({self._failed}); it has no result"
             ) from self._failed
         return self._result
+
+    @property
+    def error(self) -> StepError | None:
+        """Why the program stopped before its end (an equation raised, or an
+        interrupt it cannot resume from), else None."""
+        return self._failed
 
     @property
     def eqns(self) -> list[EqnInfo]:
@@ -325,6 +331,16 @@ class Stepper(Renderable):
             self._done = True
             self._failed = exc
             self.reason = "error"
+            raise
+        except KeyboardInterrupt:
+            self.reason = "interrupted"
+            if not self._interpreter.alive:
+                # Interrupted outside an equation: the run cannot be resumed.
+                self._done = True
+                self._failed = StepError(
+                    "the stepper was interrupted between equations and cannot go on; "
+                    "start again with js.step(f)(*args)"
+                )
             raise
         if outcome == "done":
             self._done = True
