@@ -8,8 +8,9 @@ A variable gets a name only where the name certainly holds its value:
   constant), the outer variable's name;
 - a statement's result: the equations one execution of a simple assignment made
   (``h = jnp.tanh(x @ w)``), read from the source with ``ast`` at every user frame
-  inside the stepped function, name the one variable that leaves them (for ``a, b =
-  ...``, the outputs of their last equation, when there are exactly as many);
+  inside the stepped function, name their one result, the output none of them reads
+  (for ``a, b = ...``, the outputs of their last equation, when there are exactly as
+  many); one run of a Python loop is told from the next by the bytecode offset;
 - a top-level result: its path (``result['out']``), when nothing else names it.
 
 Equations of lambdas and comprehensions, of library files, and frames outside the
@@ -132,12 +133,6 @@ def _statement_names(plan: Plan, defined_at: SourceLoc | None) -> list[tuple[Any
     nodes = plan.nodes
     if not nodes:
         return []
-    last_read: dict[int, int] = {}
-    for k, node in enumerate(nodes):
-        for var in node.invars:
-            last_read[id(var)] = k
-    for var in plan.outvars:
-        last_read[id(var)] = len(nodes)
     found: list[tuple[int, Any, str]] = []
     open_runs: dict[tuple[Any, ...], _Run] = {}
     for k, node in enumerate(nodes):
@@ -156,34 +151,37 @@ def _statement_names(plan: Plan, defined_at: SourceLoc | None) -> list[tuple[Any
             )
             if run is None or run.members[-1] != k - 1 or restart:
                 if run is not None:
-                    found += _named(nodes, run, last_read)
+                    found += _named(nodes, run)
                 run = open_runs[key] = _Run(k, position, targets, level)
             run.members.append(k)
             run.last_position = position
         for key in [key for key in open_runs if key not in keys]:
-            found += _named(nodes, open_runs.pop(key), last_read)
+            found += _named(nodes, open_runs.pop(key))
     for run in open_runs.values():
-        found += _named(nodes, run, last_read)
+        found += _named(nodes, run)
     found.sort(key=lambda item: item[0])
     return [(var, name) for _, var, name in found]
 
 
-def _named(
-    nodes: list[Node], run: _Run, last_read: dict[int, int]
-) -> list[tuple[int, Any, str]]:
-    """The names one statement's run gives: ``(level, var, name)``."""
-    end = run.members[-1]
-    leaving = [
+def _named(nodes: list[Node], run: _Run) -> list[tuple[int, Any, str]]:
+    """The names one statement's run gives: ``(level, var, name)``.
+
+    Its results are the outputs no other equation of the run reads (read later or
+    not at all: ``pair = (a * 2, a + 3)`` has two, so names nothing).
+    """
+    members = [nodes[k] for k in run.members]
+    read = {id(var) for node in members for var in node.invars}
+    results = [
         var
-        for k in run.members
-        for var in nodes[k].outvars
-        if not _cj.is_dropvar(var) and last_read.get(id(var), -1) > end
+        for node in members
+        for var in node.outvars
+        if not _cj.is_dropvar(var) and id(var) not in read
     ]
     targets = run.targets
-    if len(targets) == 1 and len(leaving) == 1:
-        return [(run.level, leaving[0], targets[0])]
-    last = [v for v in nodes[end].outvars if not _cj.is_dropvar(v)]
-    if len(targets) > 1 and len(last) == len(targets) and leaving == last:
+    if len(targets) == 1 and len(results) == 1:
+        return [(run.level, results[0], targets[0])]
+    last = [v for v in members[-1].outvars if not _cj.is_dropvar(v)]
+    if len(targets) > 1 and len(last) == len(targets) and results == last:
         return [(run.level, v, t) for v, t in zip(last, targets, strict=True)]
     return []
 
