@@ -7,6 +7,7 @@ file objects, so it runs (and is tested) without a terminal, as JAX's own ``jdb`
 from __future__ import annotations
 
 import cmd
+import shutil
 import sys
 from typing import IO, Any, ClassVar
 
@@ -176,7 +177,8 @@ class StepperPrompt(_Prompt):
         self._say(_print(self.stepper.namespace(), arg.strip()))
 
     def do_vars(self, arg: str) -> None:
-        self._say(values_text(self.stepper.summaries()))
+        width = shutil.get_terminal_size((100, 24)).columns
+        self._say(values_text(self.stepper.summaries(), width))
 
     def do_list(self, arg: str) -> None:
         self._say(listing_text(self.stepper))

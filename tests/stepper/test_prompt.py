@@ -86,18 +86,12 @@ def test_nan_breakpoint_where_list_and_vars(loss, fake_io):
     assert "(jaxstep) w\n> loss at nan_prog.py:10\n" in out
     assert "  10  -> " in out and "b = jnp.log(a - 1.0)" in out
     table = out.split("(jaxstep) v\n", 1)[1].splitlines()
-    assert table[0].split() == ["name", "aval", "min", "max", "mean", "nan", "inf"]
-    assert table[1].split() == ["x", "(a)", "f32[2]", "0.25", "1", "0.625", "0", "0"]
-    assert table[-2].split() == [
-        "b",
-        "(f)",
-        "f32[2]",
-        "0",
-        "0",
-        "0",
-        "1",
-        "0",
-    ]  # log: a NaN
+    assert table[0].split() == [
+        *("name", "aval", "min", "max", "mean", "nan", "inf", "value")
+    ]
+    row = ["x", "(a)", "f32[2]", "0.25", "1", "0.625", "0", "0", "[1.", "0.25]"]
+    assert table[1].split() == row
+    assert table[-2].split()[:8] == ["b", "(f)", "f32[2]", "0", "0", "0", "1", "0"]
     assert out.rstrip().endswith("(jaxstep) q")
     assert not s.done
 
