@@ -50,15 +50,26 @@ class SourceReader:
         hi = min(len(lines), loc.line + context)
         return loc.file, [(n, lines[n - 1].rstrip("\n")) for n in range(lo, hi + 1)]
 
+    def files(self) -> dict[str, list[int]]:
+        """``{file: [lines holding equations]}`` of every file (or notebook cell) the
+        program's equations come from, in order of first appearance."""
+        found: dict[str, set[int]] = {}
+        for info in self.eqns:
+            if info.source is not None:
+                found.setdefault(info.source.file, set()).add(info.source.line)
+        return {file: sorted(lines) for file, lines in found.items()}
+
     def lines(
-        self, node: Node | None
+        self, node: Node | None, file: str | None = None
     ) -> tuple[str | None, list[tuple[int, str]], set[int]]:
-        """``node``'s file (else the first with equations): ``(file, [(line number,
-        text)], {lines holding equations})``, the lines spanning every equation in it
-        (from the function's ``def`` when it is above them)."""
+        """``file`` (by default ``node``'s, else the first with equations): ``(file,
+        [(line number, text)], {lines holding equations})``, the lines spanning every
+        equation in it (from the function's ``def`` when it is above them)."""
         loc = node.info.source if node is not None else None
         if loc is None:
             loc = first_source(self.plan)
+        if file is not None:
+            loc = SourceLoc(file=file, line=0)
         if loc is None:
             return None, [], set()
         lines_with = {
@@ -66,6 +77,8 @@ class SourceReader:
             for i in self.eqns
             if i.source is not None and i.source.file == loc.file
         }
+        if not lines_with:
+            return loc.file, [], set()
         raw = self._raw_file(loc.file, node)
         text = linecache.getlines(raw) if raw else []
         if not text:

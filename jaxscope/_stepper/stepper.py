@@ -238,12 +238,20 @@ class Stepper(Renderable):
         """``(file, [(line number, text), ...])`` around the current equation's line."""
         return self._source.context(self._current_node(), context)
 
-    def source_lines(self) -> tuple[str | None, list[tuple[int, str]], set[int]]:
-        """The current file's lines spanning every equation in it, and which have any.
+    def source_lines(
+        self, file: str | None = None
+    ) -> tuple[str | None, list[tuple[int, str]], set[int]]:
+        """The lines of ``file`` (by default the current equation's) spanning every
+        equation in it, and which have any.
 
         Returns ``(file, [(line number, text)], {lines holding equations})``.
         """
-        return self._source.lines(self._current_node())
+        return self._source.lines(self._current_node(), file)
+
+    def source_files(self) -> dict[str, list[int]]:
+        """``{file: [lines holding equations]}``: every file or notebook cell
+        (``In [3]``) the program's equations come from, where breakpoints can go."""
+        return self._source.files()
 
     # ------------------------------------------------------------------ breakpoints
 
