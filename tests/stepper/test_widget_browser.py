@@ -71,6 +71,10 @@ def test_buttons_source_highlight_breakpoint_click_and_values(require_chromium):
                 {"cmd": "toggle_break", "line": line, "file": state["source"]["file"]},
                 {"cmd": "expand", "name": "a"},
             ]
+            s.next()  # a = x * 2.0 ran: the user's names come first
+            page.evaluate("(s) => window.fire(s)", json.loads(json.dumps(payload(s))))
+            labels = page.locator("td.label").all_inner_texts()
+            assert labels == ["x (a)", "a (b)"]
             expanded = json.loads(json.dumps(payload(s, expanded={"a"})))
             page.evaluate("(s) => window.fire(s)", expanded)
             assert "array([1.  , 0.25]" in page.locator("tr.full pre").inner_text()
