@@ -79,38 +79,93 @@ class _Run:
     last_position: tuple[int, int] | None = None
 
 
-def plan_names(
-    plan: Plan, defined_at: SourceLoc | None, outer: dict[int, list[str]]
-) -> dict[int, list[str]]:
-    """``{id(var): [the user's names, the most specific first]}`` for ``plan``.
+class PlanNames:
+    """The user's names of one plan's variables, found as far as they are needed:
+    ``upto(k)`` reads the statements of the plan's first ``k`` equations (and the
+    rest of any statement they begin), so a display at equation ``k`` costs what
+    those equations do, not the whole program."""
 
-    ``outer`` holds the names of the plan's caller (empty for the top plan).
-    """
-    names: dict[int, list[str]] = {}
+    def __init__(self, plan: Plan, outer: PlanNames | None) -> None:
+        self.plan = plan
+        self._names: dict[int, list[tuple[int, str]]] = {}
+        self._results: dict[int, str] = {}
+        self._cursor = 0
+        self._open: dict[tuple[Any, ...], _Run] = {}
+        call = plan.call
+        if outer is not None and call is not None:
+            outer.upto(call.index)
+        _input_names(plan, outer, self._add)
+        if call is None:
+            paths = _cj.jaxpr_result_paths(plan.jaxpr) or ()
+            for var, path in zip(plan.outvars, paths, strict=False):
+                if path and not _cj.is_literal(var):
+                    self._results[id(var)] = path
 
-    def add(var: Any, name: str) -> None:
-        if name and not _cj.is_literal(var):
-            found = names.setdefault(id(var), [])
-            if name not in found:
-                found.append(name)
+    def _add(self, var: Any, name: str, level: int = -1) -> None:
+        if not name or _cj.is_literal(var):
+            return
+        found = self._names.setdefault(id(var), [])
+        if all(name != n for _, n in found):
+            found.append((level, name))
+            found.sort(key=lambda item: item[0])
 
-    _input_names(plan, outer, add)
-    for var, name in _statement_names(plan, defined_at):
-        add(var, name)
-    if plan.call is None:
-        paths = _cj.jaxpr_result_paths(plan.jaxpr) or ()
-        for var, path in zip(plan.outvars, paths, strict=False):
-            if id(var) not in names:
-                add(var, path)
-    return names
+    def of(self, var: Any) -> list[str]:
+        """``var``'s names, the most specific first (its result path when none)."""
+        found = self._names.get(id(var))
+        if found:
+            return [name for _, name in found]
+        path = self._results.get(id(var))
+        return [path] if path is not None else []
+
+    def upto(self, end: int) -> PlanNames:
+        """Read the statements of the first ``end`` equations; returns itself."""
+        nodes = self.plan.nodes
+        defined_at = self.plan.program.defined_at
+        while self._cursor < len(nodes) and (
+            self._cursor < end or any(r.first < end for r in self._open.values())
+        ):
+            self._visit(self._cursor, defined_at)
+            self._cursor += 1
+        if self._cursor == len(nodes):
+            for run in self._open.values():
+                self._close(run)
+            self._open.clear()
+        return self
+
+    def _visit(self, k: int, defined_at: SourceLoc | None) -> None:
+        node, open_runs = self.plan.nodes[k], self._open
+        keys = set()
+        for key, position, targets, level in _levels(node, self.plan, defined_at):
+            keys.add(key)
+            run = open_runs.get(key)
+            # The statement's first instruction again: the next execution of it (a
+            # Python loop), unless that instruction made several equations.
+            restart = (
+                run is not None
+                and position == run.position
+                and position[1] >= 0
+                and run.last_position != position
+            )
+            if run is None or run.members[-1] != k - 1 or restart:
+                if run is not None:
+                    self._close(run)
+                run = open_runs[key] = _Run(k, position, targets, level)
+            run.members.append(k)
+            run.last_position = position
+        for key in [key for key in open_runs if key not in keys]:
+            self._close(open_runs.pop(key))
+
+    def _close(self, run: _Run) -> None:
+        for level, var, name in _named(self.plan.nodes, run):
+            self._add(var, name, level)
 
 
-def _input_names(plan: Plan, outer: dict[int, list[str]], add: Any) -> None:
+def _input_names(plan: Plan, outer: PlanNames | None, add: Any) -> None:
     args = _cj.jaxpr_arg_names(plan.jaxpr) or ()
     for var, name in zip(plan.invars, args, strict=False):
         add(var, name)
     call = plan.call
-    if call is None:
+    if call is None or outer is None:
         return
     try:
         passed = _passed_through(call.primitive, call.eqn.params, plan.label)
@@ -124,43 +179,8 @@ def _input_names(plan: Plan, outer: dict[int, list[str]], add: Any) -> None:
     if count is not None:
         binders, inputs = binders[:count], inputs[:count]
     for var, source in zip(binders, inputs, strict=False):
-        for name in outer.get(id(source), ()):
+        for name in outer.of(source):
             add(var, name)
-
-
-def _statement_names(plan: Plan, defined_at: SourceLoc | None) -> list[tuple[Any, str]]:
-    """``(var, name)`` for each variable a simple assignment made."""
-    nodes = plan.nodes
-    if not nodes:
-        return []
-    found: list[tuple[int, Any, str]] = []
-    open_runs: dict[tuple[Any, ...], _Run] = {}
-    for k, node in enumerate(nodes):
-        levels = _levels(node, plan, defined_at)
-        keys = set()
-        for key, position, targets, level in levels:
-            keys.add(key)
-            run = open_runs.get(key)
-            # The statement's first instruction again: the next execution of it (a
-            # Python loop), unless that instruction made several equations.
-            restart = (
-                run is not None
-                and position == run.position
-                and position[1] >= 0
-                and run.last_position != position
-            )
-            if run is None or run.members[-1] != k - 1 or restart:
-                if run is not None:
-                    found += _named(nodes, run)
-                run = open_runs[key] = _Run(k, position, targets, level)
-            run.members.append(k)
-            run.last_position = position
-        for key in [key for key in open_runs if key not in keys]:
-            found += _named(nodes, open_runs.pop(key))
-    for run in open_runs.values():
-        found += _named(nodes, run)
-    found.sort(key=lambda item: item[0])
-    return [(var, name) for _, var, name in found]
 
 
 def _named(nodes: list[Node], run: _Run) -> list[tuple[int, Any, str]]:
@@ -261,9 +281,18 @@ def _statements(
     except (SyntaxError, ValueError):
         return {}
     table: dict[int, tuple[int, int, tuple[str, ...]]] = {}
-    for node in ast.walk(tree):
-        targets = _targets(node) if isinstance(node, ast.stmt) else None
-        if targets is None or not isinstance(node, ast.stmt):
+    # Statements only: expressions never hold an assignment statement.
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(node, attr, ()):
+                if isinstance(child, ast.stmt):
+                    todo.append(child)
+                else:  # except handlers, match cases hold statements in their body
+                    todo.extend(getattr(child, "body", ()))
+        targets = _targets(node)
+        if targets is None:
             continue
         start, end = node.lineno, node.end_lineno or node.lineno
         for line in range(start, end + 1):
@@ -314,14 +343,13 @@ def alias(name: str) -> str | None:
     return text
 
 
-def user_names_of(plan: Plan) -> dict[int, list[str]]:
-    """``plan``'s user names (``plan_names``), made once per plan."""
+def user_names_of(plan: Plan, upto: int) -> PlanNames:
+    """``plan``'s ``PlanNames`` (one per plan), read up to equation ``upto``."""
     found = plan.program.user_names.get(id(plan))
     if found is None:
-        outer = user_names_of(plan.call.plan) if plan.call is not None else {}
-        found = plan_names(plan, plan.program.defined_at, outer)
-        plan.program.user_names[id(plan)] = found
-    return found
+        outer = user_names_of(plan.call.plan, 0) if plan.call is not None else None
+        found = plan.program.user_names[id(plan)] = PlanNames(plan, outer)
+    return found.upto(upto)
 
 
 _SEGMENT = re.compile(r"\[(?:'[^']*'|\"[^\"]*\"|-?\d+)\]|\.[A-Za-z_]\w*")

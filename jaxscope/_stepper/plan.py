@@ -26,8 +26,8 @@ class Program:
     def __init__(self, defined_at: SourceLoc | None = None) -> None:
         self.top: Plan | None = None
         self.defined_at = defined_at
-        #: ``{id(plan): {id(var): [user names]}}``, filled by ``names.user_names_of``.
-        self.user_names: dict[int, dict[int, list[str]]] = {}
+        #: ``{id(plan): PlanNames}``, filled by ``names.user_names_of``.
+        self.user_names: dict[int, Any] = {}
         self._names: dict[int, str] | None = None
         self._builder: _Builder | None = None
         self._primitives: dict[Any, str] = {}

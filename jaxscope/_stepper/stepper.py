@@ -209,10 +209,10 @@ class Stepper(Renderable):
         if frame is None:
             return {}
         plan = frame.plan
-        users = user_names_of(plan)
+        users = user_names_of(plan, frame.pc + 1)
         out: dict[str, str] = {}
         for var in (*plan.invars, *frame.env, *plan.outvars):
-            found = users.get(id(var))
+            found = users.of(var)
             if found:
                 out.setdefault(plan.name(var), found[0])
         return out
@@ -385,12 +385,12 @@ def _arg_names(plan: Plan) -> dict[str, str]:
 
 def _namespace(frame: FrameState) -> dict[str, Any]:
     plan = frame.plan
-    users = user_names_of(plan)
+    users = user_names_of(plan, frame.pc + 1)
     namespace: dict[str, Any] = {}
     assigned: dict[str, Any] = {}
     for var, val in frame.env.items():
         namespace[plan.name(var)] = val
-        for name in users.get(id(var), ()):
+        for name in users.of(var):
             assigned[name] = val
     for name, val in assigned.items():
         if name.isidentifier():
