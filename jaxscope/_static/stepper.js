@@ -1,18 +1,44 @@
-function e(s,c,...t){let a=document.createElement(s);for(let[i,r]of Object.entries(c||{}))i==="class"?a.className=r:i.startsWith("on")?a.addEventListener(i.slice(2),r):a.setAttribute(i,r);for(let i of t)i!=null&&a.append(i instanceof Node?i:document.createTextNode(String(i)));return a}var m=`
-.jxs-step{font-family:var(--jp-code-font-family,monospace);font-size:12px;color:var(--jp-content-font-color1,#222)}
+function e(a,l,...t){let n=document.createElement(a);for(let[r,o]of Object.entries(l||{}))r==="class"?n.className=o:r.startsWith("on")?n.addEventListener(r.slice(2),o):n.setAttribute(r,o);for(let r of t)r!=null&&n.append(r instanceof Node?r:document.createTextNode(String(r)));return n}var h=`
+.jxs-step{
+  --jxs-fg:var(--jp-content-font-color1,#1f1f1f);
+  --jxs-muted:var(--jp-content-font-color2,#555);
+  --jxs-bg:var(--jp-layout-color0,#fff);
+  --jxs-head-bg:var(--jp-layout-color2,#eee);
+  --jxs-head-fg:var(--jp-ui-font-color1,#1f1f1f);
+  --jxs-border:var(--jp-border-color1,#bbb);
+  --jxs-accent:#f0b400;
+  --jxs-bad:#b00020;
+  --jxs-bp:#b71c1c;
+  font-family:var(--jp-code-font-family,monospace);font-size:12px;color:var(--jxs-fg);
+  background:var(--jxs-bg)}
+body[data-jp-theme-light="false"] .jxs-step{--jxs-bad:#ff8a80;--jxs-bp:#ff6e6e}
+@media (prefers-color-scheme: dark){
+  body:not([data-jp-theme-light]) .jxs-step{--jxs-fg:#e8e8e8;--jxs-muted:#b0b0b0;--jxs-bg:#1e1e1e;
+    --jxs-head-bg:#333;--jxs-head-fg:#e8e8e8;--jxs-border:#555;--jxs-bad:#ff8a80;--jxs-bp:#ff6e6e}}
 .jxs-step .bar button{margin-right:4px;padding:2px 10px;cursor:pointer}
-.jxs-step .status{margin:4px 0;white-space:pre-wrap}
-.jxs-step .error{color:#b00020}
-.jxs-step .panes{display:flex;gap:12px;align-items:flex-start}
-.jxs-step .src{flex:1;min-width:320px;border:1px solid #ccc;max-height:360px;overflow:auto}
-.jxs-step .line{white-space:pre;padding:0 4px}
+.jxs-step .status{margin:4px 0;white-space:pre-wrap;overflow-wrap:anywhere}
+.jxs-step .error{color:var(--jxs-bad)}
+.jxs-step .panes{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}
+.jxs-step .src{flex:1 1 420px;min-width:0;max-width:100%;border:1px solid var(--jxs-border);
+  max-height:360px;overflow:auto}
+.jxs-step .file{display:flex;gap:6px;align-items:center;padding:2px 4px;
+  background:var(--jxs-head-bg);color:var(--jxs-head-fg)}
+.jxs-step .file select{font:inherit;max-width:100%;color:inherit;background:var(--jxs-bg);
+  border:1px solid var(--jxs-border)}
+.jxs-step .line{display:flex;padding:0 4px}
+.jxs-step .line .text{flex:1;min-width:0;white-space:pre-wrap;overflow-wrap:anywhere}
 .jxs-step .line.eqn{cursor:pointer}
-.jxs-step .line.cur{background:#fff3b0}
-.jxs-step .line .bp{display:inline-block;width:1.2em;color:#c00}
-.jxs-step .line .no{display:inline-block;width:3.5em;color:#888;text-align:right;margin-right:6px}
+.jxs-step .line.cur{background:color-mix(in srgb,var(--jxs-accent) 30%,var(--jxs-bg));
+  box-shadow:inset 3px 0 var(--jxs-accent)}
+.jxs-step .line.pinned{background:color-mix(in srgb,var(--jxs-bp) 14%,var(--jxs-bg))}
+.jxs-step .line .bp{flex:none;width:1.2em;color:var(--jxs-bp)}
+.jxs-step .line .no{flex:none;width:3.5em;color:var(--jxs-muted);text-align:right;margin-right:6px}
+.jxs-step .values{flex:1 1 360px;min-width:0;max-width:100%;overflow:auto}
 .jxs-step table{border-collapse:collapse}
-.jxs-step td,.jxs-step th{padding:1px 6px;border-bottom:1px solid #ddd;text-align:left}
-.jxs-step tr.nan td{color:#b00020}
+.jxs-step th{background:var(--jxs-head-bg);color:var(--jxs-head-fg)}
+.jxs-step td,.jxs-step th{padding:1px 6px;border-bottom:1px solid var(--jxs-border);text-align:left}
+.jxs-step td.preview{max-width:40em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.jxs-step tr.nan td{color:var(--jxs-bad)}
 .jxs-step tr.var{cursor:pointer}
 .jxs-step tr.full pre{margin:0;max-height:240px;overflow:auto}
-`;function v(s,c){let t=c.get("state")||{};s.replaceChildren();let a=(n,l)=>c.send(Object.assign({cmd:n},l||{})),i=!!t.done,r=(n,l,o)=>e("button",{class:`cmd-${l}`,title:o,onclick:()=>a(l),...i?{disabled:""}:{}},n);s.append(e("div",{class:"bar"},r("step","step","run the equation, or enter its nested jaxpr"),r("next","next","run the equation, nested jaxprs included"),r("finish","finish","run to the end of the current nested jaxpr"),r("continue","continue","run to the next breakpoint or the end"))),s.append(e("div",{class:"status"},t.location||"")),t.stack&&s.append(e("div",{class:"stack"},"frames: "+t.stack)),t.error&&s.append(e("div",{class:"error"},t.error));let p=e("div",{class:"src"}),d=t.source||{lines:[],eqn_lines:[]},f=new Set(d.eqn_lines||[]),h=new Set(t.breakpoints||[]),b=t.current?t.current.line:null;p.append(e("div",{class:"file"},d.file||""));for(let[n,l]of d.lines||[]){let o=["line"];f.has(n)&&o.push("eqn"),n===b&&o.push("cur");let x={class:o.join(" "),"data-line":String(n)};f.has(n)&&(x.onclick=()=>a("toggle_break",{line:n})),p.append(e("div",x,e("span",{class:"bp"},h.has(n)?"\u25CF":""),e("span",{class:"no"},n),l))}let u=e("table",{class:"vars"},e("tr",{},...["name","aval","min","max","mean","nan","inf","value"].map(n=>e("th",{},n))));for(let n of t.values||[]){let l=(n.nan||n.inf?"nan ":"")+"var";u.append(e("tr",{class:l,"data-name":n.name,title:"click to show the whole value",onclick:()=>a("expand",{name:n.name})},e("td",{},n.label||n.name),e("td",{},n.aval),e("td",{},n.min),e("td",{},n.max),e("td",{},n.mean),e("td",{},n.nan),e("td",{},n.inf),e("td",{},n.preview))),n.full!==void 0&&u.append(e("tr",{class:"full"},e("td",{colspan:"8"},e("pre",{},n.full))))}s.append(e("div",{class:"panes"},p,e("div",{class:"values"},u))),i&&t.result&&s.append(e("div",{class:"result"},"result: "+t.result))}function j({model:s,el:c}){let t=e("div",{class:"jxs-step"});c.append(e("style",{},m),t);let a=()=>v(t,s);return s.on("change:state",a),a(),()=>s.off("change:state",a)}var g={render:j};export{g as default};
+`;function v(a,l,t){let n=e("div",{class:"file"});if(l.length>1){let r=e("select",{class:"files",title:"show another file or cell of the program",onchange:o=>t("show_file",{file:o.target.value})});for(let o of l){let p=e("option",{value:o.file},`${o.file} (${o.lines.length} lines with equations)`);o.file===a.file&&(p.selected=!0),r.append(p)}n.append(r)}else n.append(e("span",{},a.file||""));return n}function g(a,l){let t=l.get("state")||{};a.replaceChildren();let n=(s,i)=>l.send(Object.assign({cmd:s},i||{})),r=!!t.done,o=(s,i,c)=>e("button",{class:`cmd-${i}`,title:c,onclick:()=>n(i),...r?{disabled:""}:{}},s);a.append(e("div",{class:"bar"},o("step","step","run the equation, or enter its nested jaxpr"),o("next","next","run the equation, nested jaxprs included"),o("finish","finish","run to the end of the current nested jaxpr"),o("continue","continue","run to the next breakpoint or the end"))),a.append(e("div",{class:"status"},t.location||"")),t.stack&&a.append(e("div",{class:"stack"},"frames: "+t.stack)),t.error&&a.append(e("div",{class:"error"},t.error));let p=e("div",{class:"src"}),d=t.source||{file:"",lines:[],eqn_lines:[]},j=new Set(d.eqn_lines||[]),u=new Set(t.breakpoints||[]),b=t.current&&t.current.file===d.file?t.current.line:null;p.append(v(d,t.files||[],n));for(let[s,i]of d.lines||[]){let c=["line"];j.has(s)&&c.push("eqn"),s===b&&c.push("cur"),u.has(s)&&c.push("pinned");let f={class:c.join(" "),"data-line":String(s)};j.has(s)&&(f.onclick=()=>n("toggle_break",{line:s,file:d.file}),f.title="click to set or clear a breakpoint"),p.append(e("div",f,e("span",{class:"bp"},u.has(s)?"\u25CF":""),e("span",{class:"no"},s),e("span",{class:"text"},i)))}let x=e("table",{class:"vars"},e("tr",{},...["name","aval","min","max","mean","nan","inf","value"].map(s=>e("th",{},s))));for(let s of t.values||[]){let i=(s.nan||s.inf?"nan ":"")+"var";x.append(e("tr",{class:i,"data-name":s.name,title:"click to show the whole value",onclick:()=>n("expand",{name:s.name})},e("td",{class:"label"},s.label||s.name),e("td",{},s.aval),e("td",{},s.min),e("td",{},s.max),e("td",{},s.mean),e("td",{},s.nan),e("td",{},s.inf),e("td",{class:"preview"},s.preview))),s.full!==void 0&&x.append(e("tr",{class:"full"},e("td",{colspan:"8"},e("pre",{},s.full))))}a.append(e("div",{class:"panes"},p,e("div",{class:"values"},x))),r&&t.result&&a.append(e("div",{class:"result"},"result: "+t.result))}function m({model:a,el:l}){let t=e("div",{class:"jxs-step"});l.append(e("style",{},h),t);let n=()=>g(t,a);return a.on("change:state",n),n(),()=>a.off("change:state",n)}var w={render:m};export{w as default};

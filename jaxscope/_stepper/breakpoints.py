@@ -10,7 +10,7 @@ import numpy as np
 
 from jaxscope._exceptions import BreakpointError
 from jaxscope._records import EqnInfo, SourceLoc
-from jaxscope._stepper.plan import Node
+from jaxscope._stepper.plan import Node, Program
 
 #: A stop condition, asked before each equation (the stepper pauses when it is true).
 Target = Callable[[Node], bool]
@@ -52,10 +52,13 @@ def starts_line(node: Node, file: str | None, line: int) -> bool:
 
 
 class Breakpoints:
-    """The breakpoints of one program; lines and primitives it lacks are refused."""
+    """The breakpoints of one program; lines and primitives it lacks are refused.
 
-    def __init__(self, eqns: list[EqnInfo]) -> None:
-        self.eqns = eqns
+    ``program`` gives the equations and primitives (made when first checked).
+    """
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
         self.lines: set[tuple[str | None, int]] = set()
         self.primitives: set[str] = set()
         self.nan = False
@@ -76,12 +79,16 @@ class Breakpoints:
         if line is not None:
             specs = line if isinstance(line, (list, tuple, set)) else [line]
             for spec in specs:
-                self.lines.add(checked_line(self.eqns, spec, "break_on(line=...)"))
+                self.lines.add(
+                    checked_line(self.program.eqns, spec, "break_on(line=...)")
+                )
         if primitive is not None:
             prims = [primitive] if isinstance(primitive, str) else list(primitive)
             for prim in prims:
                 self.primitives.add(
-                    checked_primitive(self.eqns, prim, "break_on(primitive=...)")
+                    checked_primitive(
+                        self.program.primitives, prim, "break_on(primitive=...)"
+                    )
                 )
 
     def clear(self, line: Any = None) -> None:
@@ -95,7 +102,7 @@ class Breakpoints:
 
     def toggle(self, line: Any) -> bool:
         """Set the line breakpoint if absent, else remove it; returns whether it is set."""
-        key = checked_line(self.eqns, line, "toggle_breakpoint(line=...)")
+        key = checked_line(self.program.eqns, line, "toggle_breakpoint(line=...)")
         if key in self.lines:
             self.lines.discard(key)
             return False
@@ -115,13 +122,13 @@ class Breakpoints:
 
     def stops_before(self, node: Node) -> bool:
         """Whether a line or primitive breakpoint is set on ``node``."""
-        if node.info.primitive in self.primitives:
+        if node.primitive in self.primitives:
             return True
         return any(starts_line(node, file, line) for file, line in self.lines)
 
 
 def until_target(
-    eqns: list[EqnInfo], target: Any, values: Callable[[], dict[str, Any]]
+    program: Program, target: Any, values: Callable[[], dict[str, Any]]
 ) -> Target:
     """The stop condition of ``run(until=target)``: a line (number, ``"file:line"`` or
     ``SourceLoc``), a primitive name, or ``callable(EqnInfo, values) -> bool``
@@ -130,9 +137,9 @@ def until_target(
         fn = target
         return lambda node: bool(fn(node.info, values()))
     if isinstance(target, str) and not target.strip().isdigit() and ":" not in target:
-        prim = checked_primitive(eqns, target.strip(), "run(until=...)")
-        return lambda node: node.info.primitive == prim
-    file, line = checked_line(eqns, target, "run(until=...)")
+        prim = checked_primitive(program.primitives, target.strip(), "run(until=...)")
+        return lambda node: node.primitive == prim
+    file, line = checked_line(program.eqns, target, "run(until=...)")
     return lambda node: starts_line(node, file, line)
 
 
@@ -144,9 +151,8 @@ def checked_line(eqns: list[EqnInfo], spec: Any, what: str) -> tuple[str | None,
     return (file, line)
 
 
-def checked_primitive(eqns: list[EqnInfo], prim: Any, what: str) -> str:
-    """``prim``, which must be the primitive of one of ``eqns``."""
-    present = sorted({i.primitive for i in eqns})
+def checked_primitive(present: list[str], prim: Any, what: str) -> str:
+    """``prim``, which must be one of the program's primitives ``present``."""
     if not isinstance(prim, str) or prim not in present:
         raise BreakpointError(
             f"{what}: no {prim!r} equation in this program; primitives present: "

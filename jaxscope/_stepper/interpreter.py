@@ -12,7 +12,10 @@ every level pauses.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+import contextlib
+import gc
+import inspect
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -24,9 +27,11 @@ from jaxscope._stepper.breakpoints import Breakpoints, Target
 from jaxscope._stepper.plan import Node, Plan, read, write
 from jaxscope._stepper.values import Frame, NanFinding, nonfinite_kind, summarize_value
 
-#: Events: paused before the current equation, or right after it made a NaN/Inf.
+#: Events: paused before the current equation, right after it made a NaN/Inf, or
+#: before it again after a KeyboardInterrupt stopped it (it runs again on resume).
 BEFORE = 0
 BREAK_AFTER = 1
+INTERRUPTED = 2
 
 #: What a frame's generator yields (events) and returns (its results).
 Run = Generator[int, None, list[Any]]
@@ -60,15 +65,16 @@ class FrameState:
         self.plan = plan
         self.label = label
         self.call = call
-        self.primitive = call.info.primitive if call is not None else None
+        self.primitive = call.primitive if call is not None else None
         self.iteration = iteration
         self.length = length
         self.env: dict[Any, Any] = {}
         self.pc = 0
 
-    def values(self, names: dict[int, str]) -> dict[str, Any]:
-        """``{var name: value}`` of the variables defined so far (``names`` by id)."""
-        return {names.get(id(var), str(var)): val for var, val in self.env.items()}
+    def values(self) -> dict[str, Any]:
+        """``{var name: value}`` of the variables defined so far."""
+        name = self.plan.name
+        return {name(var): val for var, val in self.env.items()}
 
     def node(self) -> Node | None:
         """The equation the frame is at; None once it ran them all."""
@@ -84,7 +90,7 @@ class FrameState:
             label=self.label,
             primitive=self.primitive,
             call=self.call.info if self.call is not None else None,
-            path=self.plan.region.path,
+            path=self.plan.path,
             iteration=self.iteration,
             length=self.length,
             position=pos,
@@ -111,20 +117,30 @@ class Interpreter:
         self.outputs: list[Any] = []
         self._events = self._main(label, flat_args)
 
+    @property
+    def alive(self) -> bool:
+        """False once the run ended or an exception escaped it."""
+        return inspect.getgeneratorstate(self._events) != inspect.GEN_CLOSED
+
     def advance(self, stop: Target) -> str:
         """Run to where ``stop`` holds (``"stop"``), a breakpoint (``"breakpoint"``),
         a watched NaN/Inf (``"after"``) or the end (``"done"``); ``StepError`` when an
         equation (or the interpreter) fails."""
         stack, breaks = self.stack, self.breaks
-        for event in self._events:
-            if event == BREAK_AFTER:
-                return "after"
-            frame = stack[-1]
-            node = frame.plan.nodes[frame.pc]
-            if stop(node):
-                return "stop"
-            if (breaks.lines or breaks.primitives) and breaks.stops_before(node):
-                return "breakpoint"
+        with _young_collections_only() as collect:
+            for count, event in enumerate(self._events):
+                if event == BREAK_AFTER:
+                    return "after"
+                if event == INTERRUPTED:
+                    raise KeyboardInterrupt
+                if count % _COLLECT_EVERY == _COLLECT_EVERY - 1:
+                    collect()
+                frame = stack[-1]
+                node = frame.plan.nodes[frame.pc]
+                if stop(node):
+                    return "stop"
+                if (breaks.lines or breaks.primitives) and breaks.stops_before(node):
+                    return "breakpoint"
         return "done"
 
     def _main(self, label: str, flat_args: list[Any]) -> Generator[int, None, None]:
@@ -156,15 +172,23 @@ class Interpreter:
             for k, node in enumerate(plan.nodes):
                 frame.pc = k
                 yield BEFORE
-                invals = [read(env, v) for v in node.invars]
-                rule = RULES.get(node.info.primitive) if node.subs else None
-                outs = finding = None
-                if rule is not None:
-                    outs = yield from _enter(self, rule, node, invals)
-                if outs is None:
-                    outs = _bind(node, invals)
-                    if self.breaks.nan or self.breaks.inf:
-                        finding = _finding(node, invals, outs, self.breaks)
+                while True:
+                    # Ctrl-C while an equation runs leaves the frame paused before
+                    # it; resuming runs it again.
+                    try:
+                        invals = [read(env, v) for v in node.invars]
+                        rule = RULES.get(node.primitive)
+                        outs = finding = None
+                        if rule is not None:
+                            outs = yield from _enter(self, rule, node, invals)
+                        if outs is None:
+                            outs = _bind(node, invals)
+                            if self.breaks.nan or self.breaks.inf:
+                                finding = _finding(node, invals, outs, self.breaks)
+                        break
+                    except KeyboardInterrupt:
+                        frame.pc = k
+                        yield INTERRUPTED
                 write(env, node.outvars, outs)
                 if finding is not None:
                     self.finding = finding
@@ -186,6 +210,35 @@ class Interpreter:
         """Run ``node``'s nested jaxpr ``label`` as a new frame titled ``title``."""
         frame = FrameState(node.subs[label], title, node, iteration, length)
         return (yield from self.run_frame(frame, args))
+
+
+#: Equations between the young-generation collections of a run.
+_COLLECT_EVERY = 2_000
+
+
+@contextlib.contextmanager
+def _young_collections_only() -> Iterator[Callable[[], None]]:
+    """Automatic garbage collection paused while the stepper runs, with a
+    ``collect`` of the two young generations to call every so often.
+
+    The values of every equation run so far stay alive in the frames, so each full
+    collection rescans them all: one run of 20,000 equations spent as long in the
+    collector as in the equations. Young collections still free the cycles the run
+    makes; the full one happens when collection resumes. A collector the user
+    disabled stays disabled, and nothing is collected.
+    """
+    enabled = gc.isenabled()
+
+    def collect() -> None:
+        if enabled:
+            gc.collect(1)
+
+    gc.disable()
+    try:
+        yield collect
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _enter(
@@ -273,7 +326,7 @@ def _enter_call(interpreter: Interpreter, node: Node, invals: list[Any]) -> Ente
     label = _label_of(node, "jaxpr", "call_jaxpr", "fun_jaxpr")
     if label is None:
         return None
-    prim = node.info.primitive
+    prim = node.primitive
     name = node.eqn.params.get("name")
     title = f"{prim}({name})" if name else prim
     return (yield from interpreter.call(node, label, invals, title))
@@ -342,13 +395,13 @@ def _enter_custom(interpreter: Interpreter, node: Node, invals: list[Any]) -> En
     label = _label_of(node, "call_jaxpr", "fun_jaxpr")
     if label is None:
         return None
-    return (yield from interpreter.call(node, label, invals, node.info.primitive))
+    return (yield from interpreter.call(node, label, invals, node.primitive))
 
 
 def _enter_remat(interpreter: Interpreter, node: Node, invals: list[Any]) -> Entered:
     if "jaxpr" not in node.subs:
         return None
-    return (yield from interpreter.call(node, "jaxpr", invals, node.info.primitive))
+    return (yield from interpreter.call(node, "jaxpr", invals, node.primitive))
 
 
 RULES: dict[str, Rule] = {

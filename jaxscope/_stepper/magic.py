@@ -7,6 +7,7 @@ file objects, so it runs (and is tested) without a terminal, as JAX's own ``jdb`
 from __future__ import annotations
 
 import cmd
+import shutil
 import sys
 from typing import IO, Any, ClassVar
 
@@ -124,10 +125,21 @@ class StepperPrompt(_Prompt):
         self.stepper = stepper
 
     def run(self) -> Stepper:
-        """Show where the stepper is, then read commands until ``q`` or end of input."""
+        """Show where the stepper is, then read commands until ``q``, end of input or
+        Ctrl-C at the prompt; Ctrl-C while a command runs returns to the prompt."""
         self._say(location_text(self.stepper))
-        self.cmdloop()
+        try:
+            self.cmdloop()
+        except KeyboardInterrupt:  # at the prompt: leave, as at end of input
+            self._say("")
         return self.stepper
+
+    def onecmd(self, line: str) -> bool:
+        try:
+            return super().onecmd(line)
+        except KeyboardInterrupt:
+            self._say(f"*** interrupted\n{location_text(self.stepper)}")
+            return False
 
     def _move(self, action: Any, *args: Any) -> None:
         try:
@@ -165,10 +177,11 @@ class StepperPrompt(_Prompt):
         self._say(_clear(self.stepper, arg.strip()))
 
     def do_p(self, arg: str) -> None:
-        self._say(_print(self.stepper.values, arg.strip()))
+        self._say(_print(self.stepper.namespace(), arg.strip()))
 
     def do_vars(self, arg: str) -> None:
-        self._say(values_text(self.stepper.summaries()))
+        width = shutil.get_terminal_size((100, 24)).columns
+        self._say(values_text(self.stepper.summaries(), width))
 
     def do_list(self, arg: str) -> None:
         self._say(listing_text(self.stepper))
@@ -223,7 +236,8 @@ def _clear(stepper: Stepper, arg: str) -> str:
 
 
 def _print(values: dict[str, Any], expr: str) -> str:
-    """``p``: a variable, or an expression over the frame's variables (and jnp, np)."""
+    """``p``: a variable, or an expression over the frame's variables (and jnp, np);
+    ``values`` holds them by the jaxpr's and the user's names."""
     if not expr:
         return "*** p needs a variable name or an expression"
     if expr in values:

@@ -1,55 +1,202 @@
 """The stepper's plan of a program: every (nested) jaxpr, its equations and names.
 
-A ``Plan`` is built once, parallel to the ``Region`` tree of ``js.jaxpr``'s model, so
-that the stepper's equation paths and variable names are those of ``js.jaxpr``.
+Built lazily so that ``js.step(f)(x).run()`` costs little more than running: a
+``Plan`` makes its ``Node`` list on first use, a node its ``EqnInfo`` (source line,
+params, names) only when something shows or checks it, and nested plans only when
+the interpreter enters them. Paths, variable names and ``EqnInfo`` records are those
+of ``js.jaxpr`` on the same call (a test checks every equation of every program).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from jaxscope._jaxpr.model import Region
-from jaxscope._records import EqnInfo
+from jaxscope._jaxpr.model import _Builder, _params
+from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope.compat import jaxpr as _cj
 from jaxscope.compat import source as _csource
 from jaxscope.compat import stepper as _cs
 
 
+class Program:
+    """What every plan of one program shares: its variable names (``{id(var):
+    name}``, made on first use in ``js.jaxpr``'s order) and the ``EqnInfo`` builder."""
+
+    def __init__(self, defined_at: SourceLoc | None = None) -> None:
+        self.top: Plan | None = None
+        self.defined_at = defined_at
+        #: ``{id(plan): PlanNames}``, filled by ``names.user_names_of``.
+        self.user_names: dict[int, Any] = {}
+        self._names: dict[int, str] | None = None
+        self._builder: _Builder | None = None
+        self._primitives: dict[Any, str] = {}
+        self._eqns: list[EqnInfo] | None = None
+        self._present: list[str] | None = None
+        self._context: Any = None
+
+    @property
+    def context(self) -> Any:
+        """The default equation context, made once (see ``compat.stepper.binder``)."""
+        if self._context is None:
+            self._context = (_cs.default_context(),)
+        return self._context[0]
+
+    @property
+    def eqns(self) -> list[EqnInfo]:
+        """Every equation, depth-first (``js.jaxpr(f)(...).eqns``), made at first use."""
+        if self._eqns is None:
+            assert self.top is not None
+            self._eqns = [node.info for node in iter_nodes(self.top)]
+        return self._eqns
+
+    @property
+    def primitives(self) -> list[str]:
+        """The primitives the program holds, sorted (no ``EqnInfo`` needed)."""
+        if self._present is None:
+            assert self.top is not None
+            self._present = sorted({node.primitive for node in iter_nodes(self.top)})
+        return self._present
+
+    @property
+    def names(self) -> dict[int, str]:
+        if self._names is None:
+            assert self.top is not None
+            self._names = _name_program(self.top.jaxpr)
+        return self._names
+
+    @property
+    def builder(self) -> _Builder:
+        if self._builder is None:
+            builder = _Builder()
+            builder.namer.names = self.names
+            self._builder = builder
+        return self._builder
+
+    def primitive(self, eqn: Any) -> str:
+        prim = eqn.primitive
+        name = self._primitives.get(prim)
+        if name is None:
+            name = self._primitives[prim] = _cj.primitive_name(eqn)
+        return name
+
+
+def _name_program(jaxpr: Any) -> dict[int, str]:
+    """``{id(var): name}``: ``a, b, ...`` in order of first appearance, depth-first,
+    as ``js.jaxpr``'s model names them (outputs nothing reads are not named)."""
+    names: dict[int, str] = {}
+    is_literal, is_dropvar = _cj.is_literal, _cj.is_dropvar
+
+    def name(var: Any) -> None:
+        if id(var) not in names:
+            names[id(var)] = _letters(len(names))
+
+    def walk(jaxpr: Any) -> None:
+        for var in (*jaxpr.constvars, *jaxpr.invars):
+            name(var)
+        used = {id(v) for v in jaxpr.outvars}
+        for eqn in jaxpr.eqns:
+            used.update(map(id, eqn.invars))
+        for eqn in jaxpr.eqns:
+            for var in eqn.invars:
+                if not is_literal(var):
+                    name(var)
+            for var in eqn.outvars:
+                if id(var) in used and not is_dropvar(var):
+                    name(var)
+            for _, sub in _cj.subjaxprs(eqn):
+                walk(_cj.open_jaxpr(sub)[0])
+        for var in jaxpr.outvars:
+            if not is_literal(var):
+                name(var)
+
+    walk(jaxpr)
+    return names
+
+
+def _letters(n: int) -> str:
+    out = ""
+    while True:
+        out = chr(ord("a") + n % 26) + out
+        n //= 26
+        if n == 0:
+            return out
+
+
 class Node:
-    """One equation of one (nested) jaxpr, with its EqnInfo and how to run it.
+    """One equation of one (nested) jaxpr: how to run it, and its ``EqnInfo``.
 
     ``line_start`` is whether it is the first equation of a run of equations from
     one source line (where line breakpoints stop).
     """
 
     __slots__ = (
+        "_info",
+        "_line_start",
         "_raw_file",
         "_run",
+        "_subs",
         "eqn",
-        "info",
+        "index",
         "invars",
-        "line_start",
         "outvars",
-        "subs",
+        "plan",
+        "primitive",
     )
 
-    def __init__(
-        self, eqn: Any, info: EqnInfo, subs: dict[str, Plan], line_start: bool
-    ):
+    def __init__(self, eqn: Any, plan: Plan, index: int, primitive: str):
         self.eqn = eqn
-        self.info = info
-        self.invars = list(eqn.invars)
-        self.outvars = list(eqn.outvars)
-        self.subs = subs
-        self.line_start = line_start
+        self.plan = plan
+        self.index = index
+        self.primitive = primitive
+        self.invars = eqn.invars
+        self.outvars = eqn.outvars
+        self._info: EqnInfo | None = None
+        self._subs: dict[str, Plan] | None = None
+        self._line_start: bool | None = None
         self._run: Callable[[Sequence[Any]], list[Any]] | None = None
         self._raw_file: str | None = None
+
+    @property
+    def path(self) -> tuple[int, ...]:
+        return (*self.plan.path, self.index)
+
+    @property
+    def subs(self) -> dict[str, Plan]:
+        """The nested jaxprs, by param label (``"jaxpr"``, ``"branches[1]"``)."""
+        if self._subs is None:
+            subs: dict[str, Plan] = {}
+            for j, (label, sub) in enumerate(_cj.subjaxprs(self.eqn)):
+                jaxpr, consts = _cj.open_jaxpr(sub)
+                subs[label] = Plan(
+                    jaxpr, consts, self.plan.program, (*self.path, j), label, self
+                )
+            self._subs = subs
+        return self._subs
+
+    @property
+    def info(self) -> EqnInfo:
+        """The equation as ``js.jaxpr`` describes it (made at first use)."""
+        if self._info is None:
+            self._info = self.plan.eqn_info(self)
+        return self._info
+
+    @property
+    def line_start(self) -> bool:
+        if self._line_start is None:
+            source = self.info.source
+            previous = (
+                self.plan.nodes[self.index - 1].info.source if self.index else None
+            )
+            self._line_start = source is not None and (
+                previous is None or previous.key != source.key
+            )
+        return self._line_start
 
     def runner(self) -> Callable[[Sequence[Any]], list[Any]]:
         """The function running this equation on concrete inputs (made at first use)."""
         if self._run is None:
-            self._run = _cs.binder(self.eqn)
+            self._run = _cs.binder(self.eqn, self.plan.program.context)
         return self._run
 
     def raw_file(self) -> str | None:
@@ -61,51 +208,104 @@ class Node:
 
 
 class Plan:
-    """A (nested) jaxpr: binders, consts and nodes, parallel to a ``Region``.
+    """A (nested) jaxpr: binders, consts and (made at first use) its nodes.
 
-    ``names`` (``{id(var): name}``, shared by the whole program) receives the
-    region's names of every variable.
+    ``path`` is the prefix of its equations' paths, ``label`` the param holding it
+    (``""`` for the top jaxpr), ``call`` the node whose equation holds it.
     """
 
-    __slots__ = ("consts", "constvars", "invars", "label", "nodes", "outvars", "region")
+    __slots__ = (
+        "_nodes",
+        "_used",
+        "call",
+        "consts",
+        "constvars",
+        "invars",
+        "jaxpr",
+        "label",
+        "outvars",
+        "path",
+        "program",
+    )
 
     def __init__(
-        self, jaxpr: Any, consts: list[Any], region: Region, names: dict[int, str]
+        self,
+        jaxpr: Any,
+        consts: list[Any],
+        program: Program,
+        path: tuple[int, ...] = (),
+        label: str = "",
+        call: Node | None = None,
     ):
-        self.region = region
-        self.label = region.label
+        self.jaxpr = jaxpr
         self.consts = consts
-        self.constvars = list(jaxpr.constvars)
-        self.invars = list(jaxpr.invars)
-        self.outvars = list(jaxpr.outvars)
-        _name(names, self.constvars, region.constvars)
-        _name(names, self.invars, region.invars)
-        self.nodes: list[Node] = []
-        previous: tuple[str, int] | None = None
-        for k, (eqn, info) in enumerate(zip(jaxpr.eqns, region.eqns, strict=False)):
-            _name(names, eqn.invars, info.inputs, skip=_cj.is_literal)
-            _name(names, eqn.outvars, info.outputs, skip=_cj.is_dropvar)
-            children = region.children.get(k, [])
-            subs: dict[str, Plan] = {}
-            for (label, sub), child in zip(_cj.subjaxprs(eqn), children, strict=False):
-                sub_jaxpr, sub_consts = _cj.open_jaxpr(sub)
-                subs[label] = Plan(sub_jaxpr, sub_consts, child, names)
-            key = info.source.key if info.source is not None else None
-            self.nodes.append(
-                Node(eqn, info, subs, key is not None and key != previous)
-            )
-            previous = key
+        self.program = program
+        self.path = path
+        self.label = label
+        self.call = call
+        self.constvars = jaxpr.constvars
+        self.invars = jaxpr.invars
+        self.outvars = jaxpr.outvars
+        self._nodes: list[Node] | None = None
+        self._used: set[int] | None = None
+        if program.top is None:
+            program.top = self
+
+    @property
+    def depth(self) -> int:
+        return len(self.path) // 2
+
+    @property
+    def nodes(self) -> list[Node]:
+        if self._nodes is None:
+            primitive = self.program.primitive
+            self._nodes = [
+                Node(eqn, self, k, primitive(eqn))
+                for k, eqn in enumerate(self.jaxpr.eqns)
+            ]
+        return self._nodes
+
+    def eqn_info(self, node: Node) -> EqnInfo:
+        """``node``'s ``EqnInfo``, equal to the one ``js.jaxpr``'s model makes."""
+        b = self.program.builder
+        eqn = node.eqn
+        if self._used is None:
+            used = {id(v) for v in self.outvars}
+            for other in self.jaxpr.eqns:
+                used.update(map(id, other.invars))
+            self._used = used
+        used = self._used
+        subs = _cj.subjaxprs(eqn)
+        enclosing = self.call.info.source if self.call is not None else None
+        source, frames = b.sources.of(eqn, enclosing)
+        atom = b.atom
+        return EqnInfo(
+            path=node.path,
+            depth=self.depth,
+            primitive=node.primitive,
+            inputs=[atom(v) for v in eqn.invars],
+            outputs=[
+                atom(v) if id(v) in used else ("_", b.aval(v.aval)) for v in eqn.outvars
+            ],
+            params=_params(eqn.params, subs),
+            source=source,
+            scope=_csource.eqn_name_stack(eqn),
+            region=self.label,
+            n_subjaxprs=len(subs),
+            frames=frames,
+        )
+
+    def name(self, var: Any) -> str:
+        """The variable's name in ``js.jaxpr``'s listing (``_`` when nothing reads it)."""
+        return self.program.names.get(id(var), "_")
 
 
-def _name(
-    names: dict[int, str],
-    atoms: Iterable[Any],
-    named: Iterable[tuple[str, str]],
-    skip: Callable[[Any], bool] | None = None,
-) -> None:
-    for atom, (name, _) in zip(atoms, named, strict=False):
-        if skip is None or not skip(atom):
-            names.setdefault(id(atom), name)
+def first_source(plan: Plan) -> SourceLoc | None:
+    """The source line of the first equation (depth-first) that has one."""
+    for node in iter_nodes(plan):
+        if node.info.source is not None:
+            return node.info.source
+    return None
 
 
 def iter_nodes(plan: Plan) -> Iterator[Node]:

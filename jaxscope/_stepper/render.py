@@ -44,6 +44,8 @@ def _where(info: EqnInfo) -> str:
 
 def location_text(stepper: Stepper) -> str:
     """Where the stepper is paused, pdb style: the location, the source line, the equation."""
+    if stepper.done and stepper.error is not None:
+        return f"program stopped ({stepper.function_name}): {stepper.error}"
     if stepper.done:
         return f"program finished ({stepper.function_name}); result: {_short_repr(stepper)}"
     info = stepper.current
@@ -99,26 +101,77 @@ def where_text(stepper: Stepper) -> str:
     return "\n".join(out) if out else "(no frames)"
 
 
-def values_text(summaries: list[ValueSummary]) -> str:
-    """A fixed-width table of value summaries."""
+_COLUMNS = ("name", "aval", "min", "max", "mean", "nan", "inf", "value")
+#: The value column is left out when less than this is left for it.
+_MIN_VALUE_WIDTH = 12
+
+
+def _cells(s: ValueSummary) -> tuple[str, ...]:
+    return (
+        s.label,
+        s.aval,
+        stat_text(s.min),
+        stat_text(s.max),
+        stat_text(s.mean),
+        str(s.nan_count),
+        str(s.inf_count),
+        s.preview,
+    )
+
+
+def _rows(summaries: list[ValueSummary]) -> list[tuple[str, ...]]:
+    """The header and a row per value; the nan and inf columns only when a value
+    has a NaN or an Inf (they are noise otherwise, and a narrow table needs room)."""
+    shown = summaries[:_MAX_ROWS]
+    keep = [
+        i
+        for i, col in enumerate(_COLUMNS)
+        if col not in ("nan", "inf") or any(s.nan_count or s.inf_count for s in shown)
+    ]
+    rows = [_COLUMNS, *(_cells(s) for s in shown)]
+    return [tuple(row[i] for i in keep) for row in rows]
+
+
+#: What the value column gets before the name column is cut.
+_WANT_VALUE_WIDTH = 16
+
+
+def _fit_names(rows: list[tuple[str, ...]], width: int, per_column: int) -> None:
+    """Cut the name column (in place) so that the value column gets its share of
+    ``width``; names lose their middle, keeping the path's end and the jaxpr name.
+    ``per_column``: the room a column takes beside its text."""
+    others = sum(max(len(r[i]) for r in rows) for i in range(1, len(rows[0]) - 1))
+    room = width - others - per_column * (len(rows[0]) - 1) - _WANT_VALUE_WIDTH
+    limit = max(24, room)
+    for k, row in enumerate(rows):
+        if len(row[0]) > limit:
+            rows[k] = (_cut_middle(row[0], limit), *row[1:])
+
+
+def _cut_middle(text: str, limit: int) -> str:
+    head = (limit - 1) // 2
+    return text[:head] + "\u2026" + text[len(text) - (limit - 1 - head) :]
+
+
+def values_text(summaries: list[ValueSummary], width: int = 100) -> str:
+    """A fixed-width table of value summaries fitting ``width`` columns: one line per
+    value, long names and values cut with ``...`` (the value column only when at
+    least a few characters of it fit)."""
     if not summaries:
         return "(no values yet)"
-    rows = [("name", "aval", "min", "max", "mean", "nan", "inf")]
-    for s in summaries[:_MAX_ROWS]:
-        rows.append(
-            (
-                s.label,
-                s.aval,
-                stat_text(s.min),
-                stat_text(s.max),
-                stat_text(s.mean),
-                str(s.nan_count),
-                str(s.inf_count),
-            )
-        )
+    gap = 2
+    rows = _rows(summaries)
+    _fit_names(rows, width, gap)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    left = width - sum(widths[:-1]) - gap * (len(widths) - 1)
+    shown = len(widths) if left >= _MIN_VALUE_WIDTH else len(widths) - 1
+    widths[-1] = max(0, min(widths[-1], left))
     lines = [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip()
+        (" " * gap)
+        .join(
+            truncate(c, w).ljust(w) for c, w in zip(row[:shown], widths, strict=False)
+        )
+        .rstrip()
         for row in rows
     ]
     if len(summaries) > _MAX_ROWS:
@@ -126,25 +179,52 @@ def values_text(summaries: list[ValueSummary]) -> str:
     return "\n".join(lines)
 
 
-def _values_table(summaries: list[ValueSummary], title: str) -> Any:
+def _values_table(summaries: list[ValueSummary], title: str, width: int) -> Any:
+    """The rich table: one line per value; the name column up to a third of the
+    console, the value the rest, each cut with an ellipsis."""
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for col in ("name", "aval", "min", "max", "mean", "nan", "inf", "value"):
-        table.add_column(col, no_wrap=col != "value", overflow="fold")
-    for s in summaries[:_MAX_ROWS]:
-        cells = (
-            s.label,
-            s.aval,
-            stat_text(s.min),
-            stat_text(s.max),
-            stat_text(s.mean),
-            str(s.nan_count),
-            str(s.inf_count),
-            s.preview,
-        )
-        table.add_row(*(plain(cell) for cell in cells))
+    rows = _rows(summaries)
+    _fit_names(rows, width, 3)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    # Each column but the last takes its text, a space each side and a rule.
+    left = width - sum(w + 3 for w in widths[:-1])
+    for col, w in zip(rows[0], widths, strict=True):
+        if col == "value":
+            table.add_column(
+                col,
+                no_wrap=True,
+                overflow="ellipsis",
+                max_width=max(_MIN_VALUE_WIDTH, left),
+            )
+        else:
+            table.add_column(
+                col, no_wrap=True, overflow="ellipsis", min_width=w, max_width=w
+            )
+    for row in rows[1:]:
+        table.add_row(*(plain(cell) for cell in row))
+    if len(summaries) > _MAX_ROWS:
+        table.caption = f"... {len(summaries) - _MAX_ROWS} more"
     return table
+
+
+class _Sized:
+    """Builds its renderable for the console's width when printed."""
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        yield self.make(options.max_width)
+
+
+def _lines(text: str, style: str = "") -> Any:
+    """``text`` one line per line, cut with an ellipsis at the console's edge."""
+    out = plain(text, style)
+    out.no_wrap = True
+    out.overflow = "ellipsis"
+    return out
 
 
 @rich_renderable.register
@@ -154,12 +234,13 @@ def _(stepper: Stepper) -> Any:
     parts: list[Any] = [
         plain(f"Stepper of {stepper.function_name} ({stepper.reason})", "bold")
     ]
-    parts.append(plain(location_text(stepper)))
+    parts.append(_lines(location_text(stepper)))
     if not stepper.done:
         listing = listing_text(stepper, 3)
         if not listing.startswith("no source"):
-            parts.append(plain(listing, "dim"))
-    parts.append(_values_table(stepper.summaries(), "values"))
+            parts.append(_lines(listing, "dim"))
+    summaries = stepper.summaries()
+    parts.append(_Sized(lambda width: _values_table(summaries, "values", width)))
     return Group(*parts)
 
 
@@ -174,8 +255,8 @@ def _(finding: NanFinding) -> Any:
         ),
         plain(f"  {eqn_line(finding.eqn)}"),
         plain(f"  in {frames_text(finding.frames)}"),
-        _values_table(finding.inputs, "inputs"),
-        _values_table(finding.outputs, "outputs"),
+        _Sized(lambda width: _values_table(finding.inputs, "inputs", width)),
+        _Sized(lambda width: _values_table(finding.outputs, "outputs", width)),
     )
 
 
@@ -257,7 +338,7 @@ def _(finding: NanInInput) -> Any:
         plain(
             f"{finding.kind} already in the input {finding.path}: no equation made it"
         ),
-        _values_table([finding.value], "input"),
+        _Sized(lambda width: _values_table([finding.value], "input", width)),
     )
 
 

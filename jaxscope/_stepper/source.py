@@ -9,18 +9,19 @@ from __future__ import annotations
 import linecache
 
 from jaxscope._records import EqnInfo, SourceLoc
-from jaxscope._stepper.plan import Node, Plan, iter_nodes
+from jaxscope._stepper.plan import Node, Plan, first_source, iter_nodes
 
 
 class SourceReader:
     """Reads the source of one program's equations (``eqns``, run by ``plan``)."""
 
-    def __init__(
-        self, plan: Plan, eqns: list[EqnInfo], defined_at: SourceLoc | None
-    ) -> None:
+    def __init__(self, plan: Plan, defined_at: SourceLoc | None) -> None:
         self.plan = plan
-        self.eqns = eqns
         self.defined_at = defined_at
+
+    @property
+    def eqns(self) -> list[EqnInfo]:
+        return self.plan.program.eqns
 
     def line(self, node: Node | None, loc: SourceLoc | None = None) -> str | None:
         """The text of ``node``'s source line (or of ``loc``), if readable."""
@@ -49,15 +50,26 @@ class SourceReader:
         hi = min(len(lines), loc.line + context)
         return loc.file, [(n, lines[n - 1].rstrip("\n")) for n in range(lo, hi + 1)]
 
+    def files(self) -> dict[str, list[int]]:
+        """``{file: [lines holding equations]}`` of every file (or notebook cell) the
+        program's equations come from, in order of first appearance."""
+        found: dict[str, set[int]] = {}
+        for info in self.eqns:
+            if info.source is not None:
+                found.setdefault(info.source.file, set()).add(info.source.line)
+        return {file: sorted(lines) for file, lines in found.items()}
+
     def lines(
-        self, node: Node | None
+        self, node: Node | None, file: str | None = None
     ) -> tuple[str | None, list[tuple[int, str]], set[int]]:
-        """``node``'s file (else the first with equations): ``(file, [(line number,
-        text)], {lines holding equations})``, the lines spanning every equation in it
-        (from the function's ``def`` when it is above them)."""
+        """``file`` (by default ``node``'s, else the first with equations): ``(file,
+        [(line number, text)], {lines holding equations})``, the lines spanning every
+        equation in it (from the function's ``def`` when it is above them)."""
         loc = node.info.source if node is not None else None
         if loc is None:
-            loc = next((i.source for i in self.eqns if i.source is not None), None)
+            loc = first_source(self.plan)
+        if file is not None:
+            loc = SourceLoc(file=file, line=0)
         if loc is None:
             return None, [], set()
         lines_with = {
@@ -65,6 +77,8 @@ class SourceReader:
             for i in self.eqns
             if i.source is not None and i.source.file == loc.file
         }
+        if not lines_with:
+            return loc.file, [], set()
         raw = self._raw_file(loc.file, node)
         text = linecache.getlines(raw) if raw else []
         if not text:

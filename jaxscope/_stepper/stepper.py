@@ -34,8 +34,9 @@ from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import loc_of_function
 from jaxscope._staging import Staged, stage, staged, static_args
 from jaxscope._stepper.breakpoints import Breakpoints, Target, until_target
-from jaxscope._stepper.interpreter import Interpreter
-from jaxscope._stepper.plan import Node, Plan
+from jaxscope._stepper.interpreter import FrameState, Interpreter
+from jaxscope._stepper.names import add_path, alias, user_names_of
+from jaxscope._stepper.plan import Node, Plan, Program
 from jaxscope._stepper.source import SourceReader
 from jaxscope._stepper.values import (
     Frame,
@@ -86,24 +87,23 @@ class Stepper(Renderable):
         self.function_name = function_name
         self.defined_at = defined_at
         self.closed_jaxpr = closed_jaxpr
-        self.model = build_model(closed_jaxpr)
-        self._names: dict[int, str] = {}
         jaxpr, consts = _cj.open_jaxpr(closed_jaxpr)
-        plan = Plan(jaxpr, consts, self.model.top, self._names)
+        self._program = Program(defined_at)
+        plan = Plan(jaxpr, consts, self._program)
         if len(flat_args) != len(plan.invars):
             raise InvalidCallError(
                 f"js.step: {len(flat_args)} argument leaves for {len(plan.invars)} "
                 f"jaxpr inputs of {function_name}; pass the arguments as for a call of f"
             )
         self._out_tree = out_tree
-        self._breaks = Breakpoints(self.model.eqns)
+        self._breaks = Breakpoints(self._program)
         self._interpreter = Interpreter(
             plan, self._breaks, function_name, list(flat_args)
         )
-        self._source = SourceReader(plan, self.model.eqns, defined_at)
+        self._source = SourceReader(plan, defined_at)
         self._result: Any = None
         self._done = False
-        self._failed: BaseException | None = None
+        self._failed: StepError | None = None
         self._after = False
         self.reason = "start"
         self.finding: NanFinding | None = None
@@ -129,9 +129,20 @@ class Stepper(Renderable):
         return self._result
 
     @property
+    def error(self) -> StepError | None:
+        """Why the program stopped before its end (an equation raised, or an
+        interrupt it cannot resume from), else None."""
+        return self._failed
+
+    @property
     def eqns(self) -> list[EqnInfo]:
         """Every equation of the program, depth-first (as ``js.jaxpr(f)(...).eqns``)."""
-        return self.model.eqns
+        return self._program.eqns
+
+    @functools.cached_property
+    def model(self) -> JaxprModel:
+        """``js.jaxpr``'s model of the program (made at first use)."""
+        return build_model(self.closed_jaxpr)
 
     @property
     def current(self) -> EqnInfo | None:
@@ -153,16 +164,26 @@ class Stepper(Renderable):
     def values(self) -> dict[str, Any]:
         interpreter = self._interpreter
         frame = interpreter.stack[-1] if interpreter.stack else interpreter.top
-        return frame.values(self._names) if frame is not None else {}
+        return frame.values() if frame is not None else {}
 
     def value(self, name: str) -> Any:
-        """The value of variable ``name`` in the current frame (or an enclosing one)."""
+        """The value of variable ``name`` (the jaxpr's or the user's name) in the
+        current frame (or an enclosing one)."""
         for frame in reversed(self._interpreter.stack):
-            for var, val in frame.env.items():
-                if self._names.get(id(var)) == name:
-                    return val
-        known = ", ".join(sorted(self.values)) or "none yet"
+            namespace = _namespace(frame)
+            if name in namespace:
+                return namespace[name]
+        known = ", ".join(sorted(self.namespace())) or "none yet"
         raise KeyError(f"no variable {name!r} in the current frame; defined: {known}")
+
+    def namespace(self) -> dict[str, Any]:
+        """The current frame's values by every name they have: the jaxpr's (``a``),
+        the user's (``h``, ``x``) and pytree paths (``params['w']`` evaluates, and
+        so does the alias ``params_w``). Where a name means two values, the user's
+        latest assignment wins."""
+        interpreter = self._interpreter
+        frame = interpreter.stack[-1] if interpreter.stack else interpreter.top
+        return _namespace(frame) if frame is not None else {}
 
     @property
     def frames(self) -> list[Frame]:
@@ -171,7 +192,7 @@ class Stepper(Renderable):
     @property
     def arg_names(self) -> dict[str, str]:
         """``{var name: the user's argument path}`` for the top-level inputs."""
-        return _arg_names(self.model)
+        return _arg_names(self._interpreter.plan)
 
     @property
     def breakpoints(self) -> dict[str, Any]:
@@ -181,12 +202,24 @@ class Stepper(Renderable):
     @property
     def user_names(self) -> dict[str, str]:
         """``{var name: the user's name}`` in the current frame, where known: the
-        top-level arguments (``params['w']``) and results (``result[0]``)."""
-        return {} if len(self._interpreter.stack) > 1 else _user_names(self.model)
+        arguments (``params['w']``), the variables the source assigns (``h = ...``),
+        a nested body's parameters and the top-level results (``result[0]``)."""
+        interpreter = self._interpreter
+        frame = interpreter.stack[-1] if interpreter.stack else interpreter.top
+        if frame is None:
+            return {}
+        plan = frame.plan
+        users = user_names_of(plan, frame.pc + 1)
+        out: dict[str, str] = {}
+        for var in (*plan.invars, *frame.env, *plan.outvars):
+            found = users.of(var)
+            if found:
+                out.setdefault(plan.name(var), found[0])
+        return out
 
     def summaries(self) -> list[ValueSummary]:
         """``ValueSummary`` of every value in the current frame (with the user's
-        names of arguments and results where known)."""
+        names where known)."""
         user = self.user_names
         return [
             summarize_value(k, v, user_name=user.get(k, ""))
@@ -205,12 +238,20 @@ class Stepper(Renderable):
         """``(file, [(line number, text), ...])`` around the current equation's line."""
         return self._source.context(self._current_node(), context)
 
-    def source_lines(self) -> tuple[str | None, list[tuple[int, str]], set[int]]:
-        """The current file's lines spanning every equation in it, and which have any.
+    def source_lines(
+        self, file: str | None = None
+    ) -> tuple[str | None, list[tuple[int, str]], set[int]]:
+        """The lines of ``file`` (by default the current equation's) spanning every
+        equation in it, and which have any.
 
         Returns ``(file, [(line number, text)], {lines holding equations})``.
         """
-        return self._source.lines(self._current_node())
+        return self._source.lines(self._current_node(), file)
+
+    def source_files(self) -> dict[str, list[int]]:
+        """``{file: [lines holding equations]}``: every file or notebook cell
+        (``In [3]``) the program's equations come from, where breakpoints can go."""
+        return self._source.files()
 
     # ------------------------------------------------------------------ breakpoints
 
@@ -275,7 +316,7 @@ class Stepper(Renderable):
         if until is None:
             self._pull(_never, "done")
         else:
-            self._pull(until_target(self.eqns, until, lambda: self.values), "until")
+            self._pull(until_target(self._program, until, lambda: self.values), "until")
         return self
 
     cont = run
@@ -298,6 +339,16 @@ class Stepper(Renderable):
             self._done = True
             self._failed = exc
             self.reason = "error"
+            raise
+        except KeyboardInterrupt:
+            self.reason = "interrupted"
+            if not self._interpreter.alive:
+                # Interrupted outside an equation: the run cannot be resumed.
+                self._done = True
+                self._failed = StepError(
+                    "the stepper was interrupted between equations and cannot go on; "
+                    "start again with js.step(f)(*args)"
+                )
             raise
         if outcome == "done":
             self._done = True
@@ -323,23 +374,36 @@ class Stepper(Renderable):
         return printable(f"<Stepper of {self.function_name}: paused at {prim}{where}>")
 
 
-def _arg_names(model: JaxprModel) -> dict[str, str]:
-    names = model.arg_names or ()
+def _arg_names(plan: Plan) -> dict[str, str]:
+    names = _cj.jaxpr_arg_names(plan.jaxpr) or ()
     return {
-        vname: str(user)
-        for (vname, _), user in zip(model.top.invars, names, strict=False)
+        plan.name(var): str(user)
+        for var, user in zip(plan.invars, names, strict=False)
         if user is not None
     }
 
 
-def _user_names(model: JaxprModel) -> dict[str, str]:
-    """The top-level arguments' and results' names (an argument's when both)."""
-    names = _arg_names(model)
-    paths = model.result_paths or ()
-    for (vname, _), path in zip(model.top.outvars, paths, strict=False):
-        if path is not None and not vname[:1].isdigit() and vname not in names:
-            names[vname] = str(path)
-    return names
+def _namespace(frame: FrameState) -> dict[str, Any]:
+    plan = frame.plan
+    users = user_names_of(plan, frame.pc + 1)
+    namespace: dict[str, Any] = {}
+    assigned: dict[str, Any] = {}
+    for var, val in frame.env.items():
+        namespace[plan.name(var)] = val
+        for name in users.of(var):
+            assigned[name] = val
+    for name, val in assigned.items():
+        if name.isidentifier():
+            namespace[name] = val
+        else:
+            short = alias(name)
+            if short is not None:
+                namespace.setdefault(short, val)
+            namespace[name] = val
+    for name, val in assigned.items():
+        if not name.isidentifier():
+            add_path(namespace, name, val)
+    return namespace
 
 
 def _always(node: Node) -> bool:

@@ -64,8 +64,8 @@ class ValueSummary:
 
     @property
     def label(self) -> str:
-        """``a (params['w'])``: the jaxpr name, and the user's name where known."""
-        return f"{self.name} ({self.user_name})" if self.user_name else self.name
+        """``params['w'] (a)``: the user's name where known, then the jaxpr's."""
+        return f"{self.user_name} ({self.name})" if self.user_name else self.name
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

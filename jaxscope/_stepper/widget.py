@@ -3,8 +3,10 @@
 The front-end is ``jaxscope/_static/stepper.js``, built by ``extension/build.mjs`` from
 ``extension/src/stepper/index.js`` (a dependency-free ES module). State flows one way in the ``state``
 trait; the buttons and source-line clicks come back as custom messages
-``{"cmd": "step" | "next" | "finish" | "continue" | "toggle_break", "line": N}`` and
-``{"cmd": "expand", "name": VAR}`` (show a value in full, or fold it again).
+``{"cmd": "step" | "next" | "finish" | "continue"}``, ``{"cmd": "toggle_break",
+"line": N, "file": F}``, ``{"cmd": "show_file", "file": F}`` (show another file or cell
+the program's equations come from) and ``{"cmd": "expand", "name": VAR}`` (show a
+value in full, or fold it again).
 """
 
 from __future__ import annotations
@@ -18,11 +20,20 @@ import traitlets
 from jaxscope._exceptions import JaxscopeError
 from jaxscope._format import truncate
 from jaxscope._jaxpr.model import eqn_line
+from jaxscope._stepper.breakpoints import file_matches
 from jaxscope._stepper.render import frames_text, location_text, stat_text
 from jaxscope._stepper.stepper import Stepper
 
 _STATIC = Path(__file__).resolve().parent.parent / "_static"
-_COMMANDS = ("step", "next", "finish", "continue", "toggle_break", "expand")
+_COMMANDS = (
+    "step",
+    "next",
+    "finish",
+    "continue",
+    "toggle_break",
+    "expand",
+    "show_file",
+)
 _FULL_CHARS = 20_000
 
 
@@ -34,18 +45,35 @@ def _full_text(value: Any) -> str:
     return truncate(text, _FULL_CHARS)
 
 
+def _breakpoint_lines(stepper: Stepper, file: str | None) -> list[int]:
+    """The line breakpoints set in ``file`` (and those set without a file)."""
+    lines = set()
+    for spec in stepper.breakpoints["lines"]:
+        where, _, line = spec.rpartition(":")
+        if not where or (file is not None and file_matches(where, file)):
+            lines.add(int(line))
+    return sorted(lines)
+
+
 def payload(
-    stepper: Stepper, error: str = "", expanded: frozenset[str] | set[str] = frozenset()
+    stepper: Stepper,
+    error: str = "",
+    expanded: frozenset[str] | set[str] = frozenset(),
+    shown_file: str | None = None,
 ) -> dict[str, Any]:
     """Everything the front-end draws, as JSON-able data (strings and numbers).
 
-    Values named in ``expanded`` carry their full text (``"full"``), the rest a preview.
+    Values named in ``expanded`` carry their full text (``"full"``), the rest a
+    preview. The source pane shows ``shown_file`` (by default the current
+    equation's); ``files`` lists every file the program's equations come from.
     """
     values = stepper.values
     info = stepper.current
-    file, lines, eqn_lines = stepper.source_lines()
-    bps = stepper.breakpoints["lines"]
-    bp_lines = sorted({int(b.rsplit(":", 1)[-1]) for b in bps})
+    files = stepper.source_files()
+    if shown_file not in files:
+        shown_file = None
+    file, lines, eqn_lines = stepper.source_lines(shown_file)
+    bp_lines = _breakpoint_lines(stepper, file)
     try:
         result = (
             "" if not stepper.done else " ".join(repr(stepper.result).split())[:400]
@@ -67,8 +95,10 @@ def payload(
             "primitive": info.primitive,
             "eqn": eqn_line(info),
             "source": str(info.source) if info.source is not None else "",
+            "file": info.source.file if info.source is not None else "",
             "line": info.source.line if info.source is not None else None,
         },
+        "files": [{"file": f, "lines": n} for f, n in files.items()],
         "source": {
             "file": file or "",
             "lines": [[n, text] for n, text in lines],
@@ -108,33 +138,44 @@ class StepperWidget(anywidget.AnyWidget):
         super().__init__(**kwargs)
         self.stepper = stepper
         self.expanded: set[str] = set()
+        #: The file the source pane shows; None follows the current equation.
+        self.shown_file: str | None = None
         self.state = payload(stepper)
         self.on_msg(self._on_message)
 
     def command(
-        self, cmd: str, line: int | None = None, name: str | None = None
+        self,
+        cmd: str,
+        line: int | None = None,
+        name: str | None = None,
+        file: str | None = None,
     ) -> None:
         """Run one front-end command (also callable from Python and tests)."""
         if cmd not in _COMMANDS:
-            self.state = payload(
-                self.stepper, f"unknown command {cmd!r}", self.expanded
-            )
+            self._refresh(f"unknown command {cmd!r}")
             return
         s = self.stepper
         try:
             if cmd == "expand":
                 self.expanded.symmetric_difference_update({str(name)})
+            elif cmd == "show_file":
+                self.shown_file = str(file) if file else None
             elif cmd == "toggle_break":
-                file = self.state.get("source", {}).get("file") or ""
-                s.toggle_breakpoint(f"{file}:{line}" if file else line)
-            elif cmd == "continue":
-                s.run()
+                where = file or self.state.get("source", {}).get("file") or ""
+                s.toggle_breakpoint(f"{where}:{line}" if where else line)
             else:
-                getattr(s, cmd)()
+                self.shown_file = None  # a move: follow the current equation
+                if cmd == "continue":
+                    s.run()
+                else:
+                    getattr(s, cmd)()
         except JaxscopeError as exc:
-            self.state = payload(s, str(exc), self.expanded)
+            self._refresh(str(exc))
             return
-        self.state = payload(s, "", self.expanded)
+        self._refresh("")
+
+    def _refresh(self, error: str) -> None:
+        self.state = payload(self.stepper, error, self.expanded, self.shown_file)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """The widget view, plus the stepper's text and static HTML for frontends
@@ -154,5 +195,8 @@ class StepperWidget(anywidget.AnyWidget):
     def _on_message(self, widget: Any, content: Any, buffers: Any) -> None:
         if isinstance(content, dict):
             self.command(
-                str(content.get("cmd", "")), content.get("line"), content.get("name")
+                str(content.get("cmd", "")),
+                content.get("line"),
+                content.get("name"),
+                content.get("file"),
             )

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxscope.compat import PrivateModule, require
+from jaxscope.compat import PrivateModule, private, require
 
 _core = PrivateModule("jax._src.core", "compat.stepper")
 
 
-def _default_context() -> Any:
+def default_context() -> Any:
+    """The equation context of code traced now (None when this JAX has none); pass it
+    to ``binder`` for many equations, as making one costs more than a bind."""
     cls = getattr(_core, "JaxprEqnContext", None)
     if cls is None:
         return None
@@ -26,12 +28,16 @@ def _default_context() -> Any:
         return None
 
 
-def binder(eqn: Any) -> Callable[[Sequence[Any]], list[Any]]:
+_UNSET: Any = object()
+
+
+def binder(eqn: Any, default: Any = _UNSET) -> Callable[[Sequence[Any]], list[Any]]:
     """A function running ``eqn`` on concrete inputs and returning its outputs as a list.
 
     The equation's own context (``threefry_partitionable``, compute type, mesh) is
     entered only when it differs from the current one, which keeps the common case
-    as cheap as a bare ``bind``.
+    as cheap as a bare ``bind``. ``default`` is ``default_context()``, made once by
+    a caller binding many equations.
 
     Relies on: ``Primitive.get_bind_params``, ``Primitive.bind``,
     ``Primitive.multiple_results``, ``JaxprEqn.ctx.manager`` (interned contexts).
@@ -46,7 +52,9 @@ def binder(eqn: Any) -> Callable[[Sequence[Any]], list[Any]]:
     multiple = bool(eqn.primitive.multiple_results)
     ctx = getattr(eqn, "ctx", None)
     manager = None
-    if ctx is not None and ctx is not _default_context():
+    if default is _UNSET:
+        default = default_context()
+    if ctx is not None and ctx is not default:
         manager = getattr(ctx, "manager", None)
 
     if manager is None:
@@ -74,3 +82,25 @@ def binder(eqn: Any) -> Callable[[Sequence[Any]], list[Any]]:
         return list(out) if multiple else [out]
 
     return run_in_context
+
+
+def frame_offsets(eqn: Any) -> list[int]:
+    """The bytecode offset of each frame ``compat.source.frames_of`` gives for the
+    equation's traceback (innermost first): which instruction of its line each frame
+    was running, so that two runs of one line (a Python loop) can be told apart.
+
+    Relies on: ``JaxprEqn.source_info.traceback``, ``Traceback.raw_frames()`` and
+    ``source_info_util.is_user_filename`` (what ``frames_of`` relies on).
+    """
+    traceback = getattr(getattr(eqn, "source_info", None), "traceback", None)
+    if traceback is None:
+        return []
+    needed_by = "compat.stepper.frame_offsets"
+    siu = private("jax._src.source_info_util", needed_by)
+    is_user = require(siu, "is_user_filename", needed_by)
+    codes, offsets = require(traceback, "raw_frames", needed_by)()
+    return [
+        int(offset)
+        for code, offset in zip(codes, offsets, strict=True)
+        if is_user(code.co_filename)
+    ]

@@ -57,3 +57,24 @@ def test_jit_static_args_reads_resolved_positions_and_names():
 
 def test_binder_names_what_it_relies_on():
     assert "Relies on:" in cs.binder.__doc__
+
+
+def test_frame_offsets_tell_two_instructions_of_one_line_apart():
+    from jaxscope.compat import source as csource
+
+    def f(x):
+        return jnp.sin(x) * 2.0  # two equations of one line
+
+    eqns = jax.make_jaxpr(f)(1.0).jaxpr.eqns
+    offsets = [cs.frame_offsets(e) for e in eqns]
+    frames = [csource.frames_of(csource.eqn_traceback(e)) for e in eqns]
+    assert [len(o) for o in offsets] == [len(fr) for fr in frames]
+    assert frames[0][0].line == frames[1][0].line  # the same line ...
+    assert offsets[0][0] != offsets[1][0]  # ... but different instructions
+
+
+def test_default_context_is_what_a_binder_compares_against():
+    eqn = jax.make_jaxpr(lambda x: x * 2.0)(1.0).jaxpr.eqns[0]
+    context = cs.default_context()
+    (out,) = cs.binder(eqn, context)([3.0, 2.0])
+    assert float(out) == 6.0

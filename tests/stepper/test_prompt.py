@@ -45,7 +45,7 @@ def transcript(fake_io, stepper, commands):
 
 def test_step_next_print_and_continue_transcript(loss, fake_io):
     s = js.step(loss)(jnp.array([1.0, 0.5]))
-    out = transcript(fake_io, s, ["s", "n", "p a", "p a + 1", "f", "n"])
+    out = transcript(fake_io, s, ["s", "n", "p a", "p x", "p a + 1", "f", "n"])
     expected = textwrap.dedent(
         """\
         > nan_prog.py:9 in loss  [loss]
@@ -60,9 +60,11 @@ def test_step_next_print_and_continue_transcript(loss, fake_io):
             b = jnp.log(a - 1.0)
           -> e:f32[2] = sub b 1.0:f32[]
         (jaxstep) p a
-        a = Array([1. , 0.5], dtype=float32)
+        a = Array([2., 1.], dtype=float32)
+        (jaxstep) p x
+        x = Array([1. , 0.5], dtype=float32)
         (jaxstep) p a + 1
-        Array([2. , 1.5], dtype=float32)
+        Array([3., 2.], dtype=float32)
         (jaxstep) f
         program finished (loss); result: Array(-inf, dtype=float32)
         (jaxstep) n
@@ -84,9 +86,12 @@ def test_nan_breakpoint_where_list_and_vars(loss, fake_io):
     assert "(jaxstep) w\n> loss at nan_prog.py:10\n" in out
     assert "  10  -> " in out and "b = jnp.log(a - 1.0)" in out
     table = out.split("(jaxstep) v\n", 1)[1].splitlines()
-    assert table[0].split() == ["name", "aval", "min", "max", "mean", "nan", "inf"]
-    assert table[1].split() == ["a", "(x)", "f32[2]", "0.25", "1", "0.625", "0", "0"]
-    assert table[-2].split() == ["f", "f32[2]", "0", "0", "0", "1", "0"]  # log: one NaN
+    assert table[0].split() == [
+        *("name", "aval", "min", "max", "mean", "nan", "inf", "value")
+    ]
+    row = ["x", "(a)", "f32[2]", "0.25", "1", "0.625", "0", "0", "[1.", "0.25]"]
+    assert table[1].split() == row
+    assert table[-2].split()[:8] == ["b", "(f)", "f32[2]", "0", "0", "0", "1", "0"]
     assert out.rstrip().endswith("(jaxstep) q")
     assert not s.done
 
@@ -104,7 +109,7 @@ def test_bad_commands_and_breakpoints_are_one_line_errors(loss, fake_io):
         "*** break_on(primitive=...): no 'cosh' equation in this program; primitives present:"
         in out
     )
-    assert "*** NameError: name 'nope' is not defined (variables here: a)" in out
+    assert "*** NameError: name 'nope' is not defined (variables here: a, x)" in out
     assert "*** unknown command 'zz'; type help" in out
     assert "*** until needs a target" in out
     assert "breakpoints: line 10" in out

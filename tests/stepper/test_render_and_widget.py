@@ -39,10 +39,54 @@ def test_text_shows_location_source_and_values_table(evil):
     assert "> evil_prog.py:5 in evil  [evil]" in text
     assert "  -> c:f32[2] = sub b 1.0:f32[]" in text
     assert "   5  ->     return jnp.log(a - 1.0)" in text
-    for column in ("name", "aval", "min", "max", "mean", "nan", "inf", "value"):
+    for column in ("name", "aval", "min", "max", "mean", "value"):
         assert column in text
+    assert "nan" not in text.split("values", 1)[1]  # no NaN yet: no nan column
     assert "f32[2]" in text and "0.25" in text
     assert str(s) == to_text(s)
+
+
+WIDE = textwrap.dedent(
+    """    import jax.numpy as jnp
+
+    def wide(params, inputs_batch):
+        hidden_activations = jnp.tanh(inputs_batch @ params["layers"][0]["weight"] + params["layers"][0]["bias"] * 3.0)
+        return jnp.log(hidden_activations)
+    """
+)
+
+
+@pytest.mark.parametrize("width", [100, 200])
+def test_values_fit_the_console_width_one_line_each(width):
+    linecache.cache["wide_prog.py"] = (len(WIDE), None, WIDE.splitlines(True), "")
+    namespace: dict = {}
+    exec(compile(WIDE, "wide_prog.py", "exec"), namespace)
+    params = {
+        "layers": [
+            {"weight": jnp.ones((16, 32)) * 0.1, "bias": jnp.linspace(-1, 1, 32)}
+        ]
+    }
+    s = js.step(namespace["wide"])(params, jnp.linspace(0, 1, 64).reshape(4, 16))
+    s.break_on(nan=True).run()
+    text = to_text(s, width=width)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("values"))
+    table = lines[start + 3 :]
+    assert max(len(line) for line in lines) <= width
+    assert len(table) == len(s.summaries())  # one line per value, none wrapped
+    name = table[0].split("\u2502", 1)[0].strip()
+    if width == 200:
+        assert name == "params['layers'][0]['bias'] (a)"
+    else:  # cut in the middle: both the path's end and the jaxpr name stay
+        assert name.startswith("params[") and name.endswith("['bias'] (a)")
+    assert "nan" in lines[-len(table) - 2]  # a NaN now: the nan column is back
+    assert "hidden_activations (" in text
+    preview = table[1].rsplit("\u2502", 1)[1].strip()  # the weight's, 120 chars
+    assert preview.startswith("[[0.1 0.1")
+    assert len(preview) >= (10 if width == 100 else 100)
+    prompt = js._stepper.render.values_text(s.summaries(), width)  # the prompt's v
+    assert max(len(line) for line in prompt.splitlines()) <= width
+    assert len(prompt.splitlines()) == len(s.summaries()) + 1
 
 
 def test_html_escapes_source_lines_and_has_the_values_table(evil):

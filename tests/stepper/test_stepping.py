@@ -261,9 +261,9 @@ def test_values_table_names_arguments_and_results_by_the_users_names():
 
     s = js.step(f)({"w": jnp.ones(2)}, jnp.arange(2.0))
     assert s.user_names == {"a": "params['w']", "b": "x", "c": "result['out']"}
-    assert [v.label for v in s.summaries()] == ["a (params['w'])", "b (x)"]
+    assert [v.label for v in s.summaries()] == ["params['w'] (a)", "x (b)"]
     s.run()
-    assert [v.label for v in s.summaries()][-1] == "c (result['out'])"
+    assert [v.label for v in s.summaries()][-1] == "result['out'] (c)"
     s = js.step(f)({"w": jnp.ones(2)}, jnp.arange(2.0))
     assert s.user_names and s.break_on(primitive="mul").frames[0].label == "f"
 
