@@ -279,6 +279,7 @@ class Plan:
         enclosing = self.call.info.source if self.call is not None else None
         source, frames = b.sources.of(eqn, enclosing)
         atom = b.atom
+        params = _params(eqn.params, subs)
         return EqnInfo(
             path=node.path,
             depth=self.depth,
@@ -287,12 +288,14 @@ class Plan:
             outputs=[
                 atom(v) if id(v) in used else ("_", b.aval(v.aval)) for v in eqn.outvars
             ],
-            params=_params(eqn.params, subs),
+            params=params,
             source=source,
             scope=_csource.eqn_name_stack(eqn),
+            name_stack=_csource.eqn_name_stack_entries(eqn),
             region=self.label,
             n_subjaxprs=len(subs),
             frames=frames,
+            printed_params=b.printed_params(eqn, params, bool(subs)),
         )
 
     def name(self, var: Any) -> str:
