@@ -63,6 +63,11 @@ def _visible(page):
     return int(page.get_attribute(".jaxscope-graph", "data-visible"))
 
 
+def _settled(page):
+    """Wait for layouts running in the worker (large groups) to be drawn."""
+    page.wait_for_selector(".jaxscope-graph:not([data-busy])", timeout=30000)
+
+
 def test_static_html_lays_out_every_node_and_shows_a_node_on_click(
     gpage, tmp_path, nested
 ):
@@ -113,8 +118,8 @@ def test_search_by_primitive_variable_and_line(gpage, tmp_path, nested):
     _open_static(page, tmp_path, view)
     box = page.locator(".jsg-search")
     box.fill("sin")
-    box.press("Enter")
-    assert page.locator(".jsg-count").inner_text() == "2 matches"
+    box.press("Enter")  # searches and goes to the first result
+    assert page.locator(".jsg-count").inner_text() == "1 of 2 matches"
     assert page.locator(".jsg-node.jsg-match").count() == 2
     assert page.locator(".jsg-results .jsg-result").count() == 2
     # a variable name: the output of the jit's sin
@@ -125,10 +130,11 @@ def test_search_by_primitive_variable_and_line(gpage, tmp_path, nested):
         page.locator(".jsg-node.jsg-match").count() == 2
     )  # produced by sin, used by mul
     # a line number: every node from that source line
+    assert sin.source is not None
     box.fill(str(sin.source.line))
     box.press("Enter")
     on_line = [n for n in view.nodes if n.source and n.source.line == sin.source.line]
-    assert page.locator(".jsg-count").inner_text() == f"{len(on_line)} matches"
+    assert page.locator(".jsg-count").inner_text() == f"1 of {len(on_line)} matches"
     # clicking a result selects it
     page.locator(".jsg-results .jsg-result").first.click()
     assert page.locator(".jsg-node.jsg-selected").count() == 1
@@ -168,12 +174,16 @@ def test_large_groups_start_collapsed_and_open_in_chunks(gpage, tmp_path):
     chunks = page.locator(".jsg-group.jsg-k-chunk")
     assert chunks.count() == 4
     chunks.first.click()
+    _settled(page)
     assert page.locator(".jsg-node[data-primitive=sin]").count() == 100
     # search reveals a match inside a collapsed chunk
     page.locator(".jsg-search").fill("sin")
     page.locator(".jsg-search").press("Enter")
-    assert page.locator(".jsg-count").inner_text() == "400 matches"
+    _settled(page)
+    assert page.locator(".jsg-count").inner_text() == "1 of 400 matches"
     page.locator(".jsg-results .jsg-result").nth(99).click()
+    _settled(page)
+    assert page.locator(".jsg-count").inner_text() == "100 of 400 matches"
     assert page.locator(".jsg-node.jsg-selected").count() == 1
 
 
@@ -256,12 +266,9 @@ def test_widget_render_contract_with_a_fake_model(gpage, nested):
 
 def _transform(page):
     t = page.get_attribute(".jsg-viewport", "transform")
-    tx, ty, k = (
-        float(v)
-        for v in re.match(
-            r"translate\(([-\d.e]+),([-\d.e]+)\) scale\(([-\d.e]+)\)", t
-        ).groups()
-    )
+    found = re.match(r"translate\(([-\d.e]+),([-\d.e]+)\) scale\(([-\d.e]+)\)", t)
+    assert found, t
+    tx, ty, k = (float(v) for v in found.groups())
     return tx, ty, k
 
 
@@ -307,5 +314,47 @@ def test_a_flat_program_is_split_into_artificial_layers_at_top_level(gpage, tmp_
     assert page.locator(".jsg-group.jsg-k-chunk").count() == 4
     last = page.locator(".jsg-group.jsg-k-chunk").nth(3)
     assert "2 nodes" in last.text_content()
+    # every equation comes from one line: the layers are told apart by position
+    source = view.nodes[1].source
+    assert source is not None
+    assert f"line {source.line} \u00b7 part 4/4" in last.text_content()
     last.click()
     assert page.locator(".jsg-node").count() == 2
+
+
+def test_artificial_layers_are_labelled_by_their_source_lines(gpage, tmp_path):
+    path = tmp_path / "long_program.py"
+    body = "".join(f"    x = x * {1 + k / 1000}\n" for k in range(250))
+    path.write_text(f"def f(x):\n{body}    return x\n", "utf-8")
+    namespace: dict = {}
+    exec(compile(path.read_text("utf-8"), str(path), "exec"), namespace)
+    view = js.graph(namespace["f"])(jnp.ones(2))
+    _open_static(gpage, tmp_path, view)
+    labels = [
+        t.split(" ", 1)[1]
+        for t in gpage.locator(".jsg-group.jsg-k-chunk .jsg-label").all_text_contents()
+    ]
+    # 252 items in layers of 100: the input and lines 2-100, lines 101-200, 201-251
+    assert labels == ["lines 2\u2013100", "lines 101\u2013200", "lines 201\u2013251"]
+
+
+@pytest.mark.slow
+def test_a_flat_program_of_15000_equations_shows_and_opens(gpage, tmp_path):
+    # 15,002 items make 151 layers, themselves split in 2: their ids once collided,
+    # a layer became its own child and the viewer died with "Invalid array length"
+    def f(x):
+        for _ in range(15000):
+            x = x + 1.0
+        return x
+
+    view = js.graph(f)(jnp.ones(2))
+    _open_static(gpage, tmp_path, view)
+    outer = gpage.locator(".jsg-group.jsg-k-chunk")
+    assert outer.count() == 2
+    assert "10000 nodes" in outer.first.text_content()
+    outer.first.click()
+    _settled(gpage)
+    assert gpage.locator(".jsg-group.jsg-k-chunk").count() == 100 + 1
+    gpage.locator(".jsg-group.jsg-k-chunk", has_text="part 2/151").click()
+    _settled(gpage)
+    assert gpage.locator(".jsg-node[data-primitive=add]").count() == 100
