@@ -358,3 +358,236 @@ def test_a_flat_program_of_15000_equations_shows_and_opens(gpage, tmp_path):
     gpage.locator(".jsg-group.jsg-k-chunk", has_text="part 2/151").click()
     _settled(gpage)
     assert gpage.locator(".jsg-node[data-primitive=add]").count() == 100
+
+
+# JupyterLab's dark theme sets these on body (values of @jupyterlab/theme-dark-extension).
+JUPYTERLAB_DARK = {
+    "--jp-layout-color0": "#111111",
+    "--jp-layout-color1": "#212121",
+    "--jp-layout-color2": "#424242",
+    "--jp-ui-font-color0": "rgba(255, 255, 255, 1)",
+    "--jp-ui-font-color1": "rgba(255, 255, 255, 0.87)",
+    "--jp-ui-font-color2": "rgba(255, 255, 255, 0.54)",
+    "--jp-border-color1": "#616161",
+    "--jp-brand-color1": "#1976d2",
+}
+
+# WCAG contrast of each label against what is painted under it: colours composited
+# on a canvas (so rgba and color-mix() results count as painted), background first.
+CONTRAST = """() => {
+  const cv = document.createElement('canvas'); cv.width = cv.height = 1;
+  const ctx = cv.getContext('2d', {willReadFrequently: true});
+  const paint = (layers) => {
+    ctx.clearRect(0, 0, 1, 1);
+    for (const c of layers) {
+      ctx.fillStyle = '#010203'; ctx.fillStyle = c;
+      if (ctx.fillStyle === '#010203') throw new Error('canvas cannot parse ' + c);
+      ctx.fillRect(0, 0, 1, 1);
+    }
+    return [...ctx.getImageData(0, 0, 1, 1).data].slice(0, 3);
+  };
+  const lum = (rgb) => {
+    const [r, g, b] = rgb.map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+  const root = document.querySelector('.jaxscope-graph');
+  const base = getComputedStyle(root).backgroundColor;
+  const fill = (e) => getComputedStyle(e).fill;
+  const out = {background: lum(paint([base]))};
+  const check = (name, text, under) => {
+    const bg = [base, ...under.map(fill)];
+    out[name] = Math.min(out[name] ?? 99, ratio(paint([...bg, fill(text)]), paint(bg)));
+  };
+  for (const g of document.querySelectorAll('.jsg-node')) check('node ' + g.classList[1], g.querySelector('.jsg-label'), [g.querySelector('rect')]);
+  for (const g of document.querySelectorAll('.jsg-group')) check('group', g.querySelector('.jsg-label'), [g.querySelector('rect:not(.jsg-stack)')]);
+  for (const g of document.querySelectorAll('.jsg-frame')) check('group header', g.querySelector('.jsg-frame-label'), [g.querySelector(':scope > rect'), g.querySelector('.jsg-frame-head rect')]);
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("theme", ["light", "jupyterlab-dark", "prefers-dark"])
+def test_labels_and_group_headers_are_readable_in_light_and_dark_themes(
+    graph_browser, tmp_path, nested, theme
+):
+    context = graph_browser.new_context(
+        viewport={"width": 1280, "height": 800},
+        color_scheme="dark" if theme == "prefers-dark" else "light",
+    )
+    page = context.new_page()
+    view = js.graph(nested)(jnp.ones(4), 1.0)
+    _open_static(page, tmp_path, view)
+    if theme == "jupyterlab-dark":
+        page.evaluate(
+            """(vars) => { document.body.dataset.jpThemeLight = 'false';
+            for (const k in vars) document.body.style.setProperty(k, vars[k]); }""",
+            JUPYTERLAB_DARK,
+        )
+    page.locator(".jsg-frame-head", has_text="scan").click()  # one collapsed group
+    got = page.evaluate(CONTRAST)
+    context.close()
+    # the theme took effect: a dark page is dark
+    assert (got.pop("background") < 0.05) == (theme != "light")
+    assert {"node jsg-eqn", "node jsg-input", "group", "group header"} <= set(got)
+    low = {k: round(v, 2) for k, v in got.items() if v < 4.5}
+    assert not low, low
+
+
+def _scoped_blocks(blocks):
+    def f(x, w0, w1, w2, w3):
+        for b in range(blocks):
+            with jax.named_scope(f"block{b}"):
+                for w in (w0, w1, w2, w3):
+                    x = jnp.tanh(x @ w)
+        return x
+
+    return js.graph(f)(jnp.ones(4), *[jnp.eye(4)] * 4)
+
+
+def test_shared_weights_are_drawn_as_stubs_in_each_group(gpage, tmp_path):
+    view = _scoped_blocks(6)
+    _open_static(gpage, tmp_path, view)
+    weights = [i for i, n in enumerate(view.nodes) if n.kind == "input"][1:]
+    assert len(weights) == 4
+    # no long edge leaves a weight: each of the 6 blocks holds a stub of each
+    for i in weights:
+        assert gpage.locator(f".jsg-edge[data-a=n{i}]").count() == 0
+        assert gpage.locator(f".jsg-stub[data-id^='x{i}@']").count() == 6
+    assert gpage.locator(".jsg-edge.jsg-aux-edge").count() == 24
+    gpage.locator(f".jsg-stub[data-id^='x{weights[2]}@']").first.click()
+    assert gpage.locator(".jsg-node.jsg-selected").get_attribute("data-id") == (
+        f"n{weights[2]}"
+    )
+    consumers = gpage.locator(".jsg-panel .jsg-consumers")
+    assert (
+        consumers.locator(".jsg-section-title").inner_text().lower() == "consumers (6)"
+    )
+
+
+def test_keyboard_moves_expands_collapses_and_goes_full_window(gpage, tmp_path, nested):
+    page = gpage
+    view = js.graph(nested)(jnp.ones(4), 1.0)
+    _open_static(page, tmp_path, view)
+    root = page.locator(".jaxscope-graph")
+    root.focus()
+    page.keyboard.press("ArrowDown")  # the first item
+    first = root.get_attribute("data-focused")
+    assert first and page.locator(f"[data-id='{first}'].jsg-focus").count() == 1
+    page.keyboard.press("ArrowDown")
+    assert root.get_attribute("data-focused") not in (None, first)
+    # Esc collapses the focused node's group, Enter opens it again
+    scan = page.locator(".jsg-frame", has_text="scan").first.get_attribute("data-id")
+    kinds = {g.id: g.kind for g in view.groups}
+    in_scan = next(
+        i for i, n in enumerate(view.nodes) if kinds.get(n.group or "") == "scan"
+    )
+    before = _visible(page)
+    page.evaluate(
+        "(id) => document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph.focus(id)",
+        f"n{in_scan}",
+    )
+    page.keyboard.press("Escape")
+    assert _visible(page) == before - 4 + 1
+    assert root.get_attribute("data-focused") == scan
+    assert page.locator(".jsg-crumbs").inner_text().endswith("scan")
+    page.keyboard.press("Enter")
+    assert _visible(page) == before
+    # f: full window; Esc leaves it
+    page.keyboard.press("f")
+    box = root.bounding_box()
+    assert box and (box["width"], box["height"]) == (1280, 800)
+    page.keyboard.press("Escape")
+    assert "jsg-full" not in (root.get_attribute("class") or "")
+    box = root.bounding_box()
+    assert box and box["height"] < 800
+
+
+def test_search_steps_through_results_and_marks_producers_and_consumers(
+    gpage, tmp_path, nested
+):
+    page = gpage
+    view = js.graph(nested)(jnp.ones(4), 1.0)
+    _open_static(page, tmp_path, view)
+    box = page.locator(".jsg-search")
+    box.fill("sin")
+    box.press("Enter")
+    count = page.locator(".jsg-count")
+    assert count.inner_text() == "1 of 2 matches"
+    box.press("Enter")
+    assert count.inner_text() == "2 of 2 matches"
+    box.press("Shift+Enter")
+    assert count.inner_text() == "1 of 2 matches"
+    page.locator(".jsg-prev").click()
+    assert count.inner_text() == "2 of 2 matches"
+    page.locator(".jsg-next").click()
+    assert count.inner_text() == "1 of 2 matches"
+    assert page.locator(".jsg-result-current").count() == 1
+    # the current result's producer and consumer are marked
+    current = page.locator(".jsg-node.jsg-current").get_attribute("data-id")
+    assert current is not None
+    i = int(current[1:])
+    src = {e.src for e in view.edges if e.dst == view.nodes[i].id}
+    dst = {e.dst for e in view.edges if e.src == view.nodes[i].id}
+    assert page.locator(".jsg-producer").count() == len(src) >= 1
+    assert page.locator(".jsg-consumer").count() == len(dst) >= 1
+    # clicking a node lists them, and the breadcrumb shows where it is
+    page.locator(f".jsg-node[data-id={current}]").click()
+    assert page.locator(".jsg-panel .jsg-producers .jsg-result").count() == len(src)
+    assert page.locator(".jsg-panel .jsg-consumers .jsg-result").count() == len(dst)
+    crumbs = page.locator(".jsg-crumbs .jsg-crumb").all_inner_texts()
+    assert crumbs[0] == view.title and len(crumbs) >= 2
+
+
+def test_fit_shows_a_tall_graph_whole_and_expanding_recentres(gpage, tmp_path):
+    page = gpage
+
+    def f(x):
+        for _ in range(300):
+            x = jnp.sin(x)
+        return x
+
+    _open_static(page, tmp_path, js.graph(f)(jnp.ones(2)))
+    canvas = page.locator(".jsg-canvas").bounding_box()
+    assert canvas
+    layer = page.locator(".jsg-group.jsg-k-chunk").nth(2)
+    layer.click()
+    _settled(page)
+    # the opened layer (100 nodes in a column) is centred: its top in view
+    frame = page.locator(".jsg-frame.jsg-k-chunk").bounding_box()
+    assert (
+        frame
+        and canvas["x"]
+        < frame["x"] + frame["width"] / 2
+        < canvas["x"] + canvas["width"]
+    )
+    assert canvas["y"] <= frame["y"] < canvas["y"] + canvas["height"] / 2
+    page.locator(".jsg-fit").click()
+    whole = page.locator(".jsg-viewport").bounding_box()
+    assert whole
+    assert whole["y"] >= canvas["y"] - 1 and whole["height"] <= canvas["height"] + 1
+    assert whole["x"] >= canvas["x"] - 1 and whole["width"] <= canvas["width"] + 1
+    k = page.evaluate(
+        "document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph.view().k"
+    )
+    assert k < 0.2  # far below the old 50% floor
+    # the grip resizes the viewer
+    grip = page.locator(".jsg-resize").bounding_box()
+    assert grip
+    height = page.locator(".jaxscope-graph").bounding_box()["height"]  # type: ignore[index]
+    page.mouse.move(grip["x"] + 50, grip["y"] + 3)
+    page.mouse.down()
+    page.mouse.move(grip["x"] + 50, grip["y"] + 153, steps=5)
+    page.mouse.up()
+    grown = page.locator(".jaxscope-graph").bounding_box()["height"]  # type: ignore[index]
+    assert grown == pytest.approx(height + 150, abs=2)
+
+
+def test_layout_without_web_workers(gpage, tmp_path):
+    # a page may forbid workers (a strict CSP): every layout then runs inline
+    gpage.add_init_script("delete window.Worker")
+    _open_static(gpage, tmp_path, _big_program(400))
+    api = "document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph"
+    assert gpage.evaluate(f"{api}.layoutInWorker()") is False
+    gpage.locator(".jsg-group.jsg-collapsed", has_text="big").click()
+    gpage.locator(".jsg-group.jsg-k-chunk").first.click()
+    assert gpage.locator(".jsg-node[data-primitive=sin]").count() == 100

@@ -1305,6 +1305,7 @@ class GraphViewer {
       highlightLine: (f, l) => this.highlightLine(f, l),
       groups: () => this.g.groups.map((g) => ({ id: g.id, label: g.label, size: g.size, kind: g.kind })),
       visible: () => Number(this.root.dataset.visible),
+      focus: (id) => this.focusItem(id),
       view: () => ({ k: this.k, tx: this.tx, ty: this.ty, minK: this.minK }),
       box: (id) => this.absolute(id),
       ready: () => this.ready,
