@@ -12,11 +12,13 @@ import { layoutGraph } from "./layout.js";
 const SVGNS = "http://www.w3.org/2000/svg";
 const ROOT = "R";
 // A level with more than CHUNK_MAX items is split into artificial layers of
-// CHUNK_SIZE (program order), laid out only when opened; a level with groups keeps
-// up to STRUCTURED_MAX of them side by side before it is split too.
+// CHUNK_SIZE (program order), laid out only when opened: first its runs of loose
+// equations, then, if still too many, its groups (dagre's cost grows quickly past a
+// few hundred boxes, more so with a training step's long skip edges).
 const CHUNK_MAX = 150;
 const CHUNK_SIZE = 100;
-const STRUCTURED_MAX = 400;
+// The most a level's layout may cost (items + program-order span of its edges).
+const SPAN_BUDGET = 3000;
 // A node feeding this many groups is drawn as a stub in each (unless the payload says).
 const AUX_MIN_GROUPS = 4;
 // Layouts of at most this many nodes + edges run inline (a few ms: less than a post).
@@ -120,9 +122,26 @@ class Hierarchy {
     for (const n of g.nodes) this.children.get(n.parent).push(n.id);
     for (const [, list] of this.children) list.sort((a, b) => order(a) - order(b));
     for (const [c, list] of [...this.children]) this.chunkLevel(c, list);
+    this.link();
+    // A level whose edges span far (a training step's inputs feeding every layer and
+    // its backward pass) costs dagre a dummy node per rank crossed: split it finer.
+    for (let pass = 0; pass < 2; pass++) {
+      const heavy = [...this.children.keys()].filter((c) => this.spanCost(c) > SPAN_BUDGET);
+      if (!heavy.length) break;
+      for (const c of heavy) {
+        const list = this.children.get(c);
+        this.children.set(c, this.makeChunks(list, Math.max(8, Math.ceil(Math.sqrt(list.length)))));
+      }
+      this.link();
+    }
+    this.adjacency();
+  }
+
+  link() {
+    this.parent = new Map();
     for (const [c, list] of this.children) for (const id of list) this.parent.set(id, c);
     // ancestors of each leaf, outermost first (root excluded)
-    this.ancestors = g.nodes.map((n) => {
+    this.ancestors = this.g.nodes.map((n) => {
       const chain = [];
       let p = this.parent.get(n.id);
       while (p && p !== ROOT) {
@@ -132,12 +151,24 @@ class Hierarchy {
       return chain.reverse();
     });
     this.liftEdges();
-    this.adjacency();
+  }
+
+  // Items plus the program-order distance each edge spans (a stub sits by its consumer).
+  spanCost(c) {
+    const kids = this.children.get(c);
+    if (kids.length <= 30) return 0;
+    const pos = new Map(kids.map((id, i) => [id, i]));
+    let cost = kids.length;
+    for (const e of this.lifted.get(c) || []) {
+      cost += e.a[0] === "x" ? 1 : Math.abs((pos.get(e.b) ?? 0) - (pos.get(e.a) ?? 0));
+    }
+    return cost;
   }
 
   // A level with more than chunkMax items is split into artificial layers: where it
-  // has groups, only runs of loose equations longer than chunkSize are (the groups are
-  // its structure); where it has none, all of it is, and layers of layers as needed.
+  // has groups, runs of loose equations longer than chunkSize first (the groups are
+  // its structure), then the whole level if that is not enough; where it has none, all
+  // of it, and layers of layers as needed.
   chunkLevel(c, list) {
     if (list.length <= this.chunkMax) return;
     let out = list;
@@ -154,7 +185,6 @@ class Hierarchy {
         else { flush(); out.push(id); }
       }
       flush();
-      if (out.length > STRUCTURED_MAX) out = this.makeChunks(out);
     } else {
       out = this.makeChunks(list);
     }
@@ -162,15 +192,18 @@ class Hierarchy {
     this.children.set(c, out);
   }
 
-  makeChunks(list) {
+  makeChunks(list, size) {
+    const step = size || this.chunkSize;
     const chunks = [];
-    for (let i = 0; i < list.length; i += this.chunkSize) {
-      const members = list.slice(i, i + this.chunkSize);
+    for (let i = 0; i < list.length; i += step) {
+      const members = list.slice(i, i + step);
       const id = "a" + this.nChunks++;
       let size = 0;
       for (const m of members) size += m[0] === "n" ? 1 : this.item.get(m).size;
       const range = this.lineRange(members);
-      this.item.set(id, { id, kind: "chunk", label: range.label, lines: range, size, first: this.firstIndex(members[0]) });
+      const named = members.filter((m) => m[0] === "g").map((m) => this.item.get(m).label);
+      const label = named.length > 1 ? `${named[0]} \u2026 ${named[named.length - 1]}` : range.label;
+      this.item.set(id, { id, kind: "chunk", label, lines: range, size, first: this.firstIndex(members[0]) });
       this.children.set(id, members);
       chunks.push(id);
     }
@@ -203,7 +236,7 @@ class Hierarchy {
     for (const m of members) {
       const it = this.item.get(m);
       if (m[0] === "n") { if (it.source) add(it.source.file, it.source.line, it.source.line, 1); }
-      else if (it.lines) add(it.lines.file, it.lines.first, it.lines.last, it.size || 1);
+      else if (it.lines && it.lines.file !== undefined) add(it.lines.file, it.lines.first, it.lines.last, it.size || 1);
       else if (it.source) add(it.source.file, it.source.line, it.source.line, it.size || 1);
     }
     if (!files.size) return { label: `nodes ${this.firstIndex(members[0]) + 1}\u2013${this.firstIndex(members[members.length - 1]) + 1}` };
@@ -236,6 +269,7 @@ class Hierarchy {
     const minGroups = this.g.auxMinGroups || AUX_MIN_GROUPS;
     this.aux = new Set(this.g.aux || [...fanout].filter(([, into]) => into.size >= minGroups).map(([s]) => s));
     this.lifted = new Map();
+    this.stubs = new Map();
     const seen = new Set();
     const push = (c, a, b, e) => {
       const key = a + ">" + b;
@@ -248,7 +282,7 @@ class Hierarchy {
       if (this.aux.has(e.src) && from[0] === "n" && to[0] !== "n") {
         if (inner === null) continue;
         const stub = `x${e.src}@${to}`;
-        if (!this.item.has(stub)) {
+        if (!this.parent.has(stub)) {
           const src = this.item.get(from);
           this.item.set(stub, { id: stub, kind: "stub", of: e.src, label: src.label, node: src });
           if (!this.stubs.has(to)) this.stubs.set(to, []);
@@ -444,7 +478,7 @@ class GraphViewer {
     fit.title = "fit the whole graph";
     const collapse = el("button", "jsg-btn jsg-collapse", "collapse all");
     const clear = el("button", "jsg-btn jsg-clear", "clear");
-    const full = el("button", "jsg-btn jsg-full-btn", "\u26f6");
+    const full = el("button", "jsg-btn jsg-full-btn", "full");
     full.title = "full window (f; Esc leaves)";
     this.busy = el("span", "jsg-busy", "");
     const stats = el("span", "jsg-stats",
