@@ -13,7 +13,8 @@ Browser side (headless Chromium, the static HTML export, a new page per round, t
 median of the rounds), each time taken to a painted frame (two
 ``requestAnimationFrame`` after the update):
 - first view: navigation start to the first painted view (<= 2 s at 20k);
-- open: expand the largest collapsed top-level box (<= 0.5 s);
+- open: expand the largest collapsed top-level box (<= 0.5 s), then the first
+  artificial layer inside it (<= 0.5 s);
 - search: a primitive, with its results list;
 - goto: jump to the middle search result, opening its groups;
 - long task: the longest main-thread task (PerformanceObserver 'longtask') during
@@ -23,7 +24,8 @@ median of the rounds), each time taken to a painted frame (two
 
 ``GRAPH_BASELINE=<git ref>`` also measures that commit's bundle
 (``jaxscope/_static/graph.js``/``.css``) on the same payloads, interleaved round by
-round with the working tree's, as "before". ``GRAPH_SIZES=1000,20000`` picks sizes.
+round with the working tree's, as "before". ``GRAPH_SIZES=1000,20000`` picks sizes,
+``GRAPH_SHAPES=scoped,flat`` shapes.
 ``CHROMIUM`` is the browser's path (default: ``chromium`` on PATH); without one, or
 without Playwright, the browser side is skipped.
 """
@@ -75,11 +77,12 @@ def scoped(n: int, blocks: int = 200) -> tuple[Callable[..., Any], tuple]:
     pairs = max(1, n // blocks // 2)
 
     def program(x, w0, w1, w2, w3):
-        ws = (w0, w1, w2, w3)
-        for b in range(blocks):
-            with jax.named_scope(f"block{b}"):
-                for j in range(pairs):
-                    x = jnp.tanh(x @ ws[(b + j) % 4])
+        with jax.named_scope("model"):
+            ws = (w0.T, w1.T, w2.T, w3.T)  # made inside: their edges stay in "model"
+            for b in range(blocks):
+                with jax.named_scope(f"block{b}"):
+                    for j in range(pairs):
+                        x = jnp.tanh(x @ ws[(b + j) % 4])
         return x
 
     return program, (jnp.ones(8), *[jnp.eye(8)] * 4)
@@ -144,11 +147,8 @@ SHAPES = {"flat": flat, "scoped": scoped, "transformer": transformer}
 def cases(cfg: harness.Config) -> list[tuple[str, Callable[..., Any], int]]:
     sizes = [int(s) for s in os.environ.get("GRAPH_SIZES", "").split(",") if s]
     sizes = cfg.sizes(sizes or SIZES)
-    out = [
-        (f"{name} {n // 1000}k", make, n)
-        for n in sizes
-        for name, make in SHAPES.items()
-    ]
+    shapes = os.environ.get("GRAPH_SHAPES", ",".join(SHAPES)).split(",")
+    out = [(f"{name} {n // 1000}k", SHAPES[name], n) for n in sizes for name in shapes]
     if 20_000 in sizes:
         out.append(("groups 20x1k", groups, 20_000))
     return out
@@ -215,12 +215,14 @@ def search_probe(view: Any) -> tuple[str, int]:
 
 
 # The largest collapsed top-level box: read from the DOM, the same in every version.
-OPEN = """async () => {
+# With ``first``: the first collapsed artificial layer instead (after ``open``, the
+# layer holding what the level's first items feed: the shared weights in ``scoped``).
+OPEN = """async (first) => {
     const api = document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph;
-    const boxes = [...document.querySelectorAll('.jsg-group.jsg-collapsed')];
+    const boxes = [...document.querySelectorAll(first ? '.jsg-group.jsg-collapsed.jsg-k-chunk' : '.jsg-group.jsg-collapsed')];
     const size = (b) => Number((b.querySelector('.jsg-sub').textContent.match(/(\\d+) nodes/) || [0, 0])[1]);
     if (!boxes.length) return [0, 0, api.visible()];
-    const box = boxes.reduce((a, b) => (size(b) > size(a) ? b : a));
+    const box = first ? boxes[0] : boxes.reduce((a, b) => (size(b) > size(a) ? b : a));
     await new Promise(r => setTimeout(r));  // in a task of the page, as a click is
     const t0 = performance.now();
     await Promise.resolve(api.expand(box.dataset.id));
@@ -258,7 +260,7 @@ def browser(
         return
     baseline = os.environ.get("GRAPH_BASELINE", "")
     versions = ["after", "before"] if baseline else ["after"]
-    keys = ("first", "open", "search", "goto", "longtask")
+    keys = ("first", "open", "layer", "search", "goto", "longtask")
     times = {(c, v): {k: [] for k in keys} for c in pages for v in versions}
     info: dict[tuple[str, str], str] = {}
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
@@ -305,6 +307,11 @@ def browser(
                 budget=harness.Budget(0.5, "value") if checked else None,
                 note=info[label, v],
             )
+            yield harness.value(
+                f"{tag}: then open its first artificial layer",
+                t["layer"],
+                budget=harness.Budget(0.5, "value") if checked else None,
+            )
             yield harness.value(f"{tag}: search", t["search"])
             yield harness.value(f"{tag}: goto a result", t["goto"])
             yield harness.value(
@@ -330,8 +337,10 @@ def load_and_use(
         return None, f"error: never ready: {'; '.join(errors) or exc}"
     out = {"first": page.evaluate(SETUP) / 1e3}
     page.evaluate("window.__long = []")
-    ms, size, visible = page.evaluate(OPEN)
+    ms, size, visible = page.evaluate(OPEN, False)
     out["open"] = ms / 1e3
+    ms, inner, _ = page.evaluate(OPEN, True)
+    out["layer"] = ms / 1e3
     ms, found = page.evaluate(TIMED, ["search", probe[0]])
     out["search"] = ms / 1e3
     ms, _ = page.evaluate(TIMED, ["select", probe[1]])
@@ -341,7 +350,10 @@ def load_and_use(
     page.close()
     if errors:
         return None, "error: " + "; ".join(errors)
-    return out, f"opened {size} nodes -> {visible} visible; {found} matches"
+    return (
+        out,
+        f"opened {size} nodes -> {visible} visible, then {inner}; {found} matches",
+    )
 
 
 if __name__ == "__main__":
