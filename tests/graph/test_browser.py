@@ -638,3 +638,14 @@ def test_budgets_at_20000_equations(gpage, tmp_path):
     ms, longest, _ = gpage.evaluate(TIMED_ACTION, ["select", middle])
     assert longest < 3 * 200
     assert gpage.locator(f".jsg-node[data-id=n{middle}].jsg-selected").count() == 1
+
+
+def test_the_payloads_aux_list_decides_which_nodes_are_stubs(gpage, tmp_path):
+    view = _scoped_blocks(6)
+    weights = [i for i, n in enumerate(view.nodes) if n.kind == "input"][1:]
+    view.payload()["aux"] = weights[:1]  # as the model marks them; only the first here
+    _open_static(gpage, tmp_path, view)
+    assert gpage.locator(f".jsg-stub[data-id^='x{weights[0]}@']").count() == 6
+    assert gpage.locator(".jsg-stub").count() == 6
+    # the others keep their long edges, one into each block
+    assert gpage.locator(f".jsg-edge[data-a=n{weights[1]}]").count() == 6
