@@ -3,6 +3,9 @@
 // Each entry point is src/<name>/index.(ts|js) -> _static/<name>.js, with an optional
 // src/<name>/<name>.css copied to _static/<name>.css. Add a widget by listing it in
 // ENTRIES. Everything is bundled (no CDN imports: notebooks and CI may be offline).
+// A widget's src/<name>/worker.js, if present, is bundled first and its code becomes
+// the default export of the module "virtual:worker" (a string the widget starts from a
+// blob: URL), so a worker needs no second file.
 import { build, version } from "esbuild";
 import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -35,16 +38,33 @@ function sha256(path) {
   return createHash("sha256").update(readFileSync(path)).digest("hex");
 }
 
+const OPTIONS = { bundle: true, minify: true, target: "es2020", legalComments: "eof", logLevel: "warning" };
+
+async function workerSource(name) {
+  const p = join(here, "src", name, "worker.js");
+  if (!existsSync(p)) return "";
+  const res = await build({ ...OPTIONS, entryPoints: [p], format: "iife", write: false });
+  return res.outputFiles[0].text;
+}
+
 for (const name of ENTRIES) {
+  const worker = await workerSource(name);
+  const virtualWorker = {
+    name: "virtual-worker",
+    setup(b) {
+      b.onResolve({ filter: /^virtual:worker$/ }, () => ({ path: "worker", namespace: "virtual" }));
+      b.onLoad({ filter: /.*/, namespace: "virtual" }, () => ({
+        contents: `export default ${JSON.stringify(worker)};`,
+        loader: "js",
+      }));
+    },
+  };
   await build({
+    ...OPTIONS,
+    plugins: [virtualWorker],
     entryPoints: [entryFile(name)],
     outfile: join(out, `${name}.js`),
-    bundle: true,
     format: "esm",
-    minify: true,
-    target: "es2020",
-    legalComments: "eof",
-    logLevel: "warning",
   });
   const css = join(here, "src", name, `${name}.css`);
   if (existsSync(css)) copyFileSync(css, join(out, `${name}.css`));

@@ -63,6 +63,11 @@ def _visible(page):
     return int(page.get_attribute(".jaxscope-graph", "data-visible"))
 
 
+def _settled(page):
+    """Wait for layouts running in the worker (large groups) to be drawn."""
+    page.wait_for_selector(".jaxscope-graph:not([data-busy])", timeout=30000)
+
+
 def test_static_html_lays_out_every_node_and_shows_a_node_on_click(
     gpage, tmp_path, nested
 ):
@@ -114,8 +119,8 @@ def test_search_by_primitive_variable_and_line(gpage, tmp_path, nested):
     _open_static(page, tmp_path, view)
     box = page.locator(".jsg-search")
     box.fill("sin")
-    box.press("Enter")
-    assert page.locator(".jsg-count").inner_text() == "2 matches"
+    box.press("Enter")  # searches and goes to the first result
+    assert page.locator(".jsg-count").inner_text() == "1 of 2 matches"
     assert page.locator(".jsg-node.jsg-match").count() == 2
     assert page.locator(".jsg-results .jsg-result").count() == 2
     # a variable name: the output of the jit's sin
@@ -126,10 +131,11 @@ def test_search_by_primitive_variable_and_line(gpage, tmp_path, nested):
         page.locator(".jsg-node.jsg-match").count() == 2
     )  # produced by sin, used by mul
     # a line number: every node from that source line
+    assert sin.source is not None
     box.fill(str(sin.source.line))
     box.press("Enter")
     on_line = [n for n in view.nodes if n.source and n.source.line == sin.source.line]
-    assert page.locator(".jsg-count").inner_text() == f"{len(on_line)} matches"
+    assert page.locator(".jsg-count").inner_text() == f"1 of {len(on_line)} matches"
     # clicking a result selects it
     page.locator(".jsg-results .jsg-result").first.click()
     assert page.locator(".jsg-node.jsg-selected").count() == 1
@@ -169,12 +175,16 @@ def test_large_groups_start_collapsed_and_open_in_chunks(gpage, tmp_path):
     chunks = page.locator(".jsg-group.jsg-k-chunk")
     assert chunks.count() == 4
     chunks.first.click()
+    _settled(page)
     assert page.locator(".jsg-node[data-primitive=sin]").count() == 100
     # search reveals a match inside a collapsed chunk
     page.locator(".jsg-search").fill("sin")
     page.locator(".jsg-search").press("Enter")
-    assert page.locator(".jsg-count").inner_text() == "400 matches"
+    _settled(page)
+    assert page.locator(".jsg-count").inner_text() == "1 of 400 matches"
     page.locator(".jsg-results .jsg-result").nth(99).click()
+    _settled(page)
+    assert page.locator(".jsg-count").inner_text() == "100 of 400 matches"
     assert page.locator(".jsg-node.jsg-selected").count() == 1
 
 
@@ -257,12 +267,9 @@ def test_widget_render_contract_with_a_fake_model(gpage, nested):
 
 def _transform(page):
     t = page.get_attribute(".jsg-viewport", "transform")
-    tx, ty, k = (
-        float(v)
-        for v in re.match(
-            r"translate\(([-\d.e]+),([-\d.e]+)\) scale\(([-\d.e]+)\)", t
-        ).groups()
-    )
+    found = re.match(r"translate\(([-\d.e]+),([-\d.e]+)\) scale\(([-\d.e]+)\)", t)
+    assert found, t
+    tx, ty, k = (float(v) for v in found.groups())
     return tx, ty, k
 
 
@@ -308,5 +315,338 @@ def test_a_flat_program_is_split_into_artificial_layers_at_top_level(gpage, tmp_
     assert page.locator(".jsg-group.jsg-k-chunk").count() == 4
     last = page.locator(".jsg-group.jsg-k-chunk").nth(3)
     assert "2 nodes" in last.text_content()
+    # every equation comes from one line: the layers are told apart by position
+    source = view.nodes[1].source
+    assert source is not None
+    assert f"line {source.line} \u00b7 part 4/4" in last.text_content()
     last.click()
     assert page.locator(".jsg-node").count() == 2
+
+
+def test_artificial_layers_are_labelled_by_their_source_lines(gpage, tmp_path):
+    path = tmp_path / "long_program.py"
+    body = "".join(f"    x = x * {1 + k / 1000}\n" for k in range(250))
+    path.write_text(f"def f(x):\n{body}    return x\n", "utf-8")
+    namespace: dict = {}
+    exec(compile(path.read_text("utf-8"), str(path), "exec"), namespace)
+    view = js.graph(namespace["f"])(jnp.ones(2))
+    _open_static(gpage, tmp_path, view)
+    labels = [
+        t.split(" ", 1)[1]
+        for t in gpage.locator(".jsg-group.jsg-k-chunk .jsg-label").all_text_contents()
+    ]
+    # 252 items in layers of 100: the input and lines 2-100, lines 101-200, 201-251
+    assert labels == ["lines 2\u2013100", "lines 101\u2013200", "lines 201\u2013251"]
+
+
+@pytest.mark.slow
+def test_a_flat_program_of_15000_equations_shows_and_opens(gpage, tmp_path):
+    # 15,002 items make 151 layers, themselves split in 2: their ids once collided,
+    # a layer became its own child and the viewer died with "Invalid array length"
+    def f(x):
+        for _ in range(15000):
+            x = x + 1.0
+        return x
+
+    view = js.graph(f)(jnp.ones(2))
+    _open_static(gpage, tmp_path, view)
+    outer = gpage.locator(".jsg-group.jsg-k-chunk")
+    assert outer.count() == 2
+    assert "10000 nodes" in outer.first.text_content()
+    outer.first.click()
+    _settled(gpage)
+    assert gpage.locator(".jsg-group.jsg-k-chunk").count() == 100 + 1
+    gpage.locator(".jsg-group.jsg-k-chunk", has_text="part 2/151").click()
+    _settled(gpage)
+    assert gpage.locator(".jsg-node[data-primitive=add]").count() == 100
+
+
+# JupyterLab's dark theme sets these on body (values of @jupyterlab/theme-dark-extension).
+JUPYTERLAB_DARK = {
+    "--jp-layout-color0": "#111111",
+    "--jp-layout-color1": "#212121",
+    "--jp-layout-color2": "#424242",
+    "--jp-ui-font-color0": "rgba(255, 255, 255, 1)",
+    "--jp-ui-font-color1": "rgba(255, 255, 255, 0.87)",
+    "--jp-ui-font-color2": "rgba(255, 255, 255, 0.54)",
+    "--jp-border-color1": "#616161",
+    "--jp-brand-color1": "#1976d2",
+}
+
+# WCAG contrast of each label against what is painted under it: colours composited
+# on a canvas (so rgba and color-mix() results count as painted), background first.
+CONTRAST = """() => {
+  const cv = document.createElement('canvas'); cv.width = cv.height = 1;
+  const ctx = cv.getContext('2d', {willReadFrequently: true});
+  const paint = (layers) => {
+    ctx.clearRect(0, 0, 1, 1);
+    for (const c of layers) {
+      ctx.fillStyle = '#010203'; ctx.fillStyle = c;
+      if (ctx.fillStyle === '#010203') throw new Error('canvas cannot parse ' + c);
+      ctx.fillRect(0, 0, 1, 1);
+    }
+    return [...ctx.getImageData(0, 0, 1, 1).data].slice(0, 3);
+  };
+  const lum = (rgb) => {
+    const [r, g, b] = rgb.map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+  const root = document.querySelector('.jaxscope-graph');
+  const base = getComputedStyle(root).backgroundColor;
+  const fill = (e) => getComputedStyle(e).fill;
+  const out = {background: lum(paint([base]))};
+  const check = (name, text, under) => {
+    const bg = [base, ...under.map(fill)];
+    out[name] = Math.min(out[name] ?? 99, ratio(paint([...bg, fill(text)]), paint(bg)));
+  };
+  for (const g of document.querySelectorAll('.jsg-node')) check('node ' + g.classList[1], g.querySelector('.jsg-label'), [g.querySelector('rect')]);
+  for (const g of document.querySelectorAll('.jsg-group')) check('group', g.querySelector('.jsg-label'), [g.querySelector('rect:not(.jsg-stack)')]);
+  for (const g of document.querySelectorAll('.jsg-frame')) check('group header', g.querySelector('.jsg-frame-label'), [g.querySelector(':scope > rect'), g.querySelector('.jsg-frame-head rect')]);
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("theme", ["light", "jupyterlab-dark", "prefers-dark"])
+def test_labels_and_group_headers_are_readable_in_light_and_dark_themes(
+    graph_browser, tmp_path, nested, theme
+):
+    context = graph_browser.new_context(
+        viewport={"width": 1280, "height": 800},
+        color_scheme="dark" if theme == "prefers-dark" else "light",
+    )
+    page = context.new_page()
+    view = js.graph(nested)(jnp.ones(4), 1.0)
+    _open_static(page, tmp_path, view)
+    if theme == "jupyterlab-dark":
+        page.evaluate(
+            """(vars) => { document.body.dataset.jpThemeLight = 'false';
+            for (const k in vars) document.body.style.setProperty(k, vars[k]); }""",
+            JUPYTERLAB_DARK,
+        )
+    page.locator(".jsg-frame-head", has_text="scan").click()  # one collapsed group
+    got = page.evaluate(CONTRAST)
+    context.close()
+    # the theme took effect: a dark page is dark
+    assert (got.pop("background") < 0.05) == (theme != "light")
+    assert {"node jsg-eqn", "node jsg-input", "group", "group header"} <= set(got)
+    low = {k: round(v, 2) for k, v in got.items() if v < 4.5}
+    assert not low, low
+
+
+def _scoped_blocks(blocks):
+    def f(x, w0, w1, w2, w3):
+        for b in range(blocks):
+            with jax.named_scope(f"block{b}"):
+                for w in (w0, w1, w2, w3):
+                    x = jnp.tanh(x @ w)
+        return x
+
+    return js.graph(f)(jnp.ones(4), *[jnp.eye(4)] * 4)
+
+
+def test_shared_weights_are_drawn_as_stubs_in_each_group(gpage, tmp_path):
+    view = _scoped_blocks(6)
+    _open_static(gpage, tmp_path, view)
+    weights = [i for i, n in enumerate(view.nodes) if n.kind == "input"][1:]
+    assert len(weights) == 4
+    # no long edge leaves a weight: each of the 6 blocks holds a stub of each
+    for i in weights:
+        assert gpage.locator(f".jsg-edge[data-a=n{i}]").count() == 0
+        assert gpage.locator(f".jsg-stub[data-id^='x{i}@']").count() == 6
+    assert gpage.locator(".jsg-edge.jsg-aux-edge").count() == 24
+    gpage.locator(f".jsg-stub[data-id^='x{weights[2]}@']").first.click()
+    assert gpage.locator(".jsg-node.jsg-selected").get_attribute("data-id") == (
+        f"n{weights[2]}"
+    )
+    consumers = gpage.locator(".jsg-panel .jsg-consumers")
+    assert (
+        consumers.locator(".jsg-section-title").inner_text().lower() == "consumers (6)"
+    )
+
+
+def test_keyboard_moves_expands_collapses_and_goes_full_window(gpage, tmp_path, nested):
+    page = gpage
+    view = js.graph(nested)(jnp.ones(4), 1.0)
+    _open_static(page, tmp_path, view)
+    root = page.locator(".jaxscope-graph")
+    root.focus()
+    page.keyboard.press("ArrowDown")  # the first item
+    first = root.get_attribute("data-focused")
+    assert first and page.locator(f"[data-id='{first}'].jsg-focus").count() == 1
+    page.keyboard.press("ArrowDown")
+    assert root.get_attribute("data-focused") not in (None, first)
+    # Esc collapses the focused node's group, Enter opens it again
+    scan = page.locator(".jsg-frame", has_text="scan").first.get_attribute("data-id")
+    kinds = {g.id: g.kind for g in view.groups}
+    in_scan = next(
+        i for i, n in enumerate(view.nodes) if kinds.get(n.group or "") == "scan"
+    )
+    before = _visible(page)
+    page.evaluate(
+        "(id) => document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph.focus(id)",
+        f"n{in_scan}",
+    )
+    page.keyboard.press("Escape")
+    assert _visible(page) == before - 4 + 1
+    assert root.get_attribute("data-focused") == scan
+    assert page.locator(".jsg-crumbs").inner_text().endswith("scan")
+    page.keyboard.press("Enter")
+    assert _visible(page) == before
+    # f: full window; Esc leaves it
+    page.keyboard.press("f")
+    box = root.bounding_box()
+    assert box and (box["width"], box["height"]) == (1280, 800)
+    page.keyboard.press("Escape")
+    assert "jsg-full" not in (root.get_attribute("class") or "")
+    box = root.bounding_box()
+    assert box and box["height"] < 800
+
+
+def test_search_steps_through_results_and_marks_producers_and_consumers(
+    gpage, tmp_path, nested
+):
+    page = gpage
+    view = js.graph(nested)(jnp.ones(4), 1.0)
+    _open_static(page, tmp_path, view)
+    box = page.locator(".jsg-search")
+    box.fill("sin")
+    box.press("Enter")
+    count = page.locator(".jsg-count")
+    assert count.inner_text() == "1 of 2 matches"
+    box.press("Enter")
+    assert count.inner_text() == "2 of 2 matches"
+    box.press("Shift+Enter")
+    assert count.inner_text() == "1 of 2 matches"
+    page.locator(".jsg-prev").click()
+    assert count.inner_text() == "2 of 2 matches"
+    page.locator(".jsg-next").click()
+    assert count.inner_text() == "1 of 2 matches"
+    assert page.locator(".jsg-result-current").count() == 1
+    # the current result's producer and consumer are marked
+    current = page.locator(".jsg-node.jsg-current").get_attribute("data-id")
+    assert current is not None
+    i = int(current[1:])
+    src = {e.src for e in view.edges if e.dst == view.nodes[i].id}
+    dst = {e.dst for e in view.edges if e.src == view.nodes[i].id}
+    assert page.locator(".jsg-producer").count() == len(src) >= 1
+    assert page.locator(".jsg-consumer").count() == len(dst) >= 1
+    # clicking a node lists them, and the breadcrumb shows where it is
+    page.locator(f".jsg-node[data-id={current}]").click()
+    assert page.locator(".jsg-panel .jsg-producers .jsg-result").count() == len(src)
+    assert page.locator(".jsg-panel .jsg-consumers .jsg-result").count() == len(dst)
+    crumbs = page.locator(".jsg-crumbs .jsg-crumb").all_inner_texts()
+    assert crumbs[0] == view.title and len(crumbs) >= 2
+
+
+def test_fit_shows_a_tall_graph_whole_and_expanding_recentres(gpage, tmp_path):
+    page = gpage
+
+    def f(x):
+        for _ in range(300):
+            x = jnp.sin(x)
+        return x
+
+    _open_static(page, tmp_path, js.graph(f)(jnp.ones(2)))
+    canvas = page.locator(".jsg-canvas").bounding_box()
+    assert canvas
+    layer = page.locator(".jsg-group.jsg-k-chunk").nth(2)
+    layer.click()
+    _settled(page)
+    # the opened layer (100 nodes in a column) is centred: its top in view
+    frame = page.locator(".jsg-frame.jsg-k-chunk").bounding_box()
+    assert (
+        frame
+        and canvas["x"]
+        < frame["x"] + frame["width"] / 2
+        < canvas["x"] + canvas["width"]
+    )
+    assert canvas["y"] <= frame["y"] < canvas["y"] + canvas["height"] / 2
+    page.locator(".jsg-fit").click()
+    whole = page.locator(".jsg-viewport").bounding_box()
+    assert whole
+    assert whole["y"] >= canvas["y"] - 1 and whole["height"] <= canvas["height"] + 1
+    assert whole["x"] >= canvas["x"] - 1 and whole["width"] <= canvas["width"] + 1
+    k = page.evaluate(
+        "document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph.view().k"
+    )
+    assert k < 0.2  # far below the old 50% floor
+    # the grip resizes the viewer
+    grip = page.locator(".jsg-resize").bounding_box()
+    assert grip
+    height = page.locator(".jaxscope-graph").bounding_box()["height"]  # type: ignore[index]
+    page.mouse.move(grip["x"] + 50, grip["y"] + 3)
+    page.mouse.down()
+    page.mouse.move(grip["x"] + 50, grip["y"] + 153, steps=5)
+    page.mouse.up()
+    grown = page.locator(".jaxscope-graph").bounding_box()["height"]  # type: ignore[index]
+    assert grown == pytest.approx(height + 150, abs=2)
+
+
+def test_layout_without_web_workers(gpage, tmp_path):
+    # a page may forbid workers (a strict CSP): every layout then runs inline
+    gpage.add_init_script("delete window.Worker")
+    _open_static(gpage, tmp_path, _big_program(400))
+    api = "document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph"
+    assert gpage.evaluate(f"{api}.layoutInWorker()") is False
+    gpage.locator(".jsg-group.jsg-collapsed", has_text="big").click()
+    gpage.locator(".jsg-group.jsg-k-chunk").first.click()
+    assert gpage.locator(".jsg-node[data-primitive=sin]").count() == 100
+
+
+# Time to a painted frame after an action started from a page task (as a click is),
+# and the longest main-thread task meanwhile (the 'longtask' entries over 50 ms).
+TIMED_ACTION = """async ([what, arg]) => {
+  const api = document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph;
+  const long = [];
+  const obs = new PerformanceObserver((l) => long.push(...l.getEntries().map((e) => e.duration)));
+  obs.observe({type: 'longtask'});
+  await new Promise((r) => setTimeout(r));
+  const t0 = performance.now();
+  await Promise.resolve(what === 'expand' ? api.expand(arg) : what === 'search' ? api.search(arg) : api.select(arg));
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const ms = performance.now() - t0;
+  await new Promise((r) => setTimeout(r, 50));
+  obs.disconnect();
+  return [ms, Math.max(0, ...long), api.visible()];
+}"""
+
+
+@pytest.mark.slow
+def test_budgets_at_20000_equations(gpage, tmp_path):
+    # benchmarks/bench_graph.py reports the real figures; here 3x slack for a busy CI
+    def f(x):
+        for k in range(20):
+            with jax.named_scope(f"layer{k}"):
+                for _ in range(1000):
+                    x = jnp.sin(x)
+        return x
+
+    view = js.graph(f)(jnp.ones(2))
+    _open_static(gpage, tmp_path, view)
+    first = gpage.evaluate(
+        "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame("
+        "() => r(performance.now()))))"
+    )
+    assert first < 3 * 2000
+    layer = next(g for g in view.groups if g.label == "layer7")
+    gid = f"g{view.groups.index(layer)}"
+    ms, longest, visible = gpage.evaluate(TIMED_ACTION, ["expand", gid])
+    assert visible > 20 and ms < 3 * 500 and longest < 3 * 200
+    ms, longest, _ = gpage.evaluate(TIMED_ACTION, ["search", "sin"])
+    assert longest < 3 * 200
+    middle = next(i for i, n in enumerate(view.nodes) if n.group == layer.id) + 500
+    ms, longest, _ = gpage.evaluate(TIMED_ACTION, ["select", middle])
+    assert longest < 3 * 200
+    assert gpage.locator(f".jsg-node[data-id=n{middle}].jsg-selected").count() == 1
+
+
+def test_the_payloads_aux_list_decides_which_nodes_are_stubs(gpage, tmp_path):
+    view = _scoped_blocks(6)
+    weights = [i for i, n in enumerate(view.nodes) if n.kind == "input"][1:]
+    view.payload()["aux"] = weights[:1]  # as the model marks them; only the first here
+    _open_static(gpage, tmp_path, view)
+    assert gpage.locator(f".jsg-stub[data-id^='x{weights[0]}@']").count() == 6
+    assert gpage.locator(".jsg-stub").count() == 6
+    # the others keep their long edges, one into each block
+    assert gpage.locator(f".jsg-edge[data-a=n{weights[1]}]").count() == 6
