@@ -7,8 +7,11 @@
 // the HTML does, from this extension's bundle. It is "safe": it draws data, runs no
 // code from the output, so it also draws untrusted notebooks.
 import { Widget } from "@lumino/widgets";
-import { mountStatic } from "../../src/graph/index.js";
-import "../../src/graph/graph.css";
+// The viewer as esbuild bundled it (its layout worker inlined as a string through an
+// esbuild-only virtual module that webpack cannot read); graph.js is built from
+// ../../src/graph, whose hashes BUILD.json records.
+import { mountStatic } from "../../../jaxscope/_static/graph.js";
+import "../../../jaxscope/_static/graph.css";
 
 export const GRAPH_MIME = "application/vnd.jaxscope.graph+json";
 
