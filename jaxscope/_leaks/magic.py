@@ -19,7 +19,6 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._ipython.common import HelpShown, JaxscopeMagics, show, usage_errors
-from jaxscope._source import running_cell_number
 
 
 @magics_class
@@ -88,6 +87,8 @@ def _compile_cell(shell: Any, line: str, cell: str) -> list[Any]:
     ``__future__`` flags), under the running cell's number and with the lines the
     cell shows (the ``%%leaks`` line is its first); a last expression is compiled
     on its own in ``"single"`` mode, so its value is displayed."""
+    from jaxscope._source import running_cell_number  # imports JAX
+
     number = running_cell_number()
     offset = 0 if number is None else 1  # None: called without a cell (an API call)
     if number is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import cmd
 import sys
-from typing import IO, Any, ClassVar
+from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
@@ -24,13 +24,11 @@ from jaxscope._ipython.common import (
     show,
     usage_errors,
 )
-from jaxscope._stepper.render import (
-    listing_text,
-    location_text,
-    values_text,
-    where_text,
-)
-from jaxscope._stepper.stepper import Stepper, step
+
+# The stepper and its renderer (JAX) are imported where used: registering the magic
+# at %load_ext must stay cheap.
+if TYPE_CHECKING:
+    from jaxscope._stepper.stepper import Stepper
 
 _HELP = """commands (pdb style):
   s(tep)            run the equation, or enter its nested jaxpr
@@ -122,11 +120,15 @@ class StepperPrompt(_Prompt):
 
     def run(self) -> Stepper:
         """Show where the stepper is, then read commands until ``q`` or end of input."""
+        from jaxscope._stepper.render import location_text
+
         self._say(location_text(self.stepper))
         self.cmdloop()
         return self.stepper
 
     def _move(self, action: Any, *args: Any) -> None:
+        from jaxscope._stepper.render import location_text
+
         try:
             action(*args)
         except JaxscopeError as exc:
@@ -165,12 +167,18 @@ class StepperPrompt(_Prompt):
         self._say(_print(self.stepper.values, arg.strip()))
 
     def do_vars(self, arg: str) -> None:
+        from jaxscope._stepper.render import values_text
+
         self._say(values_text(self.stepper.summaries()))
 
     def do_list(self, arg: str) -> None:
+        from jaxscope._stepper.render import listing_text
+
         self._say(listing_text(self.stepper))
 
     def do_where(self, arg: str) -> None:
+        from jaxscope._stepper.render import where_text
+
         self._say(where_text(self.stepper))
 
     def do_quit(self, arg: str) -> bool:
@@ -276,6 +284,8 @@ class StepperMagics(JaxscopeMagics):
     def jaxstep(self, line: str) -> Any:
         """Step through CALL equation by equation (jit disabled): a widget in notebooks,
         a pdb-like prompt in a terminal. The stepper is kept in ``_jaxstep``."""
+        from jaxscope._stepper.stepper import step
+
         opts = parse_magic_args(self.jaxstep, line, verbatim="call")
         shell = self.running_shell
         parsed = parse_call(" ".join(opts.call), shell.user_ns, "jaxstep")
