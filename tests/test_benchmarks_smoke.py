@@ -89,3 +89,57 @@ def test_extra_and_value_budgets():
     assert size.verdict == "OVER"
     text = harness.table([extra, size])
     assert "+150.0 ms" in text and "<= 5.00 MB" in text and "OVER (6.00 MB)" in text
+
+
+_TINY_BENCH = """
+import sys
+sys.path.insert(0, {benchmarks!r})
+import harness
+
+
+def bench(cfg):
+    yield harness.paired("within", [1.0, 1.1, 1.2], [1.0, 1.0, 1.0],
+                         budget=harness.Budget(1.5))
+    yield harness.paired("over", [2.0, 2.0, 2.0], [1.0, 1.0, 1.0],
+                         budget=harness.Budget({limit}))
+
+
+harness.main(bench, "A tiny benchmark.")
+"""
+
+
+@pytest.mark.parametrize(
+    ("limit", "flags", "code"),
+    [(1.5, [], 1), (1.5, ["--smoke"], 0), (3.0, [], 0)],
+)
+def test_a_benchmark_exits_1_over_budget_and_writes_its_table_as_json(
+    tmp_path, limit, flags, code
+):
+    import json
+    import subprocess
+
+    script = tmp_path / "bench_tiny.py"
+    script.write_text(_TINY_BENCH.format(benchmarks=str(BENCHMARKS), limit=limit))
+    out = tmp_path / "results.json"
+    run = subprocess.run(
+        [sys.executable, str(script), *flags, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == code, run.stderr
+    assert "ratio median [min-max]" in run.stdout
+    assert ("| OVER" in run.stdout) == (limit < 2)
+    results = json.loads(out.read_text())["results"]
+    assert [(r["measure"], r["verdict"]) for r in results] == [
+        ("within", "ok"),
+        ("over", "OVER" if limit < 2 else "ok"),
+    ]
+
+
+def test_every_benchmark_runs_through_the_harness():
+    # harness.main gives every script the same flags and exit status (1 over budget).
+    scripts = sorted(BENCHMARKS.glob("bench_*.py"))
+    assert len(scripts) >= 10
+    for script in scripts:
+        assert "harness.main(bench, __doc__)" in script.read_text(), script.name
