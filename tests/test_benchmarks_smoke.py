@@ -143,3 +143,14 @@ def test_every_benchmark_runs_through_the_harness():
     assert len(scripts) >= 10
     for script in scripts:
         assert "harness.main(bench, __doc__)" in script.read_text(), script.name
+
+
+def test_markdown_table_has_one_row_per_result_and_escapes_pipes():
+    rows = [
+        harness.paired("a | b", [1.2, 1.3], [1.0, 1.0], budget=harness.Budget(1.5)),
+        harness.value("size", [6e6], budget=harness.Budget(5e6, on="value"), unit="B"),
+    ]
+    lines = harness.markdown(rows).splitlines()
+    assert len(lines) == 4 and all(line.count("|") == 7 for line in lines)
+    assert lines[2].startswith("| a / b | 1.25 s | 1.00 s | 1.250 [1.200-1.300] n=2")
+    assert lines[3].endswith("| <= 5.00 MB | OVER (6.00 MB) |")
