@@ -1,11 +1,13 @@
-"""Staging: ``js.jaxpr(f)(x).eqns`` against ``jax.make_jaxpr(f)(x)``.
+"""Staging: ``js.jaxpr(f)(x).eqns`` and ``js.graph(f)(x).nodes`` against
+``jax.make_jaxpr(f)(x)``.
 
 The user's call, whole: tracing plus mapping every equation to its source line
-(``.eqns`` forces it), against JAX tracing alone. Every round builds a *fresh* function
-for each side (JAX caches traces per function object, so a reused one would time a
-cache lookup). Programs: one long function of distinct lines, many small functions,
-and an Equinox MLP train step with optax Adam, at 1,000 / 10,000 / 50,000 equations.
-Budget: median ratio <= 1.5 at every size.
+(``.eqns`` forces it; the graph's nodes are built from the same model), against JAX
+tracing alone. Every round builds a *fresh* function for each side (JAX caches traces
+per function object, so a reused one would time a cache lookup). Programs: a Python
+loop, one long function of distinct lines, many small functions, an Equinox MLP train
+step and a Flax NNX MLP train step (optax Adam), at 1,000 / 10,000 / 50,000 equations
+(``--smoke``: 1,000 only). Budget: median ratio <= 1.5 for every program and size.
 
     python benchmarks/bench_staging.py [--smoke] [--rounds N] [--json PATH]
 """
@@ -16,7 +18,8 @@ import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import harness
 import jax
@@ -26,35 +29,44 @@ import programs
 import jaxscope as js
 
 SIZES = (1_000, 10_000, 50_000)
-ROUNDS = {1_000: 11, 10_000: 7, 50_000: 5}
+ROUNDS = {1_000: 9, 10_000: 5, 50_000: 3}
+WARMUP = {1_000: 1, 10_000: 0, 50_000: 0}  # imports and first compiles: at 1k
 BUDGET = harness.Budget(1.5)
+
+
+def _viewers() -> dict[str, Callable[[Any, tuple], int]]:
+    return {
+        "js.jaxpr": lambda fn, args: len(js.jaxpr(fn)(*args).eqns),
+        "js.graph": lambda fn, args: len(js.graph(fn)(*args).nodes),
+    }
 
 
 def bench(cfg: harness.Config) -> Iterator[harness.Result]:
     x = jnp.ones(8)
     for n in cfg.sizes(SIZES):
-        for kind, make in programs.user_programs(n, x).items():
-            mapped: list[int] = []
+        for kind, make in programs.staging_programs(n, x).items():
+            for api, view in _viewers().items():
+                counts: list[int] = []
 
-            def scoped(call, mapped=mapped):
-                fn, args = call
-                mapped.append(len(js.jaxpr(fn)(*args).eqns))
+                def scoped(call, view=view, counts=counts):
+                    counts.append(view(*call))
 
-            def plain(call):
-                fn, args = call
-                jax.make_jaxpr(fn)(*args)
+                def plain(call):
+                    fn, args = call
+                    jax.make_jaxpr(fn)(*args)
 
-            result = harness.compare(
-                f"staging {kind}, {n:,} eqns",
-                scoped,
-                plain,
-                make=make,
-                rounds=cfg.n(ROUNDS[n]),
-                warmup=cfg.warm(1),
-                budget=BUDGET,
-            )
-            result.note = f"{mapped[-1]:,} equations mapped"
-            yield result
+                result = harness.compare(
+                    f"{api} {kind}, {n:,} eqns",
+                    scoped,
+                    plain,
+                    make=make,
+                    rounds=cfg.n(ROUNDS[n]),
+                    warmup=cfg.warm(WARMUP[n]),
+                    budget=BUDGET,
+                )
+                what = "equations" if api == "js.jaxpr" else "graph nodes"
+                result.note = f"{counts[-1]:,} {what}"
+                yield result
 
 
 if __name__ == "__main__":

@@ -324,6 +324,19 @@ def table(results: Iterable[Result]) -> str:
     return "\n".join(lines + (["notes:", *notes] if notes else []))
 
 
+def markdown(results: Iterable[Result]) -> str:
+    """The results as a compact markdown table (for the README), without notes."""
+    lines = [
+        "| measure | jaxscope | baseline | ratio median [min-max] | budget | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        measure, ours, theirs, ratio, _cpu, budget, verdict = _row(r)
+        cells = [measure.replace("|", "/"), ours, theirs, ratio, budget, verdict]
+        lines.append("| " + " | ".join(c or "-" for c in cells) + " |")
+    return "\n".join(lines)
+
+
 def environment() -> dict[str, Any]:
     """The machine and versions, and its load (figures from a busy machine mislead)."""
     versions = {}
@@ -377,6 +390,12 @@ def write_json(
     path.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
 
 
+def results_of(path: Path) -> list[Result]:
+    """The results a ``--json`` file holds."""
+    data = json.loads(path.read_text("utf-8"))
+    return [Result(**r) for r in data.get("results", [])]
+
+
 def main(bench: Callable[[Config], Iterable[Result]], doc: str | None) -> None:
     """Run ``bench`` from the command line: print rows as they come, then the table.
 
@@ -399,3 +418,7 @@ def main(bench: Callable[[Config], Iterable[Result]], doc: str | None) -> None:
     if args.json is not None:
         write_json(args.json, results, cfg.smoke, error=error)
     sys.exit(CRASHED if error else exit_code(results, cfg.smoke))
+
+
+if __name__ == "__main__":  # python benchmarks/harness.py results.json: as markdown
+    print(markdown(results_of(Path(sys.argv[1]))))

@@ -3,9 +3,10 @@
 JAX caches traces per function object, so every builder returns a *new* function each
 call. The generated programs are written to real temporary files and compiled from
 them, so every equation has its own source line, as in a user's module: one long
-function of distinct lines, and many small functions calling each other. A train step
-of an Equinox MLP with optax's Adam stands for library code (equinox, optax) between
-the user's lines and the primitives. ``layered`` puts functions in named scopes (the
+function of distinct lines, many small functions calling each other, and a Python loop
+(few lines, each traced many times). Train steps of an Equinox MLP and of a Flax NNX
+MLP with optax's Adam stand for library code between the user's lines and the
+primitives. ``layered`` puts functions in named scopes (the
 groups the graph viewer draws).
 """
 
@@ -88,6 +89,19 @@ def many_functions(n_eqns: int, per_function: int = 10) -> Callable[..., Any]:
     return load("\n".join(lines) + "\n", "program")
 
 
+def loop(n_eqns: int, per_iteration: int = 10) -> Callable[..., Any]:
+    """A fresh ``program`` whose Python loop runs ``per_iteration`` distinct lines
+    ``n_eqns / per_iteration`` times: many equations share each source line."""
+    iterations, rest = divmod(n_eqns, per_iteration)
+    lines = ["import jax.numpy as jnp", "", "", "def program(x):"]
+    lines.append(f"    for _ in range({iterations}):")
+    lines += _body(per_iteration, "        ", seed=0)
+    if rest:
+        lines += _body(rest, "    ", seed=per_iteration)
+    lines.append("    return x")
+    return load("\n".join(lines) + "\n", "program")
+
+
 @functools.lru_cache(maxsize=4)
 def _mlp(depth: int, width: int) -> tuple[Any, Any, Any, Any]:
     import equinox as eqx
@@ -127,6 +141,89 @@ def train_step(n_eqns: int, width: int = 32) -> tuple[Callable[..., Any], tuple]
         return optax.apply_updates(params, updates), opt_state, loss
 
     return step, (params, opt_state, jnp.ones((8, width)), jnp.zeros((8, 1)))
+
+
+_FLAX_MODEL = """
+import jax.numpy as jnp
+from flax import nnx
+
+
+class MLP(nnx.Module):
+    def __init__(self, width: int, depth: int, *, rngs: nnx.Rngs):
+        self.layers = nnx.List(
+            [nnx.Linear(width, width, rngs=rngs) for _ in range(depth)]
+        )
+        self.head = nnx.Linear(width, 1, rngs=rngs)
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = nnx.relu(layer(x))
+        return self.head(x)
+
+
+def loss_fn(model, x, y):
+    return jnp.mean((model(x) - y) ** 2)
+"""
+
+_FLAX_STEP = """
+from flax import nnx
+
+from flax_model import loss_fn
+
+
+@nnx.jit
+def train_step(model, optimizer, x, y):
+    loss, grads = nnx.value_and_grad(loss_fn)(model, x, y)
+    optimizer.update(model, grads)
+    return loss
+"""
+
+
+@functools.lru_cache(maxsize=4)
+def _flax_model(depth: int, width: int) -> tuple[Any, Any]:
+    import sys
+
+    import optax
+    from flax import nnx
+
+    if "flax_model" not in sys.modules:
+        sys.modules["flax_model"] = _module(_FLAX_MODEL, "flax_model")
+    model = sys.modules["flax_model"].MLP(width, depth, rngs=nnx.Rngs(0))
+    return model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+
+
+def _module(source: str, name: str) -> Any:
+    import types
+
+    path = _TMP / f"{name}.py"
+    path.write_text(source, "utf-8")
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    exec(compile(source, str(path), "exec"), module.__dict__)
+    return module
+
+
+def flax_train_step(n_eqns: int, width: int = 32) -> tuple[Callable[..., Any], tuple]:
+    """A fresh Flax NNX train step (``nnx.jit``, ``nnx.value_and_grad``, optax Adam
+    through ``nnx.Optimizer``), as Flax's docs write it, and its arguments.
+
+    The jaxpr has about ``n_eqns`` equations (48 per layer, 60 more); the model is
+    built once per size, the step is new on every call.
+    """
+    import jax.numpy as jnp
+
+    model, optimizer = _flax_model(max(1, round((n_eqns - 60) / 48)), width)
+    step = load(_FLAX_STEP, "train_step")
+    return step, (model, optimizer, jnp.ones((8, width)), jnp.zeros((8, 1)))
+
+
+def staging_programs(n_eqns: int, x: Any) -> dict[str, Callable[[], tuple]]:
+    """``user_programs`` and two more shapes: a Python loop, a Flax NNX train step."""
+    return {
+        "loop": lambda: (loop(n_eqns), (x,)),
+        **user_programs(n_eqns, x),
+        "flax train step": lambda: flax_train_step(n_eqns),
+    }
 
 
 def user_programs(n_eqns: int, x: Any) -> dict[str, Callable[[], tuple]]:

@@ -89,3 +89,68 @@ def test_extra_and_value_budgets():
     assert size.verdict == "OVER"
     text = harness.table([extra, size])
     assert "+150.0 ms" in text and "<= 5.00 MB" in text and "OVER (6.00 MB)" in text
+
+
+_TINY_BENCH = """
+import sys
+sys.path.insert(0, {benchmarks!r})
+import harness
+
+
+def bench(cfg):
+    yield harness.paired("within", [1.0, 1.1, 1.2], [1.0, 1.0, 1.0],
+                         budget=harness.Budget(1.5))
+    yield harness.paired("over", [2.0, 2.0, 2.0], [1.0, 1.0, 1.0],
+                         budget=harness.Budget({limit}))
+
+
+harness.main(bench, "A tiny benchmark.")
+"""
+
+
+@pytest.mark.parametrize(
+    ("limit", "flags", "code"),
+    [(1.5, [], 1), (1.5, ["--smoke"], 0), (3.0, [], 0)],
+)
+def test_a_benchmark_exits_1_over_budget_and_writes_its_table_as_json(
+    tmp_path, limit, flags, code
+):
+    import json
+    import subprocess
+
+    script = tmp_path / "bench_tiny.py"
+    script.write_text(_TINY_BENCH.format(benchmarks=str(BENCHMARKS), limit=limit))
+    out = tmp_path / "results.json"
+    run = subprocess.run(
+        [sys.executable, str(script), *flags, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == code, run.stderr
+    assert "ratio median [min-max]" in run.stdout
+    assert ("| OVER" in run.stdout) == (limit < 2)
+    results = json.loads(out.read_text())["results"]
+    assert [(r["measure"], r["verdict"]) for r in results] == [
+        ("within", "ok"),
+        ("over", "OVER" if limit < 2 else "ok"),
+    ]
+
+
+def test_every_benchmark_runs_through_the_harness():
+    # harness.main gives every script the same flags and exit status (1 over budget).
+    scripts = sorted(BENCHMARKS.glob("bench_*.py"))
+    assert len(scripts) >= 10
+    for script in scripts:
+        assert "harness.main(bench, __doc__)" in script.read_text(), script.name
+
+
+def test_markdown_table_has_one_row_per_result_and_escapes_pipes():
+    rows = [
+        harness.paired("a | b", [1.2, 1.3], [1.0, 1.0], budget=harness.Budget(1.5)),
+        harness.value("size", [6e6], budget=harness.Budget(5e6, on="value"), unit="B"),
+    ]
+    lines = harness.markdown(rows).splitlines()
+    assert len(lines) == 4 and all(line.count("|") == 7 for line in lines)
+    assert lines[2].startswith("| a / b | 1.25 s | 1.00 s | 1.250 [1.200-1.300] n=2")
+    assert lines[3].endswith("| <= 5.00 MB | OVER (6.00 MB) |")

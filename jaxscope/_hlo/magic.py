@@ -8,7 +8,6 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._hlo.model import STAGES
 from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
@@ -40,6 +39,8 @@ class HloMagics(JaxscopeMagics):
     @usage_errors
     def hlo(self, line: str) -> Any:
         """Show the StableHLO / HLO / optimized HLO of CALL with source lines."""
+        from jaxscope._hlo.model import STAGES
+
         opts = parse_magic_args(self.hlo, line, verbatim="call")
         if opts.stage not in STAGES:
             raise InvalidCallError(

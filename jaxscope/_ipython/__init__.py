@@ -9,6 +9,7 @@ the module defines ``MAGICS`` (a ``Magics`` subclass, or None) and may define
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,7 @@ class ExtensionState:
         self.magics: list[Any] = []
         self.events: list[tuple[str, Callable[..., Any]]] = []
         self.formatters: list[tuple[str, type, Any]] = []
+        self.formatters_by_name: list[tuple[str, str, str, Any]] = []
         self.features: list[Any] = []
         self.data: dict[str, Any] = {}
 
@@ -36,6 +38,15 @@ class ExtensionState:
         formatter = self.shell.display_formatter.formatters[mime]
         previous = formatter.for_type(cls, func)
         self.formatters.append((mime, cls, previous))
+
+    def register_formatter_by_name(
+        self, mime: str, module: str, name: str, func: Callable[..., Any]
+    ) -> None:
+        """A display formatter for the class ``module.name`` that unload will remove,
+        registered without importing ``module`` (IPython resolves it on first use)."""
+        formatter = self.shell.display_formatter.formatters[mime]
+        previous = formatter.for_type_by_name(module, name, func)
+        self.formatters_by_name.append((mime, module, name, previous))
 
 
 _STATES: dict[int, ExtensionState] = {}
@@ -90,6 +101,14 @@ def unload(shell: Any) -> None:
         formatter.type_printers.pop(cls, None)
         if previous is not None:
             formatter.for_type(cls, previous)
+    for mime, module, name, previous in reversed(state.formatters_by_name):
+        formatter = shell.display_formatter.formatters[mime]
+        formatter.deferred_printers.pop((module, name), None)
+        cls = getattr(sys.modules.get(module), name, None)
+        if cls is not None:  # IPython moved it to its type table on first use
+            formatter.type_printers.pop(cls, None)
+        if previous is not None:
+            formatter.for_type_by_name(module, name, previous)
     magics_manager = shell.magics_manager
     for magics in state.magics:
         for kind, names in magics.magics.items():

@@ -13,7 +13,6 @@ from typing import Any
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import a_an
 from jaxscope._ipython.common import exception_text
-from jaxscope._source import running_cell_number, running_shell
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +29,8 @@ class ParsedCall:
 def cell_filename(source: str) -> str:
     """The file name IPython gives the running cell's code, registered with the
     shell's compiler so a lambda typed in a magic maps to ``In [N]`` like any cell."""
+    from jaxscope._source import running_cell_number, running_shell  # imports JAX
+
     cache = getattr(getattr(running_shell(), "compile", None), "cache", None)
     number = running_cell_number()
     if cache is None or number is None:

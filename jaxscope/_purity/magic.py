@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
@@ -14,9 +14,9 @@ from jaxscope._ipython.common import (
     present,
     usage_errors,
 )
-from jaxscope._purity.cells import names_touched
-from jaxscope._purity.records import PurityFinding
-from jaxscope._purity.watcher import PurityLog
+
+if TYPE_CHECKING:
+    from jaxscope._purity.records import PurityFinding
 
 _KEY = "purity"
 
@@ -25,6 +25,8 @@ class _SessionPurity:
     """The session watcher and what has been shown already (each finding once)."""
 
     def __init__(self, shell: Any) -> None:
+        from jaxscope._purity.watcher import PurityLog
+
         self.shell = shell
         self.log = PurityLog()
         self.shown: set[tuple[str, str, str, str]] = set()
@@ -63,6 +65,8 @@ class _SessionPurity:
 
     def _names_touched(self, result: Any) -> frozenset[str] | None:
         """The names the cell just run can have changed; None: check everything."""
+        from jaxscope._purity.cells import names_touched
+
         raw = getattr(getattr(result, "info", None), "raw_cell", None)
         if not isinstance(raw, str):
             return None
@@ -138,8 +142,13 @@ class PurityMagics(JaxscopeMagics):
 
 
 def on_load(shell: Any, state: Any) -> None:
-    session = _session(state)
-    state.register_event("post_run_cell", session.after_cell)
+    def after_cell(result: Any = None) -> None:
+        # The session (and the watcher's modules) is made by the first %purity.
+        session = state.data.get(_KEY)
+        if session is not None:
+            session.after_cell(result)
+
+    state.register_event("post_run_cell", after_cell)
 
 
 def on_unload(shell: Any, state: Any) -> None:

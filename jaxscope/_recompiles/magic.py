@@ -20,8 +20,6 @@ from jaxscope._ipython.common import (
     show,
     usage_errors,
 )
-from jaxscope._recompiles.records import RecompileEvents
-from jaxscope._recompiles.watcher import RecompileLog
 
 _ACTIONS = ("on", "off", "report", "clear", "reset", "status", "log")
 _KEY = "recompiles"
@@ -31,6 +29,8 @@ class _Session:
     """The session watcher and how many of its events were shown already."""
 
     def __init__(self) -> None:
+        from jaxscope._recompiles.watcher import RecompileLog
+
         self.log = RecompileLog()
         self.shown = 0
 
@@ -98,10 +98,12 @@ class RecompileMagics(JaxscopeMagics):
 
 def on_load(shell: Any, state: Any) -> None:
     from jaxscope._display import to_html
-    from jaxscope._recompiles.records import RecompileEvent
 
     # Bare event records (log.events[i]) show as one expandable line in notebooks.
-    state.register_formatter("text/html", RecompileEvent, to_html)
+    # By name: the records module (and JAX) load when the first event is shown.
+    state.register_formatter_by_name(
+        "text/html", "jaxscope._recompiles.records", "RecompileEvent", to_html
+    )
 
     def post_run_cell(result: Any) -> None:
         session = state.data.get(_KEY)
@@ -109,6 +111,8 @@ def on_load(shell: Any, state: Any) -> None:
             return
         new = session.new_events()
         if new:
+            from jaxscope._recompiles.records import RecompileEvents
+
             show(RecompileEvents(new, title="jaxscope: recompiled in this cell"))
 
     state.register_event("post_run_cell", post_run_cell)

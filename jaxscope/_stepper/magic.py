@@ -9,7 +9,7 @@ from __future__ import annotations
 import cmd
 import shutil
 import sys
-from typing import IO, Any, ClassVar
+from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
@@ -28,13 +28,11 @@ from jaxscope._ipython.common import (
     static_options,
     usage_errors,
 )
-from jaxscope._stepper.render import (
-    listing_text,
-    location_text,
-    values_text,
-    where_text,
-)
-from jaxscope._stepper.stepper import Stepper, step
+
+# The stepper and its renderer (JAX) are imported where used: registering the magic
+# at %load_ext must stay cheap.
+if TYPE_CHECKING:
+    from jaxscope._stepper.stepper import Stepper
 
 _HELP = """commands (pdb style):
   s(tep)            run the equation, or enter its nested jaxpr
@@ -127,6 +125,8 @@ class StepperPrompt(_Prompt):
     def run(self) -> Stepper:
         """Show where the stepper is, then read commands until ``q``, end of input or
         Ctrl-C at the prompt; Ctrl-C while a command runs returns to the prompt."""
+        from jaxscope._stepper.render import location_text
+
         self._say(location_text(self.stepper))
         try:
             self.cmdloop()
@@ -138,10 +138,14 @@ class StepperPrompt(_Prompt):
         try:
             return super().onecmd(line)
         except KeyboardInterrupt:
+            from jaxscope._stepper.render import location_text
+
             self._say(f"*** interrupted\n{location_text(self.stepper)}")
             return False
 
     def _move(self, action: Any, *args: Any) -> None:
+        from jaxscope._stepper.render import location_text
+
         try:
             action(*args)
         except JaxscopeError as exc:
@@ -180,13 +184,19 @@ class StepperPrompt(_Prompt):
         self._say(_print(self.stepper.namespace(), arg.strip()))
 
     def do_vars(self, arg: str) -> None:
+        from jaxscope._stepper.render import values_text
+
         width = shutil.get_terminal_size((100, 24)).columns
         self._say(values_text(self.stepper.summaries(), width))
 
     def do_list(self, arg: str) -> None:
+        from jaxscope._stepper.render import listing_text
+
         self._say(listing_text(self.stepper))
 
     def do_where(self, arg: str) -> None:
+        from jaxscope._stepper.render import where_text
+
         self._say(where_text(self.stepper))
 
     def do_quit(self, arg: str) -> bool:
@@ -296,6 +306,8 @@ class StepperMagics(JaxscopeMagics):
 
         A widget in notebooks, a pdb-like prompt in a terminal. The stepper is kept
         in ``_jaxstep``."""
+        from jaxscope._stepper.stepper import step
+
         opts = parse_magic_args(self.jaxstep, line, verbatim="call")
         shell = self.running_shell
         statics = static_options(opts)

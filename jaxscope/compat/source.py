@@ -121,40 +121,55 @@ _MISSING: Any = object()
 # long function made every lookup as slow as the function is long. _CODES holds each
 # code object seen, so its id cannot be reused while the caches know it.
 _CODES: dict[int, types.CodeType] = {}
-_FRAMES: dict[tuple[int, int], RawFrame | None] = {}
-_POSITIONS: dict[int, list[tuple[int | None, int | None]]] = {}
+_USER_CODES: dict[int, bool] = {}
+_FRAMES: dict[tuple[int, int], RawFrame] = {}
+_POSITIONS: dict[int, tuple[tuple[int | None, ...], tuple[int | None, ...]]] = {}
 _CACHE_LIMIT = 200_000
+_is_user_filename: Any = None
+
+
+def _user_filename_test(needed_by: str) -> Any:
+    global _is_user_filename
+    if _is_user_filename is None:
+        siu = _source_info_util(needed_by)
+        _is_user_filename = require(siu, "is_user_filename", needed_by)
+    return _is_user_filename
 
 
 def _position(code: types.CodeType, lasti: int) -> tuple[int, int]:
-    # One (line, column) table per code object, built once from co_positions(): JAX's
+    # One (lines, columns) pair per code object, built once from co_positions(): JAX's
     # code_addr2location walks the line table on every call, which made mapping a long
-    # function quadratic.
+    # function quadratic. Two tuples, not one per instruction: a program's functions
+    # have a million instructions, each a tuple the cyclic GC would have to scan.
     table = _POSITIONS.get(id(code))
     if table is None:
-        table = [(line, column) for line, _, column, _ in code.co_positions()]
-        _POSITIONS[id(code)] = table
+        lines, _, columns, _ = zip(*code.co_positions(), strict=True)
+        table = _POSITIONS[id(code)] = (lines, columns)
+    lines, columns = table
     index = lasti // 2  # lasti is a byte offset; co_positions() has one row per unit
-    line, column = table[index] if 0 <= index < len(table) else (None, None)
+    line, column = (
+        (lines[index], columns[index]) if 0 <= index < len(lines) else (None, None)
+    )
     return (line if line is not None else code.co_firstlineno), (
         column if column is not None else -1
     )
 
 
-def _frame(code: types.CodeType, lasti: int, is_user: Any) -> RawFrame | None:
-    key = (id(code), lasti)
-    frame = _FRAMES.get(key, _MISSING)
-    if frame is _MISSING:
-        if len(_FRAMES) > _CACHE_LIMIT:
-            _CODES.clear()
-            _FRAMES.clear()
-            _POSITIONS.clear()
-        _CODES[id(code)] = code
-        frame = None
-        if is_user(code.co_filename):
-            line, column = _position(code, lasti)
-            frame = RawFrame(code.co_filename, line, column, code.co_qualname)
-        _FRAMES[key] = frame
+def _is_user_code(code: types.CodeType, is_user: Any) -> bool:
+    if len(_FRAMES) + len(_USER_CODES) > _CACHE_LIMIT:
+        _CODES.clear()
+        _USER_CODES.clear()
+        _FRAMES.clear()
+        _POSITIONS.clear()
+    _CODES[id(code)] = code
+    user = _USER_CODES[id(code)] = bool(is_user(code.co_filename))
+    return user
+
+
+def _user_frame(code: types.CodeType, lasti: int) -> RawFrame:
+    line, column = _position(code, lasti)
+    frame = RawFrame(code.co_filename, line, column, code.co_qualname)
+    _FRAMES[(id(code), lasti)] = frame
     return frame
 
 
@@ -168,10 +183,19 @@ def frames_of(traceback: Any) -> list[RawFrame]:
     if traceback is None:
         return []
     needed_by = "compat.source.frames_of"
-    is_user = require(_source_info_util(needed_by), "is_user_filename", needed_by)
+    is_user = _user_filename_test(needed_by)
     codes, lastis = require(traceback, "raw_frames", needed_by)()
-    frames = (_frame(c, i, is_user) for c, i in zip(codes, lastis, strict=True))
-    return [f for f in frames if f is not None]
+    # Called once per equation with a dozen frames each, most of them JAX's: one
+    # dict lookup per frame decides, the RawFrame of a user frame is made once.
+    user_codes, known, frames = _USER_CODES, _FRAMES, []
+    for code, lasti in zip(codes, lastis, strict=True):
+        user = user_codes.get(id(code))
+        if user is None:
+            user = _is_user_code(code, is_user)
+        if user:
+            frame = known.get((id(code), lasti))
+            frames.append(frame if frame is not None else _user_frame(code, lasti))
+    return frames
 
 
 def innermost_user_frame(traceback: Any) -> RawFrame | None:
@@ -209,6 +233,9 @@ def eqn_traceback(eqn: Any) -> Any:
     return getattr(source_info, "traceback", None)
 
 
+_last_name_stack: list[Any] = [None, ""]
+
+
 def eqn_name_stack(eqn: Any) -> str:
     """The name stack of ``eqn`` as JAX prints it (``"vmap(jvp(layer1))"``), or ``""``.
 
@@ -216,7 +243,14 @@ def eqn_name_stack(eqn: Any) -> str:
     """
     source_info = getattr(eqn, "source_info", None)
     stack = getattr(source_info, "name_stack", None)
-    return str(stack) if stack is not None else ""
+    if stack is None:
+        return ""
+    # Equations traced in one scope share its NameStack object (immutable): the
+    # string of the previous one is reused.
+    last = _last_name_stack
+    if stack is not last[0]:
+        last[0], last[1] = stack, str(stack)
+    return last[1]
 
 
 def eqn_name_stack_entries(eqn: Any) -> tuple[tuple[str, str], ...]:
