@@ -21,6 +21,8 @@ from jaxscope._recompiles.records import (
     describe_cause,
 )
 from jaxscope._recompiles.watcher import RecompileLog
+from jaxscope._records import SourceLoc
+from jaxscope._source import short_loc
 
 # A display shows at most this many events (the log keeps them all).
 MAX_EVENTS_SHOWN = 50
@@ -53,7 +55,7 @@ def _event_text(event: RecompileEvent) -> Any:
     out = Text()
     out.append_text(plain(event.function, style="bold"))
     if event.call_site is not None:
-        out.append_text(plain(f" at {event.call_site}", style="dim"))
+        out.append_text(plain(f" at {short_loc(event.call_site)}", style="dim"))
     out.append(": ")
     causes = "; ".join(describe_cause(c) for c in event.causes) or "unknown cause"
     out.append_text(plain(causes, style="yellow"))
@@ -110,7 +112,7 @@ def _summary_table(summary: RecompileSummary) -> Any:
     for r in summary.rows:
         table.add_row(
             plain(r.function),
-            plain(str(r.defined_at or "")),
+            plain(short_loc(r.defined_at) if r.defined_at is not None else ""),
             str(r.calls),
             str(r.traces),
             str(r.compiles),
@@ -173,9 +175,14 @@ def _e(text: object) -> str:
     return _html.escape(printable(str(text)))
 
 
+def _loc_html(loc: SourceLoc) -> str:
+    """The short ``file:line``, the full path in its tooltip."""
+    return f'<span title="{_e(loc)}">{_e(short_loc(loc))}</span>'
+
+
 def _event_html(event: RecompileEvent) -> str:
     where = (
-        f' <span class="hint">at {_e(event.call_site)}</span>'
+        f' <span class="hint">at {_loc_html(event.call_site)}</span>'
         if event.call_site
         else ""
     )
@@ -195,7 +202,7 @@ def _event_html(event: RecompileEvent) -> str:
             + "</li>"
         )
     if event.defined_at is not None:
-        items.append(f"<li>defined at {_e(event.defined_at)}</li>")
+        items.append(f"<li>defined at {_loc_html(event.defined_at)}</li>")
     if event.signature:
         sig = ", ".join(f"{p}: {t}" for p, t in event.signature[:20])
         more = f" (+{len(event.signature) - 20})" if len(event.signature) > 20 else ""
@@ -236,7 +243,7 @@ def _summary_html(summary: RecompileSummary) -> str:
     )
     rows = "".join(
         "<tr>"
-        f'<td class="fn">{_e(r.function)}</td><td>{_e(r.defined_at or "")}</td>'
+        f'<td class="fn">{_e(r.function)}</td><td>{_loc_html(r.defined_at) if r.defined_at else ""}</td>'
         f"<td>{r.calls}</td><td>{r.traces}</td><td>{r.compiles}</td>"
         f"<td>{r.seconds:.3f}</td>"
         f'<td class="cause">{_e(_top_causes(r))}</td>'
