@@ -45,6 +45,7 @@ from typing import Any
 from jaxscope._graph.sources import source_snippets
 from jaxscope._jaxpr.model import JaxprModel, Region
 from jaxscope._records import EqnInfo, SourceLoc
+from jaxscope._source import short_path
 
 _TRANSFORM = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$")
 
@@ -243,8 +244,7 @@ def _group_label(info: EqnInfo, children: list[Region], function: str) -> str:
     if function:
         return f"{kind}({function})"
     if info.source is not None:
-        file = info.source.file.replace("\\", "/").rsplit("/", 1)[-1]
-        return f"{kind} @ {file}:{info.source.line}"
+        return f"{kind} @ {short_path(info.source.file)}:{info.source.line}"
     return kind
 
 

@@ -24,6 +24,7 @@ from jaxscope._display import html, plain, rich_renderable, to_text, widget
 from jaxscope._format import plural
 from jaxscope._graph.model import GraphGroup
 from jaxscope._graph.view import GraphView
+from jaxscope._source import short_path
 
 _STATIC = Path(__file__).resolve().parent.parent / "_static"
 
@@ -98,16 +99,12 @@ TREE_DEPTH = 4
 TREE_BUDGET = 40
 
 
-def _short_file(file: str) -> str:
-    return file.replace("\\", "/").rsplit("/", 1)[-1]
-
-
 def _lines_text(lines: tuple[str, int, int] | None) -> str:
     if lines is None:
         return ""
     file, first, last = lines
     span = f"{first}" if first == last else f"{first}\u2013{last}"
-    return f"{_short_file(file)}:{span}"
+    return f"{short_path(file)}:{span}"
 
 
 def shown_groups(

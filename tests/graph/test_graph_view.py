@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import jax
@@ -13,6 +14,12 @@ import jaxscope as js
 from jaxscope import GraphView, GraphvizMissingError
 from jaxscope._display import GRAPH_MIME
 from jaxscope._graph.render import TREE_BUDGET, TREE_WIDTH, json_for_script
+from jaxscope._source import short_path
+
+HERE = os.path.abspath(__file__)
+CONFTEST = os.path.join(os.path.dirname(HERE), "conftest.py")
+# Files as the text tree shows them: relative to the working directory.
+CONF = re.escape(short_path(CONFTEST))
 
 
 def test_graph_returns_a_graph_view_with_nodes_edges_groups(nested):
@@ -83,16 +90,23 @@ def test_text_rendering_is_a_group_tree(nested):
     text = str(g)
     lines = text.splitlines()
     assert lines[0] == "graph of nested_program: 21 nodes, 24 edges, 11 groups"
-    assert re.search(r"^├── pre  2 eqns  conftest\.py:\d+$", text, re.M)
-    assert re.search(r"^│   └── jit _inner  2 eqns  conftest\.py:\d+$", text, re.M)
-    assert re.search(
-        r"^├── scan @ conftest\.py:(\d+)  4 eqns  conftest\.py:\1$", text, re.M
-    )
-    assert re.search(r"^│   ├── cond_jaxpr  1 eqn  conftest\.py:\d+$", text, re.M)
-    assert re.search(
-        r"^├── custom_jvp_call\(_cj\)  1 eqn  conftest\.py:\d+$", text, re.M
-    )
+    assert re.search(rf"^├── pre  2 eqns  {CONF}:\d+$", text, re.M)
+    assert re.search(rf"^│   └── jit _inner  2 eqns  {CONF}:\d+$", text, re.M)
+    assert re.search(rf"^├── scan @ {CONF}:(\d+)  4 eqns  {CONF}:\1$", text, re.M)
+    assert re.search(rf"^│   ├── cond_jaxpr  1 eqn  {CONF}:\d+$", text, re.M)
+    assert re.search(rf"^├── custom_jvp_call\(_cj\)  1 eqn  {CONF}:\d+$", text, re.M)
     assert lines[-1] == "└── 4 eqns outside groups"
+
+
+def test_text_tree_shows_files_relative_to_the_working_directory(nested, monkeypatch):
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(HERE)))  # tests/
+    text = str(js.graph(nested)(jnp.ones(4), 1.0))
+    assert CONFTEST not in text
+    assert re.search(
+        r"^├── scan @ graph/conftest\.py:(\d+)  4 eqns  graph/conftest\.py:\1$",
+        text,
+        re.M,
+    )
 
 
 def test_text_tree_is_bounded_and_counts_what_it_leaves_out():
@@ -115,7 +129,7 @@ def test_text_tree_is_bounded_and_counts_what_it_leaves_out():
     assert len(lines) <= 2 + 2 * TREE_BUDGET + TREE_WIDTH  # a "…" line per parent
     # the first TREE_WIDTH layers are shown, the rest summed up
     assert re.search(
-        r"^├── layer0  6 eqns  test_graph_view\.py:\d+\u2013\d+$", text, re.M
+        rf"^├── layer0  6 eqns  {re.escape(short_path(HERE))}:\d+\u2013\d+$", text, re.M
     )
     hidden = 30 - TREE_WIDTH
     assert lines[-1] == f"└── … {hidden} more groups ({hidden * 6} eqns)"
