@@ -10,6 +10,7 @@ from jaxscope._display import plain, printable, rich_renderable
 from jaxscope._format import truncate
 from jaxscope._jaxpr.model import eqn_line
 from jaxscope._records import EqnInfo
+from jaxscope._source import short_loc, short_path
 from jaxscope._stepper.stepper import Frame, NanFinding, Stepper, ValueSummary
 from jaxscope._stepper.values import NanInInput
 
@@ -39,7 +40,7 @@ def _where(info: EqnInfo) -> str:
     if info.source is None:
         return "(no source line)"
     fn = f" in {info.source.function}" if info.source.function else ""
-    return f"{info.source}{fn}"
+    return f"{short_loc(info.source)}{fn}"
 
 
 def location_text(stepper: Stepper) -> str:
@@ -83,12 +84,22 @@ def listing_text(stepper: Stepper, context: int = 5) -> str:
     info = stepper.current
     current = info.source.line if info is not None and info.source is not None else -1
     bps = {b.rsplit(":", 1)[-1] for b in stepper.breakpoints["lines"]}
-    out = [f"{file}:"]
+    out = [f"{short_path(file) if file else file}:"]
     for number, text in lines:
         mark = "->" if number == current else "  "
         bp = "B" if str(number) in bps else " "
         out.append(f"{number:4d} {bp}{mark} {text}")
     return "\n".join(out)
+
+
+def _frame_text(frame: Frame) -> str:
+    """``str(frame)`` with its file shortened by ``short_path``."""
+    it = ""
+    if frame.iteration is not None:
+        total = f"/{frame.length}" if frame.length is not None else ""
+        it = f" [iteration {frame.iteration}{total}]"
+    where = f" at {short_loc(frame.source)}" if frame.source is not None else ""
+    return f"{frame.label}{it}{where}"
 
 
 def where_text(stepper: Stepper) -> str:
@@ -97,7 +108,7 @@ def where_text(stepper: Stepper) -> str:
     frames = stepper.frames
     for depth, frame in enumerate(frames):
         mark = ">" if depth == len(frames) - 1 else " "
-        out.append(f"{mark} {'  ' * depth}{frame}")
+        out.append(f"{mark} {'  ' * depth}{_frame_text(frame)}")
     return "\n".join(out) if out else "(no frames)"
 
 
@@ -298,7 +309,8 @@ def _source_html(stepper: Stepper) -> str:
         return ""
     info = stepper.current
     current = info.source.line if info is not None and info.source is not None else -1
-    out = [f"<div>{_esc(file)}</div><pre>"]
+    shown = short_path(file) if file else file
+    out = [f'<div title="{_esc(file or "")}">{_esc(shown)}</div><pre>']
     for number, text in lines:
         cls = ' class="cur"' if number == current else ""
         out.append(f"<span{cls}>{number:4d}  {_esc(text)}</span>\n")

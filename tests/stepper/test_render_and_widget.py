@@ -179,3 +179,25 @@ def test_widget_front_end_module_is_built_from_the_extension_source():
         assert entry["sources"]["src/stepper/index.js"] == sha(source), stale
     shipped = (static / "stepper.js").read_text("utf-8")
     assert "export default" in shipped or "export{" in shipped.replace(" ", "")
+
+
+def test_views_show_a_file_under_the_cwd_relative_to_it(tmp_path, monkeypatch):
+    from jaxscope._stepper.render import listing_text, where_text
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    path = tmp_path / "pkg" / "prog.py"
+    path.write_text(SOURCE)
+    namespace: dict = {}
+    exec(compile(SOURCE, str(path), "exec"), namespace)
+    s = js.step(namespace["evil"])(jnp.array([1.0, 0.25])).next()
+    for text in (to_text(s, width=200), where_text(s), listing_text(s)):
+        assert str(path) not in text
+        assert "pkg/prog.py" in text
+    assert "> pkg/prog.py:5 in evil" in to_text(s, width=200)
+    page = to_html(s)
+    assert f'title="{path}"' in page and ">pkg/prog.py<" in page
+    assert s.current is not None and s.current.source is not None
+    assert s.current.source.file == str(path)  # the data keeps the full path
+    finding = js.find_nan(namespace["evil"])(jnp.array([1.0, 0.25]))
+    assert "at pkg/prog.py:5 in evil" in to_text(finding, width=200)
