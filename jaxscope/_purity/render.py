@@ -11,6 +11,7 @@ from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._format import plural
 from jaxscope._purity.records import PurityFinding, PuritySummary, PuritySummaryRow
 from jaxscope._purity.watcher import PurityLog
+from jaxscope._source import short_loc
 
 
 def _esc(text: str) -> str:
@@ -36,7 +37,7 @@ _KIND_LABEL = {
 
 def finding_line(finding: PurityFinding) -> str:
     """One line: where, what, and the fix (control characters spelled out)."""
-    where = f"{finding.source}: " if finding.source is not None else ""
+    where = f"{short_loc(finding.source)}: " if finding.source is not None else ""
     if finding.kind == "stale_constant":
         what = (
             f"{finding.function} uses {finding.name} = {finding.captured} baked in at "
@@ -53,7 +54,7 @@ def _rows(findings: list[PurityFinding]) -> list[tuple[str, str, str, str, str]]
             _KIND_LABEL.get(f.kind, f.kind),
             f.function,
             f.name,
-            str(f.source) if f.source is not None else "?",
+            short_loc(f.source) if f.source is not None else "?",
             f"{f.captured} → {f.current}" if f.kind == "stale_constant" else "",
         )
         for f in findings
@@ -89,6 +90,16 @@ def _(finding: PurityFinding) -> Any:
     return plain(finding_line(finding))
 
 
+_LINE_COLUMN = 3  # of ``_rows``: the short ``file:line``
+
+
+def _title(finding: PurityFinding) -> str:
+    """The full ``file:line`` as a tooltip attribute (the cell shows it short)."""
+    if finding.source is None:
+        return ""
+    return f' title="{_html.escape(printable(str(finding.source)), quote=True)}"'
+
+
 def findings_html(findings: list[PurityFinding], title: str) -> str:
     """An HTML table of findings with their hints; every string escaped."""
     head = "".join(
@@ -96,7 +107,12 @@ def findings_html(findings: list[PurityFinding], title: str) -> str:
         for c in ("kind", "function", "name", "line", "captured → now", "fix")
     )
     body = "".join(
-        "<tr>" + "".join(f"<td>{_esc(cell)}</td>" for cell in (*row, f.hint)) + "</tr>"
+        "<tr>"
+        + "".join(
+            f"<td{_title(f) if i == _LINE_COLUMN else ''}>{_esc(cell)}</td>"
+            for i, cell in enumerate((*row, f.hint))
+        )
+        + "</tr>"
         for row, f in zip(_rows(findings), findings, strict=True)
     )
     return (

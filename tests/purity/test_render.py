@@ -67,3 +67,23 @@ def test_html_renderings_escape_hostile_strings(tmp_path):
         assert "<script>" not in page and "</td>\\" not in page
         assert "&lt;script&gt;" in page or "step[bold red]" in page
         assert "\x1b" not in page and "\x07" not in page
+
+
+def test_views_show_a_file_under_the_cwd_relative_to_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    plog = _hostile_findings(tmp_path)
+    (finding,) = plog.findings
+    assert finding.source is not None
+    full = finding.source.file
+    assert full.startswith(str(tmp_path))  # the data keeps the full path
+    short = full[len(str(tmp_path)) + 1 :]
+    assert short.startswith("cache[/data]/hostile_")
+    for text in (
+        to_text(plog, width=400),
+        to_text(finding, width=400),
+        finding_line(finding),
+    ):
+        assert full not in text
+        assert f"{short}:{finding.source.line}" in text
+    page = to_html(plog)
+    assert f'title="{full}:{finding.source.line}"' in page
