@@ -94,7 +94,7 @@ def _print_report(name: str, report: Any, out: TextIO) -> None:
 
     if name == "leaks":
         message = getattr(report, "message", None)
-        out.write(f"\njaxscope: {message() if message else report}\n")
+        out.write(f"\njaxscope: {message(short=True) if message else report}\n")
         out.flush()
         return
     out.write(f"\n{to_text(report.summary(), width=120)}\n")

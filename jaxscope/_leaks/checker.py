@@ -128,15 +128,17 @@ class LeakReport(NotAHolder, Renderable):
         ``summary().headline`` is the one-line account."""
         return LeakSummary.of(list(self.leaks))
 
-    def message(self) -> str:
+    def message(self, *, short: bool = False) -> str:
         """The one-line account, then one line per leak (when more than one) and a
-        hint. Control characters of user strings are spelled out."""
+        hint. Control characters of user strings are spelled out. ``short=True``
+        shows files as views do (for terminals: the pytest plugin, the CLI)."""
         if not self.leaks:
-            return headline(self.leaks)
-        lines = [headline(self.leaks)]
+            return headline(self.leaks, short=short)
+        lines = [headline(self.leaks, short=short)]
         if len(self.leaks) > 1:
             lines += [
-                f"  {i}. {leak.describe()}" for i, leak in enumerate(self.leaks, 1)
+                f"  {i}. {leak.describe(short=short)}"
+                for i, leak in enumerate(self.leaks, 1)
             ]
         lines.append(_FIX)
         return "\n".join(lines)

@@ -48,9 +48,9 @@ def pytest_runtest_call(item: Any) -> Generator[None, Any, Any]:
         except BaseException:
             if report.leaks:
                 item.add_report_section(
-                    "call", "jaxscope tracer leaks", report.message()
+                    "call", "jaxscope tracer leaks", report.message(short=True)
                 )
             raise
     if report.leaks:
-        pytest.fail(f"jaxscope: {report.message()}", pytrace=False)
+        pytest.fail(f"jaxscope: {report.message(short=True)}", pytrace=False)
     return result

@@ -40,24 +40,33 @@ class Leak:
     argument: bool = False
     used_at: SourceLoc | None = None
 
-    def describe(self) -> str:
+    def describe(self, *, short: bool = False) -> str:
         """One line: what leaked, from where, created where, held where (control
-        characters and line breaks of user strings spelled out)."""
+        characters and line breaks of user strings spelled out). ``short=True``
+        shows files as views do (``short_path``); the default keeps full paths."""
+        loc = _short_loc if short else str  # full paths: the data
         what = "argument" if self.argument else "tracer"
         text = f"{self.aval} {what} from {self.transformation}"
         if self.created_at is not None:
             verb = "traced at" if self.argument else "created at"
-            text += f", {verb} {self.created_at}"
+            text += f", {verb} {loc(self.created_at)}"
             if self.created_at.function and not self.argument:
                 text += f" ({self.created_at.function})"
         if self.found_in:
             text += f", stored in {self.found_in}"
         if self.used_at is not None:
-            text += f", used at {self.used_at} outside its transformation"
+            text += f", used at {loc(self.used_at)} outside its transformation"
         return printable(text).replace("\n", "\\n").replace("\t", "\\t")
 
     def __str__(self) -> str:
         return self.describe()
+
+
+def _short_loc(loc: SourceLoc) -> str:
+    # jaxscope._source imports JAX: a report stays plain data until it is shown
+    from jaxscope._source import short_loc
+
+    return short_loc(loc)
 
 
 def count_text(n: int) -> str:
@@ -65,12 +74,12 @@ def count_text(n: int) -> str:
     return plural(n, "leaked tracer") if n else "no tracer leaked"
 
 
-def headline(leaks: Sequence[Leak]) -> str:
-    """One line: how many leaked, and the first one."""
+def headline(leaks: Sequence[Leak], *, short: bool = False) -> str:
+    """One line: how many leaked, and the first one (``short``: as ``describe``)."""
     if not leaks:
         return count_text(0)
     more = f" (and {len(leaks) - 1} more)" if len(leaks) > 1 else ""
-    return f"{count_text(len(leaks))}: {leaks[0].describe()}{more}"
+    return f"{count_text(len(leaks))}: {leaks[0].describe(short=short)}{more}"
 
 
 def _function_name(leak: Leak) -> str:
@@ -97,14 +106,18 @@ class LeakSummary(Renderable):
     """``report.summary()``: one row per traced function, most leaks first.
 
     ``headline`` is the one-line account (``"2 leaked tracers: f32[] tracer from jit,
-    created at ... (and 1 more)"``) that starts ``TracerLeakError``'s message.
+    created at ... (and 1 more)"``) that starts ``TracerLeakError``'s message;
+    ``shown_headline`` is the same with files shortened as views show them.
     """
 
-    __slots__ = ("headline", "rows")
+    __slots__ = ("headline", "rows", "shown_headline")
 
-    def __init__(self, rows: list[LeakSummaryRow], headline: str = "") -> None:
+    def __init__(
+        self, rows: list[LeakSummaryRow], headline: str = "", shown_headline: str = ""
+    ) -> None:
         self.rows = rows
         self.headline = headline or count_text(sum(r.leaks for r in rows))
+        self.shown_headline = shown_headline or self.headline
 
     @classmethod
     def of(cls, leaks: Sequence[Leak]) -> LeakSummary:
@@ -123,7 +136,7 @@ class LeakSummary(Renderable):
             for fn, group in groups.items()
         ]
         rows.sort(key=lambda r: -r.leaks)
-        return cls(rows, headline(leaks))
+        return cls(rows, headline(leaks), headline(leaks, short=True))
 
     @property
     def total_leaks(self) -> int:

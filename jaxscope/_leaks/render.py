@@ -14,6 +14,7 @@ from typing import Any
 from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._leaks.checker import LeakReport
 from jaxscope._leaks.records import Leak, LeakSummary, LeakSummaryRow, count_text
+from jaxscope._records import SourceLoc
 from jaxscope._source import short_loc
 
 _CSS = (
@@ -30,6 +31,11 @@ _CSS = (
 
 def _esc(text: str) -> str:
     return _html.escape(printable(text))
+
+
+def _title(loc: SourceLoc | None) -> str:
+    """The full ``file:line`` as a tooltip attribute (the cell shows it short)."""
+    return "" if loc is None else f' title="{_html.escape(printable(str(loc)))}"'
 
 
 _HINT = (
@@ -84,7 +90,7 @@ def _(report: LeakReport) -> Any:
 
 @rich_renderable.register
 def _(leak: Leak) -> Any:
-    return plain(leak.describe())
+    return plain(leak.describe(short=True))
 
 
 @html.register
@@ -95,7 +101,8 @@ def _(report: LeakReport) -> str:
     rows = "".join(
         "<tr>"
         f"<td>{i}</td><td>{esc(leak.aval)}</td><td>{esc(leak.transformation)}</td>"
-        f"<td>{esc(_created(leak))}</td><td>{esc(_found(leak))}</td>"
+        f"<td{_title(leak.created_at)}>{esc(_created(leak))}</td>"
+        f"<td>{esc(_found(leak))}</td>"
         "</tr>"
         for i, leak in enumerate(report.leaks, 1)
     )
@@ -112,7 +119,10 @@ def _(report: LeakReport) -> str:
 
 @html.register
 def _(leak: Leak) -> str:
-    return f'<span class="jaxscope-leak">{_esc(leak.describe())}</span>'
+    return (
+        f'<span class="jaxscope-leak" title="{_esc(leak.describe())}">'
+        f"{_esc(leak.describe(short=True))}</span>"
+    )
 
 
 _SUMMARY_COLUMNS = ("function", "leaks", "transformations", "created at", "found in")
@@ -123,7 +133,7 @@ def _summary_cells(row: LeakSummaryRow) -> tuple[str, str, str, str, str]:
         row.function,
         str(row.leaks),
         ", ".join(f"{t} ({n})" for t, n in row.transformations),
-        str(row.created_at) if row.created_at is not None else "?",
+        short_loc(row.created_at) if row.created_at is not None else "?",
         "; ".join(row.found_in) or "(not found: seen when used)",
     )
 
@@ -146,7 +156,7 @@ def _(summary: LeakSummary) -> Any:
         table.add_column(column, justify="right" if column == "leaks" else "left")
     for row in summary.rows:
         table.add_row(*(plain(cell) for cell in _summary_cells(row)))
-    return Group(table, plain(summary.headline, style="dim"))
+    return Group(table, plain(summary.shown_headline, style="dim"))
 
 
 @html.register
@@ -157,7 +167,10 @@ def _(summary: LeakSummary) -> str:
     head = "".join(f"<th>{c}</th>" for c in _SUMMARY_COLUMNS)
     rows = "".join(
         "<tr>"
-        + "".join(f"<td>{esc(cell)}</td>" for cell in _summary_cells(r))
+        + "".join(
+            f"<td{_title(r.created_at) if i == 3 else ''}>{esc(cell)}</td>"
+            for i, cell in enumerate(_summary_cells(r))
+        )
         + "</tr>"
         for r in summary.rows
     )
@@ -165,5 +178,5 @@ def _(summary: LeakSummary) -> str:
     return (
         f'{_CSS}<div class="jaxscope-leaks"><div class="summary bad">{title}</div>'
         f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
-        f'<div class="hint">{esc(summary.headline)}</div></div>'
+        f'<div class="hint">{esc(summary.shown_headline)}</div></div>'
     )

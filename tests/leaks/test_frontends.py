@@ -125,6 +125,31 @@ def test_summary_text_is_a_table_of_leaks_by_function_and_html_escapes():
         assert f"<th>{column}</th>" in page
 
 
+def test_views_show_a_file_under_the_cwd_relative_to_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    full = str(tmp_path / "pkg" / "model.py")
+    (tmp_path / "pkg" / "model.py").write_text("x = 1\n")
+    leak = _leak(
+        created_at=SourceLoc(file=full, line=3, function="f"),
+        used_at=SourceLoc(file=full, line=7),
+    )
+    report = _report(leak)
+    for text in (
+        to_text(report, width=200),
+        to_text(report.summary(), width=200),
+        to_text(leak, width=200),
+        report.message(short=True),
+    ):
+        assert full not in text
+        assert "pkg/model.py:3" in text
+    assert "used at pkg/model.py:7" in to_text(report, width=200)
+    for page in (to_html(report), to_html(report.summary())):
+        assert f'title="{full}:3"' in page  # the full path as a tooltip
+    assert f"created at {full}:3" in to_html(leak)  # in the tooltip
+    assert full in str(leak) and full in report.message()  # the data keeps it
+
+
 def test_empty_summary_says_nothing_leaked():
     assert to_text(LeakReport().summary()) == "jaxscope: no tracer leaked"
     assert "no tracer leaked" in to_html(LeakReport().summary())
@@ -283,7 +308,8 @@ def test_pytest_option_fails_a_leaking_test_with_the_report(pytester):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*jaxscope: 1 leaked tracer: f32[] tracer from jit, created at *test_it.py:9 (f),"
+            # the file relative to the working directory, not /tmp/.../test_it.py
+            "*jaxscope: 1 leaked tracer: f32[] tracer from jit, created at test_it.py:9 (f),"
             " stored in global list `kept`[0]*",
         ]
     )
@@ -323,8 +349,11 @@ def test_cli_run_with_leaks_prints_the_report(tmp_path):
         capture_output=True,
         text=True,
         timeout=240,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
+    assert "created at train.py:5 (step)" in proc.stderr  # relative to the cwd
+    assert str(script) not in proc.stderr
     assert proc.stdout.strip() == "0.6192"[:3] or proc.stdout.strip().startswith("0.6")
     assert "jaxscope: 1 leaked tracer" in proc.stderr
     assert "global dict `debug`['g']" in proc.stderr
