@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html as _html
 import itertools
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -28,14 +27,17 @@ from jaxscope._profile.text import (
     shade,
     sparkline,
 )
+from jaxscope._source import short_path
 
 MAX_TREE_DEPTH = 12
 _ids = itertools.count()
 
 
 def _short(file: str, line: int | None = None) -> str:
-    base = os.path.basename(file) or file
-    return f"{base}:{line}" if line is not None else base
+    """``file`` (``:line``) as views show files: ``short_path``, so two files with
+    the same base name stay apart."""
+    shown = short_path(file)
+    return f"{shown}:{line}" if line is not None else shown
 
 
 def _e(text: object) -> str:
@@ -338,10 +340,13 @@ def _html_block(
     rgb: tuple[int, int, int],
 ) -> str:
     columns = len(header) - 1
-    title = _e(block.file) + (f" — {_e(block.function)}" if block.function else "")
+    title = _e(_short(block.file)) + (
+        f" — {_e(block.function)}" if block.function else ""
+    )
     names = "".join(f'<span class="jxp-c">{_e(h)}</span>' for h in header)
     rows = [
-        f'<div class="jxp-block"><div class="jxp-title">{title}</div>'
+        f'<div class="jxp-block"><div class="jxp-title" title="{_e(block.file)}">'
+        f"{title}</div>"
         f'<div class="jxp-cold jxp-hdr">{names}<span>Line contents</span></div>'
     ]
     for number, text in block.rows:

@@ -3,6 +3,7 @@ clickable lines in HTML, every user string escaped."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import jax.numpy as jnp
@@ -21,7 +22,9 @@ def clamp(x):
     return (y @ y).sum()
 
 
-def test_text_is_a_line_profiler_table(mlp_profile: ProfileView):
+def test_text_is_a_line_profiler_table(mlp_profile: ProfileView, monkeypatch):
+    # files show relative to the working directory: here tests/, so profile/...
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(programs.__file__)))
     text = to_text(mlp_profile, width=120)
     assert text.startswith("js.profile of mlp_step: ")
     assert "(mean of 3 runs; cpu, 1 device)" in text
@@ -36,7 +39,14 @@ def test_text_is_a_line_profiler_table(mlp_profile: ProfileView):
         r"^\s*\d+\s+def mlp_loss\(params, x, y\):", text, re.M
     )  # whole function
     assert "top lines" in text and "call tree" in text
-    assert re.search(r"mlp_step \(programs\.py\).*\n.*mlp_loss \(programs\.py\)", text)
+    assert re.search(
+        r"mlp_step \(profile/programs\.py\).*\n.*mlp_loss \(profile/programs\.py\)",
+        text,
+    )
+    assert programs.__file__ not in text  # the full path stays in the data
+    assert re.search(r"^profile/programs\.py — mlp_loss", text, re.M)  # block title
+    page = to_html(mlp_profile)
+    assert f'title="{programs.__file__}"' in page
 
 
 def test_loops_add_hits_and_per_hit_columns(rnn_profile: ProfileView):
