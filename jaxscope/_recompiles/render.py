@@ -22,7 +22,7 @@ from jaxscope._recompiles.records import (
 )
 from jaxscope._recompiles.watcher import RecompileLog
 from jaxscope._records import SourceLoc
-from jaxscope._source import short_loc
+from jaxscope._source import short_loc, short_path
 
 # A display shows at most this many events (the log keeps them all).
 MAX_EVENTS_SHOWN = 50
@@ -49,6 +49,20 @@ def _top_causes(row: SummaryRow) -> str:
     return ", ".join(f"{kind}{_TIMES}{n}" for kind, n in row.top_causes)
 
 
+def _shown(text: str, event: RecompileEvent) -> str:
+    """A cause or hint as views show it: the event's files (quoted in the cause's
+    text, which keeps them in full) shortened by ``short_path``."""
+    for loc in (event.defined_at, event.call_site):
+        if loc is not None and loc.file in text:
+            text = text.replace(loc.file, short_path(loc.file))
+    return text
+
+
+def _causes(event: RecompileEvent) -> str:
+    causes = "; ".join(describe_cause(c) for c in event.causes) or "unknown cause"
+    return _shown(causes, event)
+
+
 def _event_text(event: RecompileEvent) -> Any:
     from rich.text import Text
 
@@ -57,8 +71,7 @@ def _event_text(event: RecompileEvent) -> Any:
     if event.call_site is not None:
         out.append_text(plain(f" at {short_loc(event.call_site)}", style="dim"))
     out.append(": ")
-    causes = "; ".join(describe_cause(c) for c in event.causes) or "unknown cause"
-    out.append_text(plain(causes, style="yellow"))
+    out.append_text(plain(_causes(event), style="yellow"))
     if not event.traced:
         out.append(" [compile only, no retrace]", style="magenta")
     elif not event.compiled:
@@ -86,7 +99,8 @@ def _events_text(
         if hints:
             for cause in event.causes:
                 if cause.kind != "first_call" and cause.hint:
-                    parts.append(plain(f"    hint: {cause.hint}", style="dim"))
+                    hint = _shown(cause.hint, event)
+                    parts.append(plain(f"    hint: {hint}", style="dim"))
     return Group(*parts)
 
 
@@ -186,7 +200,7 @@ def _event_html(event: RecompileEvent) -> str:
         if event.call_site
         else ""
     )
-    causes = "; ".join(describe_cause(c) for c in event.causes) or "unknown cause"
+    causes = _causes(event)
     extra = (
         " [compile only, no retrace]"
         if not event.traced
@@ -197,8 +211,12 @@ def _event_html(event: RecompileEvent) -> str:
     items = []
     for c in event.causes:
         items.append(
-            f'<li><span class="cause">{_e(describe_cause(c))}</span>'
-            + (f'<br><span class="hint">{_e(c.hint)}</span>' if c.hint else "")
+            f'<li><span class="cause">{_e(_shown(describe_cause(c), event))}</span>'
+            + (
+                f'<br><span class="hint">{_e(_shown(c.hint, event))}</span>'
+                if c.hint
+                else ""
+            )
             + "</li>"
         )
     if event.defined_at is not None:

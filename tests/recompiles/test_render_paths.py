@@ -30,7 +30,14 @@ def test_event_and_summary_show_cwd_relative_paths(tmp_path, monkeypatch):
         defined_at=defined,
         call_site=call,
         causes=[
-            Cause(kind="shape", path="x", before="f32[2]", after="f32[3]", hint="")
+            Cause(kind="shape", path="x", before="f32[2]", after="f32[3]", hint=""),
+            Cause(  # causes quote files in their text: shown short too
+                kind="redefined_function",
+                path="step",
+                before=f"1 earlier function object(s) from {defined}",
+                after="a new function object",
+                hint=f"a new step is created at {defined} and jitted again",
+            ),
         ],
         seconds=0.01,
     )
@@ -54,5 +61,10 @@ def test_event_and_summary_show_cwd_relative_paths(tmp_path, monkeypatch):
         page = to_html(obj)
         assert f'title="{defined.file}:' in page  # the full path in the tooltip
     assert "pkg/train.py:9" in to_text(event, width=300)
+    events_text = to_text(RecompileEvents([event], title="t"), width=300)
+    assert "from pkg/train.py:3 →" in events_text
+    assert "hint: a new step is created at pkg/train.py:3 and" in events_text
+    assert "created at pkg/train.py:3 and" in to_html(event)
     assert "pkg/train.py:3" in to_text(summary, width=300)
     assert event.defined_at == defined  # the data keeps the full path
+    assert str(defined) in event.causes[1].hint
