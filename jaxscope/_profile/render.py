@@ -95,7 +95,7 @@ def memory_summary(view: MemoryView) -> list[str]:
     name = f" of {view.function_name}" if view.function_name else ""
     where = f" at {view.peak_op}" if view.peak_op else ""
     if view.peak_source is not None:
-        where += f" ({view.peak_source})"
+        where += f" ({_short(view.peak_source.file, view.peak_source.line)})"
     out = [f"js.memory{name}: peak {format_bytes(view.peak_bytes)}{where}"]
     donated = (
         f" ({format_bytes(view.alias_bytes)} of them into donated arguments)"

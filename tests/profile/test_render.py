@@ -81,8 +81,11 @@ def test_html_shades_lines_and_opens_their_ops():
     assert 'class="jxp-tree"' in html and "clamp" in html
 
 
-def test_memory_text_and_html(mlp_memory: MemoryView):
+def test_memory_text_and_html(mlp_memory: MemoryView, monkeypatch):
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(programs.__file__)))
     text = to_text(mlp_memory, width=140)
+    assert programs.__file__ not in text  # files relative to the cwd
+    assert "profile/programs.py" in text
     assert text.startswith("js.memory of mlp_step: peak ")
     assert "XLA memory_analysis():" in text
     assert "largest buffers at the peak" in text
