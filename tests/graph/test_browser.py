@@ -490,7 +490,12 @@ def test_keyboard_moves_expands_collapses_and_goes_full_window(gpage, tmp_path, 
     page.keyboard.press("Escape")
     assert _visible(page) == before - 4 + 1
     assert root.get_attribute("data-focused") == scan
-    assert page.locator(".jsg-crumbs").inner_text().split("\u203a")[-1].startswith("scan @ ")
+    assert (
+        page.locator(".jsg-crumbs")
+        .inner_text()
+        .split("\u203a")[-1]
+        .startswith("scan @ ")
+    )
     page.keyboard.press("Enter")
     assert _visible(page) == before
     # f: full window; Esc leaves it
