@@ -569,16 +569,22 @@ def _mark_aux(
     more distinct groups from outside: for each consumer, the outermost group that
     holds it but not the producer (consumers beside or around the producer count
     for nothing, as their edges stay short)."""
+    if len(groups) < AUX_MIN_GROUPS:  # too few groups to enter: nothing is aux
+        return nodes
     parent = {g.id: g.parent for g in groups}
     group_of: dict[str, str | None] = {n.id: n.group for n in nodes}
     entered: dict[str, set[str]] = {}
+    # per producer group: it and its ancestors (few distinct groups, many edges)
+    arounds: dict[str | None, set[str | None]] = {}
     for e in edges:
         src_group = group_of[e.src]
-        around: set[str | None] = {None}
-        gid = src_group
-        while gid is not None:
-            around.add(gid)
-            gid = parent[gid]
+        around = arounds.get(src_group)
+        if around is None:
+            around = arounds[src_group] = {None}
+            gid = src_group
+            while gid is not None:
+                around.add(gid)
+                gid = parent[gid]
         # A destination that is no node is a group consuming the value itself.
         gid = group_of.get(e.dst, e.dst)
         while gid is not None and parent[gid] not in around:
