@@ -179,7 +179,7 @@ def _is_var(name: str) -> bool:
 
 
 def _path_id(path: tuple[int, ...]) -> str:
-    return ".".join(str(i) for i in path)
+    return ".".join(map(str, path))
 
 
 def _int_param(info: EqnInfo, key: str) -> int:
@@ -271,27 +271,33 @@ class _Wiring:
     def __init__(self) -> None:
         self.edges: list[GraphEdge] = []
         self.producers: dict[str, list[str]] = {}
-        self.edge_keys: set[tuple[str, str, str]] = set()
 
     def produce(self, name: str, nid: str) -> None:
         self.producers.setdefault(name, []).append(nid)
 
     def consume(self, dst: str, inputs: Iterable[tuple[str, str]]) -> None:
+        # Each destination consumes in one call, so an edge repeats only within it
+        # (``x * x``, or one producer reaching it through two aliases): a set per
+        # call, not one of every edge (which cost as much again as the edges).
+        producers = self.producers
+        append = self.edges.append
+        seen: set[tuple[str, str]] = set()
         for name, aval in inputs:
-            if not _is_var(name):
+            if name == "_" or ":" in name:  # not _is_var(name), inlined: per operand
                 continue
-            for src in self.producers.get(name, ()):
-                key = (src, dst, name)
-                if key not in self.edge_keys:
-                    self.edge_keys.add(key)
-                    self.edges.append(GraphEdge(src=src, dst=dst, var=name, type=aval))
+            for src in producers.get(name, ()):
+                key = (src, name)
+                if key not in seen:
+                    seen.add(key)
+                    append(GraphEdge(src=src, dst=dst, var=name, type=aval))
 
     def leaf(self, nid: str, info: EqnInfo) -> None:
         """Equation node ``nid`` consumes its inputs and is the producer of its outputs."""
         self.consume(nid, info.inputs)
+        producers = self.producers
         for name, _aval in info.outputs:
-            if _is_var(name):
-                self.producers[name] = [nid]
+            if name != "_" and ":" not in name:
+                producers[name] = [nid]
 
     def enter(self, gid: str, info: EqnInfo, children: list[Region]) -> None:
         """Alias the nested binders to ``info``'s operands (group ``gid``)."""
@@ -409,6 +415,16 @@ class _Builder:
         self.nodes: list[GraphNode] = []
         self.groups = _Groups()
         self.wires = _Wiring()
+        # scope_path by (name stack, scope): equations share a few name stacks
+        self.paths: dict[tuple[Any, str], list[tuple[str, bool]]] = {}
+
+    def scope_path(self, info: EqnInfo) -> list[tuple[str, bool]]:
+        """``scope_path(info)``, computed once per distinct name stack."""
+        key = (info.name_stack, info.scope)
+        path = self.paths.get(key)
+        if path is None:
+            path = self.paths[key] = scope_path(info)
+        return path
 
     def region(self, region: Region, container: str | None) -> None:
         scopes: dict[tuple[tuple[str, bool], ...], str] = {}
@@ -424,23 +440,33 @@ class _Builder:
                 )
             )
             self.wires.produce(name, nid)
+        nested = region.children
+        append = self.nodes.append
+        leaf = self.wires.leaf
         for index, info in enumerate(region.eqns):
-            parent = self.groups.scope(container, scope_path(info), scopes)
-            children = region.children.get(index)
+            path = self.scope_path(info)
+            parent = self.groups.scope(container, path, scopes) if path else container
+            children = nested.get(index)
             if children:
                 self.group(info, children, parent)
                 continue
-            nid = f"n{_path_id(info.path)}"
-            self.nodes.append(
+            nid = "n" + ".".join(map(str, info.path))
+            append(
                 GraphNode(
                     id=nid,
                     kind="eqn",
                     label=info.primitive,
                     group=parent,
-                    **_eqn_fields(info),
+                    primitive=info.primitive,
+                    path=info.path,
+                    inputs=tuple(info.inputs),
+                    outputs=tuple(info.outputs),
+                    params=dict(info.params),
+                    source=info.source,
+                    scope=info.scope,
                 )
             )
-            self.wires.leaf(nid, info)
+            leaf(nid, info)
 
     def group(self, info: EqnInfo, children: list[Region], parent: str | None) -> None:
         """An equation with nested jaxprs: its group, and a group per nested jaxpr
@@ -543,16 +569,22 @@ def _mark_aux(
     more distinct groups from outside: for each consumer, the outermost group that
     holds it but not the producer (consumers beside or around the producer count
     for nothing, as their edges stay short)."""
+    if len(groups) < AUX_MIN_GROUPS:  # too few groups to enter: nothing is aux
+        return nodes
     parent = {g.id: g.parent for g in groups}
     group_of: dict[str, str | None] = {n.id: n.group for n in nodes}
     entered: dict[str, set[str]] = {}
+    # per producer group: it and its ancestors (few distinct groups, many edges)
+    arounds: dict[str | None, set[str | None]] = {}
     for e in edges:
         src_group = group_of[e.src]
-        around: set[str | None] = {None}
-        gid = src_group
-        while gid is not None:
-            around.add(gid)
-            gid = parent[gid]
+        around = arounds.get(src_group)
+        if around is None:
+            around = arounds[src_group] = {None}
+            gid = src_group
+            while gid is not None:
+                around.add(gid)
+                gid = parent[gid]
         # A destination that is no node is a group consuming the value itself.
         gid = group_of.get(e.dst, e.dst)
         while gid is not None and parent[gid] not in around:

@@ -103,6 +103,43 @@ def test_edges_link_producers_to_consumers_with_types():
     ]
 
 
+def test_an_operand_used_twice_or_through_two_branches_is_one_edge():
+    # x * x: one edge from x; a cond whose branches both pass x through: one edge
+    # per (producer, consumer, variable), duplicates dropped per consumer.
+    def f(x, i):
+        y = x * x
+        z = lax.cond(i > 0, lambda v: v, lambda v: v, y)
+        return z + z
+
+    g = js.graph(f)(jnp.ones(3), 1)
+    keys = [(e.src, e.dst, e.var) for e in g.edges]
+    assert len(keys) == len(set(keys))
+    labels = {n.id: n.label for n in g.nodes}
+    into_mul = [e for e in g.edges if labels.get(e.dst) == "mul"]
+    assert [labels[e.src] for e in into_mul] == ["x"]
+    into_add = [e for e in g.edges if labels.get(e.dst) == "add"]
+    assert len(into_add) == 1
+
+
+def test_scope_paths_are_parsed_once_per_distinct_name_stack(monkeypatch):
+    from jaxscope._graph import model
+
+    calls = []
+    real = model.scope_path
+    monkeypatch.setattr(model, "scope_path", lambda info: calls.append(1) or real(info))
+
+    def f(x):
+        for _ in range(20):
+            with jax.named_scope("layer"):
+                x = jnp.sin(x) * 2.0
+        return x
+
+    g = js.graph(f)(jnp.ones(3))
+    assert len([n for n in g.nodes if n.kind == "eqn"]) == 40
+    assert len(calls) == 1
+    assert [gr.label for gr in g.groups] == ["layer"]
+
+
 def test_edges_cross_into_and_out_of_nested_jaxprs(nested):
     g = js.graph(nested)(jnp.ones(4), 1.0)
     nodes = {n.id: n for n in g.nodes}
