@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from jaxscope._jaxpr.model import _Builder, _params
+from jaxscope._jaxpr.model import _Builder, _params, letter_name
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope.compat import jaxpr as _cj
 from jaxscope.compat import source as _csource
@@ -89,7 +89,7 @@ def _name_program(jaxpr: Any) -> dict[int, str]:
 
     def name(var: Any) -> None:
         if id(var) not in names:
-            names[id(var)] = _letters(len(names))
+            names[id(var)] = letter_name(len(names))
 
     def walk(jaxpr: Any) -> None:
         for var in (*jaxpr.constvars, *jaxpr.invars):
@@ -112,15 +112,6 @@ def _name_program(jaxpr: Any) -> dict[int, str]:
 
     walk(jaxpr)
     return names
-
-
-def _letters(n: int) -> str:
-    out = ""
-    while True:
-        out = chr(ord("a") + n % 26) + out
-        n //= 26
-        if n == 0:
-            return out
 
 
 class Node:
