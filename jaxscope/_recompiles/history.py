@@ -36,7 +36,7 @@ class Miss(Protocol):
     call_site: SourceLoc | None
     eager_key: tuple[str, str, int] | None
     earlier: list[Signature] | None
-    traced_before: bool
+    traced_before: bool | None  # None: whether JAX traced it before is unknown
     lowered_before: list[tuple[str, ...]] | None
 
 
@@ -267,6 +267,13 @@ def _first_cause(miss: Miss, earlier: int, defined_at: SourceLoc | None) -> Caus
         )
         before = f"{earlier} earlier function object(s) from {where}"
         return _cause("redefined_function", name, hint, before, "a new function object")
+    if miss.traced_before is None:
+        hint = (
+            f"the first compile of {name} this watcher saw; whether JAX compiled it "
+            "before the watcher started cannot be read while other threads run "
+            "(jax 0.9); start watching before its first call to be sure"
+        )
+        return _cause("other", name, hint)
     hint = (
         f"the first compile of {name}: expected once per function; warm it "
         "up before timing"

@@ -88,7 +88,7 @@ class _Frame:
         self.call_site: SourceLoc | None = None
         self.eager_key: tuple[str, str, int] | None = None
         self.earlier: list[Signature] | None = None  # from JAX's trace cache
-        self.traced_before = False
+        self.traced_before: bool | None = False  # None: JAX's cache unreadable now
         self.lowered_before: list[tuple[str, ...]] | None = None
         self.traces = 0
         self.lowers = 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -505,8 +506,9 @@ class TraceKey(NamedTuple):
     static_positions: tuple[int, ...] | None = None
 
 
-def earlier_trace_keys(fun: Any, limit: int = 64) -> list[TraceKey]:
-    """Every trace of ``fun`` (the function a ``jax.jit`` wraps) in JAX's trace cache.
+def earlier_trace_keys(fun: Any, limit: int = 64) -> list[TraceKey] | None:
+    """Every trace of ``fun`` (the function a ``jax.jit`` wraps) in JAX's trace cache;
+    None where the cache cannot be read safely now (``trace_cache_readable``).
 
     Relies on: ``pjit._infer_params_cached`` (a ``weakref_lru_cache``) whose
     ``cache_keys()`` are ``(weakref(fun), trace_context, (jit_info, ArgumentSignature,
@@ -516,6 +518,8 @@ def earlier_trace_keys(fun: Any, limit: int = 64) -> list[TraceKey]:
     """
     keys_fn = getattr(getattr(_pjit, "_infer_params_cached", None), "cache_keys", None)
     if keys_fn is None:
+        if not trace_cache_readable():
+            return None
         return _trace_keys_09(fun)[-limit:]
     out: list[TraceKey] = []
     for key in keys_fn():
@@ -537,6 +541,35 @@ def earlier_trace_keys(fun: Any, limit: int = 64) -> list[TraceKey]:
         except Exception:  # a key of another shape: not one we can read
             continue
     return out[-limit:]
+
+
+# Threads of IPython and ipykernel that never trace JAX code.
+_NON_TRACING_THREADS = frozenset(
+    {
+        "HistorySavingThread",
+        "Heartbeat",
+        "IOPubThread",
+        "ControlThread",
+        "ParentPollerUnix",
+        "ParentPollerWindows",
+    }
+)
+
+
+def trace_cache_readable() -> bool:
+    """Whether jax 0.9's ``trace_to_jaxpr`` cache may be listed now.
+
+    Its ``cache_keys()`` waits for the cache's lock while holding the GIL, and a
+    thread tracing through that cache holds the lock while it waits for the GIL: the
+    two deadlock (seen with four threads jitting at once). So it is listed only when
+    no other thread could be tracing: none runs but the caller and IPython's or
+    ipykernel's own. jax 0.10's cache (``_infer_params_cached``) is not affected.
+    """
+    current = threading.current_thread()
+    return all(
+        t is current or type(t).__name__ in _NON_TRACING_THREADS
+        for t in threading.enumerate()
+    )
 
 
 def _trace_keys_09(fun: Any) -> list[TraceKey]:
@@ -595,8 +628,9 @@ def _key_of_parts(
     )
 
 
-def traced_before(fun: Any, holding: Any = None) -> bool:
-    """Whether JAX's trace cache holds a trace of ``fun`` (any JAX version); with
+def traced_before(fun: Any, holding: Any = None) -> bool | None:
+    """Whether JAX's trace cache holds a trace of ``fun`` (any JAX version), None
+    where it cannot be read safely now (``trace_cache_readable``); with
     ``holding``, one whose static arguments hold that very object (a library's inner
     function shared by several user functions, each passed as a static argument).
 
@@ -605,6 +639,9 @@ def traced_before(fun: Any, holding: Any = None) -> bool:
     ``weakref_lru_cache``s whose keys start with a weak reference to ``fun``.
     """
     for module, name in ((_pjit, "_infer_params_cached"), (_pe, "trace_to_jaxpr")):
+        jax_09 = name == "trace_to_jaxpr" and not hasattr(_pjit, "_infer_params_cached")
+        if jax_09 and not trace_cache_readable():
+            return None
         try:
             keys = getattr(module, name).cache_keys()
         except Exception:  # absent or different in this JAX

@@ -201,3 +201,25 @@ def test_eager_hook_sees_the_backward_pass_of_grad_of_a_jitted_function():
     assert seen[-1][1].startswith("bwd_loss at ") and seen[-1][1].endswith(
         f":{bwd_loss.__code__.co_firstlineno}"
     )
+
+
+def test_jax_09s_trace_cache_is_listed_only_while_no_other_thread_can_trace():
+    # Listing jax 0.9's trace cache while another thread traces deadlocks (GIL and the
+    # cache's lock): with a worker alive the cache is not read, and answers are None.
+    import threading
+
+    assert crec.trace_cache_readable()
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait)
+    worker.start()
+    try:
+        assert not crec.trace_cache_readable()
+        f = jax.jit(lambda x: x + 1)
+        f(1.0)
+        jax_09 = not hasattr(crec._pjit, "_infer_params_cached")
+        expected = None if jax_09 else True
+        assert crec.traced_before(f.__wrapped__) is expected
+    finally:
+        release.set()
+        worker.join()
+    assert crec.trace_cache_readable()
