@@ -321,6 +321,11 @@ def _targets(node: ast.AST) -> tuple[str, ...] | None:
     else:
         return None
     if isinstance(target, ast.Name):
+        # a container display (``pair = (a * 2, a + 3)``) is several values, even
+        # where JAX dropped all but one of them
+        value = getattr(node, "value", None)
+        if isinstance(value, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+            return None
         return (target.id,)
     if isinstance(target, (ast.Tuple, ast.List)) and all(
         isinstance(e, ast.Name) for e in target.elts

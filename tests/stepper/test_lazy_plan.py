@@ -43,10 +43,20 @@ def test_every_equation_stepped_to_equals_js_jaxprs_record(programs):
             # Every field, those left out of == (frames...) included: the stepper
             # makes its records itself and must not drift from js.jaxpr's.
             for f in dataclasses.fields(want):
-                got = getattr(current, f.name)
-                assert got == getattr(want, f.name), (fn, current.path, f.name)
+                got, expected = getattr(current, f.name), getattr(want, f.name)
+                if f.name == "frames":  # up to this test's own call sites: jax 0.9
+                    # answers the second trace from its cache, with the first's stack
+                    got, expected = (
+                        _outside_this_test(got),
+                        _outside_this_test(expected),
+                    )
+                assert got == expected, (fn, current.path, f.name)
             assert set(stepper.values) <= names, fn
             stepper.step()
+
+
+def _outside_this_test(frames):
+    return tuple(frame for frame in frames if frame.file != __file__)
 
 
 def test_building_a_stepper_maps_no_source_line_until_asked():
