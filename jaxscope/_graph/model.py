@@ -40,6 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jaxscope._graph import calls
 from jaxscope._graph.sources import source_snippets
 from jaxscope._jaxpr.model import JaxprModel, Region, gc_paused
 from jaxscope._records import EqnInfo, SourceLoc
@@ -409,12 +410,45 @@ class _Groups:
 class _Builder:
     """Walks the regions into nodes and ``groups``; ``wires`` makes the edges."""
 
-    def __init__(self) -> None:
+    def __init__(self, raw_files: dict[str, str]) -> None:
         self.nodes: list[GraphNode] = []
         self.groups = _Groups()
         self.wires = _Wiring()
         # scope_path by (name stack, scope): equations share a few name stacks
         self.paths: dict[tuple[Any, str], list[tuple[str, bool]]] = {}
+        self.shapes = calls.Shapes(raw_files)
+        self.call_ids: set[str] = set()
+        # call group -> the nodes and groups directly in it
+        self.members: dict[str, int] = {}
+
+    def call_group(
+        self,
+        label: str,
+        parent: str | None,
+        call_site: tuple[str, int],
+        function: str,
+        backward: bool,
+    ) -> str:
+        gid = f"k{len(self.groups.items)}"
+        self.call_ids.add(gid)
+        self.placed(parent)
+        self.groups.add(
+            GraphGroup(
+                id=gid,
+                kind="call",
+                label=label,
+                parent=parent,
+                size=0,
+                source=SourceLoc(file=call_site[0], line=call_site[1]),
+                backward=backward,
+                function=function,
+            )
+        )
+        return gid
+
+    def placed(self, parent: str | None) -> None:
+        if parent is not None and parent in self.call_ids:
+            self.members[parent] = self.members.get(parent, 0) + 1
 
     def scope_path(self, info: EqnInfo) -> list[tuple[str, bool]]:
         """``scope_path(info)``, computed once per distinct name stack."""
@@ -426,6 +460,16 @@ class _Builder:
 
     def region(self, region: Region, container: str | None) -> None:
         scopes: dict[tuple[tuple[str, bool], ...], str] = {}
+        paths = [self.scope_path(info) for info in region.eqns]
+        # A region with no name scope at all (Flax NNX, plain functions) is grouped by
+        # the user's calls; where it has scopes, they are the structure the user (or
+        # Linen, Equinox) gave it, and calls drawn around them would cut across it.
+        scoped = any(paths)
+        in_calls = calls.CallGroups(
+            self.shapes,
+            self.call_group,
+            [None if scoped else calls.call_steps(info) for info in region.eqns],
+        )
         for i, (name, aval) in enumerate(region.constvars):
             nid = f"c{_path_id(region.path)}_{i}" if region.path else f"c{i}"
             self.nodes.append(
@@ -442,8 +486,11 @@ class _Builder:
         append = self.nodes.append
         leaf = self.wires.leaf
         for index, info in enumerate(region.eqns):
-            path = self.scope_path(info)
-            parent = self.groups.scope(container, path, scopes) if path else container
+            if scoped:
+                parent = self.groups.scope(container, paths[index], scopes)
+            else:
+                parent = in_calls.parent(index, container)
+                self.placed(parent)
             children = nested.get(index)
             if children:
                 self.group(info, children, parent)
@@ -513,7 +560,7 @@ def build_graph(model: JaxprModel, title: str = "") -> GraphModel:
 
 
 def _build_graph(model: JaxprModel, title: str) -> GraphModel:
-    builder = _Builder()
+    builder = _Builder(model.raw_files)
     wires = builder.wires
     top = model.top
     names = model.arg_names or ()
@@ -537,10 +584,21 @@ def _build_graph(model: JaxprModel, title: str) -> GraphModel:
             )
         )
         wires.consume(nid, [(name, aval)])
-    groups = builder.groups.sized(builder.nodes)
+    nodes = builder.nodes
+    if builder.call_ids:
+        kept, moved = calls.finish(
+            builder.groups.items, builder.call_ids, builder.members
+        )
+        builder.groups = _Groups()
+        for group in kept:
+            builder.groups.add(group)
+        nodes = [
+            replace(n, group=moved[n.group]) if n.group in moved else n for n in nodes
+        ]
+    groups = builder.groups.sized(nodes)
     return GraphModel(
         title=title,
-        nodes=_mark_aux(builder.nodes, wires.edges, groups),
+        nodes=_mark_aux(nodes, wires.edges, groups),
         edges=wires.edges,
         groups=groups,
         raw_files=dict(model.raw_files),

@@ -262,3 +262,91 @@ def test_grad_inside_a_scope_keeps_its_backward_part_in_a_group_of_its_own():
     assert {"transpose" in n.scope for n in graph.nodes if n.group == loss.id} == {
         False
     }
+
+
+def _tree(graph):
+    """``(depth, group)`` of every group, parents before children."""
+    by_id = {gr.id: gr for gr in graph.groups}
+
+    def depth(gr):
+        d = 0
+        while gr.parent is not None:
+            gr, d = by_id[gr.parent], d + 1
+        return d
+
+    return [(depth(gr), gr) for gr in graph.groups]
+
+
+def test_flax_nnx_modules_become_call_groups_forward_and_backward():
+    import optax
+    from flax import nnx
+
+    class Block(nnx.Module):
+        def __init__(self, d, rngs):
+            self.norm = nnx.LayerNorm(d, rngs=rngs)
+            self.lin = nnx.Linear(d, d, rngs=rngs)
+
+        def __call__(self, x):
+            y = self.norm(x)
+            y = nnx.relu(self.lin(y))
+            return x + y
+
+    class Model(nnx.Module):
+        def __init__(self, rngs):
+            self.inp = nnx.Linear(4, 8, rngs=rngs)
+            self.blocks = nnx.List([Block(8, rngs) for _ in range(3)])
+
+        def __call__(self, x):
+            x = self.inp(x)
+            for block in self.blocks:  # one call site for every block
+                x = block(x)
+            return x
+
+    model = Model(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+
+    @nnx.jit
+    def train_step(model, optimizer, x):
+        def loss_fn(model):
+            return jnp.mean(model(x) ** 2)
+
+        loss, grads = nnx.value_and_grad(loss_fn)(model)
+        optimizer.update(model, grads)
+        return loss
+
+    g = js.graph(train_step)(model, optimizer, jnp.ones((3, 4)))
+    calls = [(d, gr.label) for d, gr in _tree(g) if gr.kind == "call"]
+    forward = [(3, "self.norm"), (3, "self.lin")]
+    backward = forward[::-1]
+    assert calls == [
+        (0, "loss_fn"),
+        (1, "Model"),
+        (2, "self.inp"),
+        *[c for i in (1, 2, 3) for c in [(2, f"Block #{i}"), *forward]],
+        (0, "loss_fn (backward)"),
+        (1, "Model"),
+        *[c for i in (3, 2, 1) for c in [(2, f"Block #{i}"), *backward]],
+        (2, "self.inp"),
+        (0, "optimizer.update"),
+    ]
+    for _depth, gr in _tree(g):
+        if gr.kind == "call":
+            assert gr.backward == (
+                gr.label == "loss_fn (backward)" or _under(g, gr, "loss_fn (backward)")
+            )
+            assert gr.size >= 2 and gr.lines is not None
+        if gr.label.startswith("Block"):
+            # a block's equations come from Block.__call__, in this file
+            assert gr.lines[0] == __file__ and gr.size > 10
+    # the forward and backward halves hold the same number of blocks' nodes
+    sizes = {gr.label: gr.size for _, gr in _tree(g) if gr.parent is None}
+    assert sizes["loss_fn"] > 3 * 10 and sizes["loss_fn (backward)"] > 3 * 10
+
+
+def _under(graph, group, label):
+    by_id = {gr.id: gr for gr in graph.groups}
+    while group.parent is not None:
+        group = by_id[group.parent]
+        if group.label == label:
+            return True
+    return False
