@@ -254,8 +254,15 @@ def test_every_flag_the_guide_names_belongs_to_a_magic_the_plugin_or_the_cli(ip)
         *(p.read_text() for p in JAXSCOPE.glob("_*/plugin.py")),
         (JAXSCOPE / "_cli.py").read_text(),
     ]
-    # Not jaxscope's: MkDocs' and XLA's flags, and the --help every magic has.
-    others = {"--strict", "--xla_force_host_platform_device_count", "--help"}
+    # Not jaxscope's: MkDocs', XLA's and nbconvert's flags, and the --help every
+    # magic has.
+    others = {
+        "--strict",
+        "--xla_force_host_platform_device_count",
+        "--help",
+        "--execute",
+        "--to",
+    }
     flags = set(re.findall(r"(?<![\w-])--[a-z][\w-]*", _all_text())) - others
     assert {"--stage", "--dims", "--jax-check-leaks", "--recompiles"} <= flags
     for flag in flags:
