@@ -172,11 +172,12 @@ class _Open:
 Step = tuple[CallKey, "SourceLoc", "SourceLoc"]  # (key, caller, callee)
 
 
-def call_steps(info: EqnInfo) -> list[Step]:
+def call_steps(info: EqnInfo, backward: bool = False) -> list[Step]:
     """The calls that led to ``info``, outermost first, lambdas and comprehensions
-    left out (their own calls stay, called from their lines)."""
+    left out (their own calls stay, called from their lines); ``backward`` when the
+    region holding ``info`` is in a backward pass."""
     chain = user_chain(info)
-    keys = call_keys(chain, is_backward(info))
+    keys = call_keys(chain, backward or is_backward(info))
     return [
         (key, caller, callee)
         for key, caller, callee in zip(keys, chain, chain[1:], strict=False)
@@ -187,7 +188,8 @@ def call_steps(info: EqnInfo) -> list[Step]:
 class CallGroups:
     """Places the equations of one region in call groups (see the module docstring).
 
-    ``steps`` holds each equation's ``call_steps`` (None: not placed by calls).
+    ``steps`` holds each equation's ``call_steps`` (None: not placed by calls);
+    ``backward`` when the region is inside a backward pass that is already labelled.
     ``new_group(label, parent, call_site, function, backward)`` adds a group and
     returns its id; ``label`` already says ``(backward)`` where it should.
 
@@ -197,8 +199,13 @@ class CallGroups:
     """
 
     def __init__(
-        self, shapes: Shapes, new_group: NewGroup, steps: list[list[Step] | None]
+        self,
+        shapes: Shapes,
+        new_group: NewGroup,
+        steps: list[list[Step] | None],
+        backward: bool = False,
     ) -> None:
+        self.backward = backward  # the region is in a backward pass, which says so
         self.shapes = shapes
         self.new_group = new_group
         self.steps = steps
@@ -253,7 +260,7 @@ class CallGroups:
         del open_[depth:]
         for key, caller, callee in steps[depth:]:
             parent = open_[-1].gid if open_ else container
-            around = bool(open_) and open_[-1].backward
+            around = open_[-1].backward if open_ else self.backward
             backward = key[5]
             label = call_label(key[4])
             if is_library_file(callee.file):  # the user's words: ``self.lin``

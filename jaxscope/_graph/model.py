@@ -458,7 +458,12 @@ class _Builder:
             path = self.paths[key] = scope_path(info)
         return path
 
-    def region(self, region: Region, container: str | None) -> None:
+    def region(
+        self, region: Region, container: str | None, backward: bool = False
+    ) -> None:
+        """The nodes and groups of ``region`` inside ``container``; ``backward`` when
+        the region is part of a backward pass (its equations' name stacks are relative
+        to the equation holding it, so they do not say so)."""
         scopes: dict[tuple[tuple[str, bool], ...], str] = {}
         paths = [self.scope_path(info) for info in region.eqns]
         # A region with no name scope at all (Flax NNX, plain functions) is grouped by
@@ -468,7 +473,11 @@ class _Builder:
         in_calls = calls.CallGroups(
             self.shapes,
             self.call_group,
-            [None if scoped else calls.call_steps(info) for info in region.eqns],
+            [
+                None if scoped else calls.call_steps(info, backward)
+                for info in region.eqns
+            ],
+            backward,
         )
         for i, (name, aval) in enumerate(region.constvars):
             nid = f"c{_path_id(region.path)}_{i}" if region.path else f"c{i}"
@@ -493,7 +502,7 @@ class _Builder:
                 self.placed(parent)
             children = nested.get(index)
             if children:
-                self.group(info, children, parent)
+                self.group(info, children, parent, backward)
                 continue
             nid = "n" + ".".join(map(str, info.path))
             append(
@@ -513,7 +522,13 @@ class _Builder:
             )
             leaf(nid, info)
 
-    def group(self, info: EqnInfo, children: list[Region], parent: str | None) -> None:
+    def group(
+        self,
+        info: EqnInfo,
+        children: list[Region],
+        parent: str | None,
+        backward: bool = False,
+    ) -> None:
         """An equation with nested jaxprs: its group, and a group per nested jaxpr
         when it has several."""
         gid = f"g{_path_id(info.path)}"
@@ -530,9 +545,10 @@ class _Builder:
             )
         )
         self.wires.enter(gid, info, children)
+        backward = backward or calls.is_backward(info)
         for child in children:
             if len(children) == 1:
-                self.region(child, gid)
+                self.region(child, gid, backward)
                 continue
             rid = f"r{_path_id(child.path)}"
             named = child.function and not child.function.startswith("<")
@@ -549,7 +565,7 @@ class _Builder:
                     outputs=tuple(child.outvars),
                 )
             )
-            self.region(child, rid)
+            self.region(child, rid, backward)
         self.wires.leave(info, children)
 
 

@@ -130,3 +130,36 @@ def test_call_labels():
     assert call_label("MLP.encode") == "MLP.encode"
     assert call_label("make.<locals>.Block.__call__") == "Block"
     assert call_label("f") == "f"
+
+
+def _mix(h, x):
+    a = h * x
+    b = jnp.sin(a)
+    return a + b
+
+
+def _scan_body(h, x):
+    h = _mix(h, x)
+    return h, jnp.cos(h)
+
+
+def test_calls_in_a_scan_body_keep_their_direction_in_the_backward_pass():
+    from jax import lax
+
+    def f(h, xs):
+        return jnp.sum(lax.scan(_scan_body, h, xs)[1])
+
+    g = js.graph(jax.grad(f))(jnp.ones(3), jnp.ones((4, 3)))
+    by_id = {gr.id: gr for gr in g.groups}
+    mixes = [gr for gr in g.groups if gr.kind == "call" and "_mix" in gr.label]
+    # Inside the scan, the equations' name stacks no longer say "transpose": the
+    # backward scan's calls must still be backward, and not split by its line order.
+    assert sorted((gr.label, gr.backward) for gr in mixes) == [
+        ("_mix", False),
+        ("_mix", True),
+    ]
+    for gr in mixes:
+        scan = by_id[gr.parent]
+        while scan.kind != "scan":
+            scan = by_id[scan.parent]
+        assert ("transpose(" in scan.scope) == gr.backward
