@@ -11,15 +11,12 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._display import printable
-from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
-    magic_call,
     parse_magic_args,
     present,
     static_arguments,
-    static_options,
     usage_errors,
 )
 
@@ -58,13 +55,14 @@ class GraphMagics(JaxscopeMagics):
         )
         from jaxscope._graph.api import graph
 
-        statics = static_options(opts)
-        parsed = parse_call(" ".join(opts.call), self.user_ns, "jaxgraph")
-        transform = graph(
-            parsed.function, static_argnums=statics[0], static_argnames=statics[1]
+        view = self.traced_call(
+            "jaxgraph",
+            opts,
+            " ".join(opts.call),
+            lambda fn, nums, names: graph(
+                fn, static_argnums=nums, static_argnames=names
+            ),
         )
-        with magic_call("jaxgraph", opts, parsed.source, statics):
-            view = transform(*parsed.args, **parsed.kwargs)
         if opts.dot == "-":
             print(view.to_dot())
         elif opts.dot is not None:

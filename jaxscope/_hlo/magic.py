@@ -8,15 +8,12 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
-    magic_call,
     parse_magic_args,
     present,
     static_arguments,
-    static_options,
     usage_errors,
 )
 
@@ -48,16 +45,14 @@ class HloMagics(JaxscopeMagics):
             )
         from jaxscope._hlo.api import hlo
 
-        statics = static_options(opts)
-        parsed = parse_call(" ".join(opts.call), self.user_ns, "hlo")
-        transform = hlo(
-            parsed.function,
-            stage=opts.stage,
-            static_argnums=statics[0],
-            static_argnames=statics[1],
+        view = self.traced_call(
+            "hlo",
+            opts,
+            " ".join(opts.call),
+            lambda fn, nums, names: hlo(
+                fn, stage=opts.stage, static_argnums=nums, static_argnames=names
+            ),
         )
-        with magic_call("hlo", opts, parsed.source, statics):
-            view = transform(*parsed.args, **parsed.kwargs)
         view.show_cost = opts.cost
         view.expand_fused = opts.all
         return present(view, line)

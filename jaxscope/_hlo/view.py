@@ -107,8 +107,12 @@ class HloView(Renderable):
 
     def source_line(self, file: str, line: int) -> str:
         """The user's source text at ``(file, line)`` (notebook cells included), or ``""``."""
-        raw = self._capture.parsed.raw_files.get(file, file)
-        return source_text(raw, line)
+        return source_text(self.raw_file(file), line)
+
+    def raw_file(self, file: str) -> str:
+        """The name the program's code was compiled under for a shown file
+        (``In [3]``: the cell's own, which cells run without history do not share)."""
+        return self._capture.parsed.raw_files.get(file, file)
 
     def __repr__(self) -> str:
         name = f" of {self.function_name}" if self.function_name else ""

@@ -8,7 +8,7 @@ import functools
 import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
@@ -17,6 +17,8 @@ from IPython.core.magic_arguments import argument, parse_argstring
 
 from jaxscope._display import printable
 from jaxscope._exceptions import InvalidCallError, JaxscopeError
+
+T = TypeVar("T")
 
 
 class JaxscopeMagics(Magics):
@@ -37,6 +39,21 @@ class JaxscopeMagics(Magics):
     def user_ns(self) -> dict[str, Any]:
         """The user's namespace, where call expressions are evaluated."""
         return self.running_shell.user_ns
+
+    def traced_call(
+        self, magic: str, opts: Any, text: str, make: Callable[..., Callable[..., T]]
+    ) -> T:
+        """What a call magic shows of the call ``text`` (e.g. ``"f(x)"``): ``make(fn,
+        static_argnums, static_argnames)`` is the API wrapper (``js.graph`` with the
+        magic's ``--static-arg*`` options), called on the evaluated arguments; hints
+        in its errors are worded as this magic's command."""
+        from jaxscope._ipython.callparse import parse_call  # it imports this module
+
+        statics = static_options(opts)
+        parsed = parse_call(text, self.user_ns, magic)
+        transform = make(parsed.function, *statics)
+        with magic_call(magic, opts, parsed.source, statics):
+            return transform(*parsed.args, **parsed.kwargs)
 
 
 class HelpShown(Exception):

@@ -8,15 +8,12 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
-    magic_call,
     parse_magic_args,
     present,
     static_arguments,
-    static_options,
     usage_errors,
 )
 
@@ -71,17 +68,21 @@ class JaxprMagics(JaxscopeMagics):
             )
         from jaxscope._jaxpr.api import jaxpr_view
 
-        statics = static_options(opts)
-        parsed = parse_call(" ".join(opts.call), self.user_ns, "jaxpr")
-        with magic_call("jaxpr", opts, parsed.source, statics):
-            view = jaxpr_view(
-                parsed.function,
-                parsed.args,
-                parsed.kwargs,
-                static_argnums=statics[0],
-                static_argnames=statics[1],
-                api_name="%jaxpr",
-            )
+        view = self.traced_call(
+            "jaxpr",
+            opts,
+            " ".join(opts.call),
+            lambda fn, nums, names: (
+                lambda *args, **kwargs: jaxpr_view(
+                    fn,
+                    args,
+                    kwargs,
+                    static_argnums=nums,
+                    static_argnames=names,
+                    api_name="%jaxpr",
+                )
+            ),
+        )
         if opts.graph:
             return present(view.graph(), line)
         view.depth = opts.depth

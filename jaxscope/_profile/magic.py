@@ -8,15 +8,12 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
-    magic_call,
     parse_magic_args,
     present,
     static_arguments,
-    static_options,
     usage_errors,
 )
 
@@ -52,19 +49,23 @@ class ProfileMagics(JaxscopeMagics):
         _at_least(opts.top, 1, "--top")
         from jaxscope._profile.profile import profile_call
 
-        statics = static_options(opts)
-        parsed = parse_call(" ".join(opts.call), self.user_ns, "jaxprof")
-        with magic_call("jaxprof", opts, parsed.source, statics):
-            view = profile_call(
-                parsed.function,
-                parsed.args,
-                parsed.kwargs,
-                repeat=opts.repeat,
-                warmup=opts.warmup,
-                static_argnums=statics[0],
-                static_argnames=statics[1],
-                api_name="%jaxprof",
-            )
+        view = self.traced_call(
+            "jaxprof",
+            opts,
+            " ".join(opts.call),
+            lambda fn, nums, names: (
+                lambda *args, **kwargs: profile_call(
+                    fn,
+                    args,
+                    kwargs,
+                    repeat=opts.repeat,
+                    warmup=opts.warmup,
+                    static_argnums=nums,
+                    static_argnames=names,
+                    api_name="%jaxprof",
+                )
+            ),
+        )
         if opts.device is not None:
             view = view.for_device(opts.device)
         view.show_top = opts.top
@@ -86,17 +87,21 @@ class ProfileMagics(JaxscopeMagics):
         _at_least(opts.top, 1, "--top")
         from jaxscope._profile.memory import memory_call
 
-        statics = static_options(opts)
-        parsed = parse_call(" ".join(opts.call), self.user_ns, "jaxmem")
-        with magic_call("jaxmem", opts, parsed.source, statics):
-            view = memory_call(
-                parsed.function,
-                parsed.args,
-                parsed.kwargs,
-                static_argnums=statics[0],
-                static_argnames=statics[1],
-                api_name="%jaxmem",
-            )
+        view = self.traced_call(
+            "jaxmem",
+            opts,
+            " ".join(opts.call),
+            lambda fn, nums, names: (
+                lambda *args, **kwargs: memory_call(
+                    fn,
+                    args,
+                    kwargs,
+                    static_argnums=nums,
+                    static_argnames=names,
+                    api_name="%jaxmem",
+                )
+            ),
+        )
         view.show_top = opts.top
         return present(view, line)
 

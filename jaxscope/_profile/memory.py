@@ -108,7 +108,7 @@ class MemoryView(Renderable):
 
     def source_blocks(self) -> list[SourceBlock]:
         """The source shown by the displays: every line with bytes at the peak."""
-        return source_blocks(m.key for m in self.lines)
+        return source_blocks((m.key for m in self.lines), self.hlo.raw_file)
 
     def __repr__(self) -> str:
         name = f" of {self.function_name}" if self.function_name else ""

@@ -130,7 +130,7 @@ class ProfileView(Renderable):
 
     def source_blocks(self) -> list[SourceBlock]:
         """The source shown by the displays: every measured line, whole functions."""
-        return source_blocks(line.key for line in self.lines)
+        return source_blocks((line.key for line in self.lines), self.hlo.raw_file)
 
     def __repr__(self) -> str:
         name = f" of {self.function_name}" if self.function_name else ""

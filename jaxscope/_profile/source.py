@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import linecache
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from jaxscope._source import running_shell
@@ -70,8 +70,11 @@ def raw_file(file: str) -> str:
     return file
 
 
-def source_blocks(lines: Iterable[tuple[str, int]]) -> list[SourceBlock]:
-    """The blocks of source that show every ``(file, line)`` in ``lines``.
+def source_blocks(
+    lines: Iterable[tuple[str, int]], raw: Callable[[str], str] = raw_file
+) -> list[SourceBlock]:
+    """The blocks of source that show every ``(file, line)`` in ``lines``; ``raw``
+    gives the name ``linecache`` knows a shown file by.
 
     A file whose text is unavailable gives its lines alone, without text.
     """
@@ -80,7 +83,7 @@ def source_blocks(lines: Iterable[tuple[str, int]]) -> list[SourceBlock]:
         by_file.setdefault(file, set()).add(line)
     blocks: list[SourceBlock] = []
     for file in sorted(by_file):
-        text_lines = linecache.getlines(raw_file(file))
+        text_lines = linecache.getlines(raw(file))
         wanted = sorted(by_file[file])
         if not text_lines:
             blocks.extend(SourceBlock(file, "", ((n, ""),)) for n in wanted)

@@ -16,14 +16,11 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
-    magic_call,
     parse_magic_args,
     present,
     static_arguments,
-    static_options,
     usage_errors,
 )
 
@@ -114,13 +111,14 @@ class ShardingMagics(JaxscopeMagics):
                 )
             from jaxscope._sharding.program import shardings
 
-            statics = static_options(opts)
-            parsed = parse_call(text, namespace, "sharding")
-            transform = shardings(
-                parsed.function, static_argnums=statics[0], static_argnames=statics[1]
+            view: Any = self.traced_call(
+                "sharding",
+                opts,
+                text,
+                lambda fn, nums, names: shardings(
+                    fn, static_argnums=nums, static_argnames=names
+                ),
             )
-            with magic_call("sharding", opts, parsed.source, statics):
-                view: Any = transform(*parsed.args, **parsed.kwargs)
         else:
             from jaxscope._sharding.array import sharding_view
 

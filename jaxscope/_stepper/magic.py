@@ -16,16 +16,13 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._display import printable, safe_repr
 from jaxscope._exceptions import JaxscopeError
-from jaxscope._ipython.callparse import parse_call
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
     exception_text,
-    magic_call,
     parse_magic_args,
     present,
     static_arguments,
-    static_options,
     usage_errors,
 )
 
@@ -310,13 +307,14 @@ class StepperMagics(JaxscopeMagics):
 
         opts = parse_magic_args(self.jaxstep, line, verbatim="call")
         shell = self.running_shell
-        statics = static_options(opts)
-        parsed = parse_call(" ".join(opts.call), shell.user_ns, "jaxstep")
-        transform = step(
-            parsed.function, static_argnums=statics[0], static_argnames=statics[1]
+        stepper = self.traced_call(
+            "jaxstep",
+            opts,
+            " ".join(opts.call),
+            lambda fn, nums, names: step(
+                fn, static_argnums=nums, static_argnames=names
+            ),
         )
-        with magic_call("jaxstep", opts, parsed.source, statics):
-            stepper = transform(*parsed.args, **parsed.kwargs)
         for spec in opts.breaks:
             _break_at(stepper, spec)
         stepper.break_on(nan=opts.nan, inf=opts.inf)

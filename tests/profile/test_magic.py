@@ -93,3 +93,15 @@ def test_magic_usage_errors_are_one_line(ip):
         ip.run_line_magic("jaxprof", "--repeat 0 step(w, x)")
     with pytest.raises(UsageError, match="undefined_thing"):
         ip.run_line_magic("jaxmem", "undefined_thing(w)")
+
+
+def test_jaxprof_and_jaxmem_show_the_text_of_the_cell_that_ran(ip):
+    # Cells run without history share one "In [N]"; each has its own compiled file,
+    # and the tables must read the one the program came from, not the first of them.
+    other = "def unrelated(a):\n    b = a + 1\n    return b * 3\nq = 1\n"
+    ip.run_cell(other, store_history=False).raise_error()
+    ip.run_cell(CELL, store_history=False).raise_error()
+    for name, line in (("jaxprof", "--repeat 1 step(w, x)"), ("jaxmem", "step(w, x)")):
+        text = magic(ip, name, line)["text/plain"]
+        assert "h = jnp.tanh(x @ w)" in text.split("top lines", 1)[-1], name
+        assert "unrelated" not in text and "b * 3" not in text, name
