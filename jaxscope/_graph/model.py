@@ -414,11 +414,12 @@ class _Builder:
         self.groups = _Groups()
         self.wires = _Wiring()
         # scope_path by (name stack, scope): equations share a few name stacks
-        self.paths: dict[tuple[Any, str], list[tuple[str, bool]]] = {}
+        self.paths: dict[tuple[int, str], list[tuple[str, bool]]] = {}
 
     def scope_path(self, info: EqnInfo) -> list[tuple[str, bool]]:
         """``scope_path(info)``, computed once per distinct name stack."""
-        key = (info.name_stack, info.scope)
+        # by id: the model's EqnInfos keep each name stack alive while this runs
+        key = (id(info.name_stack), info.scope)
         path = self.paths.get(key)
         if path is None:
             path = self.paths[key] = scope_path(info)
@@ -441,9 +442,17 @@ class _Builder:
         nested = region.children
         append = self.nodes.append
         leaf = self.wires.leaf
+        scope_path, scope = self.scope_path, self.groups.scope
+        # id of a scope path (scope_path's, kept) -> its innermost group here
+        innermost: dict[int, str | None] = {}
         for index, info in enumerate(region.eqns):
-            path = self.scope_path(info)
-            parent = self.groups.scope(container, path, scopes) if path else container
+            path = scope_path(info)
+            if path:
+                parent = innermost.get(id(path), container)
+                if parent is container:
+                    parent = innermost[id(path)] = scope(container, path, scopes)
+            else:
+                parent = container
             children = nested.get(index)
             if children:
                 self.group(info, children, parent)

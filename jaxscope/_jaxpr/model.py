@@ -119,12 +119,22 @@ class _Sources:
     """Source locations of equations, cached per traceback frame, with the text of
     each line and the file name Python compiled each shown file under."""
 
-    __slots__ = ("files", "locs", "raw_files", "source_text", "traces")
+    __slots__ = (
+        "files",
+        "keys",
+        "loc_keys",
+        "locs",
+        "raw_files",
+        "source_text",
+        "traces",
+    )
 
     def __init__(self) -> None:
         self.locs: dict[Any, SourceLoc] = {}
         # compiled file name -> (its shown name, its lines): once per file, not line
         self.files: dict[str, tuple[str, list[str]]] = {}
+        self.keys: dict[tuple[str, int], tuple[str, int]] = {}
+        self.loc_keys: dict[int, tuple[str, int]] = {}  # id of a loc -> its key
         # a stack's user frames -> their locs, and the first not in a library
         self.traces: dict[tuple[Any, ...], tuple[tuple[SourceLoc, ...], Any]] = {}
         self.source_text: dict[tuple[str, int], str] = {}
@@ -145,7 +155,10 @@ class _Sources:
                 column=raw.column if raw.column >= 0 else None,
                 function=raw.function,
             )  # loc_from_raw(raw), its file name found once
+            # one (file, line) tuple per line, for source_text and by_line both
             key = (shown, raw.line)
+            key = self.keys.setdefault(key, key)
+            self.loc_keys[id(loc)] = key
             if key not in self.source_text and 1 <= raw.line <= len(lines):
                 text = lines[raw.line - 1].strip()
                 if text:
@@ -436,7 +449,7 @@ def _walk(
         _csource.eqn_name_stack_entries,
     )
     flat_append, region_append = b.flat.append, region.eqns.append
-    by_line, line_lists = b.by_line, b.line_lists
+    by_line, line_lists, loc_keys = b.by_line, b.line_lists, b.sources.loc_keys
     for index, eqn in enumerate(jaxpr.eqns):
         eqn_path = (*path, index)
         subs = subjaxprs(eqn)
@@ -467,7 +480,8 @@ def _walk(
             # hashing a SourceLoc or its key costs more
             infos = line_lists.get(id(source))
             if infos is None:
-                infos = line_lists[id(source)] = by_line.setdefault(source.key, [])
+                key = loc_keys[id(source)]
+                infos = line_lists[id(source)] = by_line.setdefault(key, [])
             infos.append(info)
         if subs:
             kids: list[Region] = []
