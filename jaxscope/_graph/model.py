@@ -415,7 +415,7 @@ class _Builder:
         self.groups = _Groups()
         self.wires = _Wiring()
         # scope_path by (name stack, scope): equations share a few name stacks
-        self.paths: dict[tuple[Any, str], list[tuple[str, bool]]] = {}
+        self.paths: dict[tuple[int, str], list[tuple[str, bool]]] = {}
         self.shapes = calls.Shapes(raw_files)
         self.call_ids: set[str] = set()
         # call group -> the nodes and groups directly in it
@@ -452,7 +452,8 @@ class _Builder:
 
     def scope_path(self, info: EqnInfo) -> list[tuple[str, bool]]:
         """``scope_path(info)``, computed once per distinct name stack."""
-        key = (info.name_stack, info.scope)
+        # by id: the model's EqnInfos keep each name stack alive while this runs
+        key = (id(info.name_stack), info.scope)
         path = self.paths.get(key)
         if path is None:
             path = self.paths[key] = scope_path(info)
@@ -494,9 +495,15 @@ class _Builder:
         nested = region.children
         append = self.nodes.append
         leaf = self.wires.leaf
+        scope = self.groups.scope
+        # id of a scope path (scope_path's, kept) -> its innermost group here
+        innermost: dict[int, str | None] = {}
         for index, info in enumerate(region.eqns):
             if scoped:
-                parent = self.groups.scope(container, paths[index], scopes)
+                path = paths[index]
+                parent = innermost.get(id(path), container)
+                if parent is container:
+                    parent = innermost[id(path)] = scope(container, path, scopes)
             else:
                 parent = in_calls.parent(index, container)
                 self.placed(parent)

@@ -17,7 +17,7 @@ from typing import Any
 
 from jaxscope._format import truncate
 from jaxscope._records import EqnInfo, SourceLoc
-from jaxscope._source import loc_from_raw, short_loc
+from jaxscope._source import display_filename, short_loc
 from jaxscope.compat import jaxpr as _cj
 from jaxscope.compat import source as _csource
 
@@ -92,8 +92,21 @@ class _Namer:
         return found
 
 
+_LETTER_NAMES: list[str] = []  # letter_name(n) for n < its length, made in order
+
+
 def letter_name(n: int) -> str:
     """JAX's variable names: ``a`` .. ``z``, ``ba``, ``bb`` ..."""
+    names = _LETTER_NAMES
+    if n < len(names):
+        return names[n]
+    if n == len(names) and n < 1_000_000:
+        names.append(_letter_name(n))
+        return names[n]
+    return _letter_name(n)
+
+
+def _letter_name(n: int) -> str:
     out = ""
     while True:
         out = chr(ord("a") + n % 26) + out
@@ -106,23 +119,50 @@ class _Sources:
     """Source locations of equations, cached per traceback frame, with the text of
     each line and the file name Python compiled each shown file under."""
 
-    __slots__ = ("locs", "raw_files", "source_text")
+    __slots__ = (
+        "files",
+        "keys",
+        "loc_keys",
+        "locs",
+        "raw_files",
+        "source_text",
+        "traces",
+    )
 
     def __init__(self) -> None:
         self.locs: dict[Any, SourceLoc] = {}
+        # compiled file name -> (its shown name, its lines): once per file, not line
+        self.files: dict[str, tuple[str, list[str]]] = {}
+        self.keys: dict[tuple[str, int], tuple[str, int]] = {}
+        self.loc_keys: dict[int, tuple[str, int]] = {}  # id of a loc -> its key
+        # a stack's user frames -> their locs, and the first not in a library
+        self.traces: dict[tuple[Any, ...], tuple[tuple[SourceLoc, ...], Any]] = {}
         self.source_text: dict[tuple[str, int], str] = {}
         self.raw_files: dict[str, str] = {}
 
     def loc(self, raw: Any) -> SourceLoc:
         loc = self.locs.get(raw)
         if loc is None:
-            loc = loc_from_raw(raw)
-            self.locs[raw] = loc
-            self.raw_files.setdefault(loc.file, raw.file)
-            if loc.key not in self.source_text:
-                text = linecache.getline(raw.file, raw.line).strip()
+            file = self.files.get(raw.file)
+            if file is None:
+                shown = display_filename(raw.file)
+                self.raw_files.setdefault(shown, raw.file)
+                file = self.files[raw.file] = (shown, linecache.getlines(raw.file))
+            shown, lines = file
+            loc = self.locs[raw] = SourceLoc(
+                file=shown,
+                line=raw.line,
+                column=raw.column if raw.column >= 0 else None,
+                function=raw.function,
+            )  # loc_from_raw(raw), its file name found once
+            # one (file, line) tuple per line, for source_text and by_line both
+            key = (shown, raw.line)
+            key = self.keys.setdefault(key, key)
+            self.loc_keys[id(loc)] = key
+            if key not in self.source_text and 1 <= raw.line <= len(lines):
+                text = lines[raw.line - 1].strip()
                 if text:
-                    self.source_text[loc.key] = text
+                    self.source_text[key] = text
         return loc
 
     def of(
@@ -132,13 +172,25 @@ class _Sources:
         code, else the line of the equation that encloses it (equations of JAX's or a
         library's nested jit record no user frame), else the innermost frame."""
         raws = _csource.frames_of(_csource.eqn_traceback(eqn))
-        frames = tuple(self.loc(raw) for raw in raws)
-        for raw, loc in zip(raws, frames, strict=True):
-            if not _csource.is_library_file(raw.file):
-                return loc, frames
+        # Equations of one line run many times (a loop) share their stack: one
+        # lookup (its user frames are one or two) instead of one per frame.
+        key = tuple(raws)
+        found = self.traces.get(key)
+        if found is None:
+            found = self.traces[key] = self._trace(raws)
+        frames, user = found
+        if user is not None:
+            return user, frames
         if enclosing is not None:
             return enclosing, frames
         return (frames[0] if frames else None), frames
+
+    def _trace(self, raws: Any) -> tuple[tuple[SourceLoc, ...], SourceLoc | None]:
+        frames = tuple([self.loc(raw) for raw in raws])
+        for raw, loc in zip(raws, frames, strict=True):
+            if not _csource.is_library_file(raw.file):
+                return frames, loc
+        return frames, None
 
 
 class _Builder:
@@ -150,7 +202,9 @@ class _Builder:
         "flat",
         "flat_prims",
         "kinds",
+        "line_lists",
         "namer",
+        "pairs",
         "prim_names",
         "printed",
         "sources",
@@ -160,9 +214,12 @@ class _Builder:
 
     def __init__(self) -> None:
         self.namer = _Namer()
+        # id of a variable -> atom(it); the jaxpr being walked keeps it alive
+        self.pairs: dict[int, tuple[str, str]] = {}
         self.sources = _Sources()
         self.flat: list[EqnInfo] = []
         self.by_line: dict[tuple[str, int], list[EqnInfo]] = {}
+        self.line_lists: dict[int, list[EqnInfo]] = {}
         self.avals: dict[Any, str] = {}
         self.kinds: dict[type, str] = {}
         self.flat_prims: set[Any] = set()
@@ -206,6 +263,9 @@ class _Builder:
         return found
 
     def atom(self, atom: Any) -> tuple[str, str]:
+        pair = self.pairs.get(id(atom))
+        if pair is not None:  # a variable named before: most operands
+            return pair
         aval = self.aval(atom.aval)
         kind = self.kinds.get(type(atom))
         if kind is None:
@@ -222,7 +282,8 @@ class _Builder:
             name = names.get(id(atom))
             if name is None:
                 name = names[id(atom)] = letter_name(len(names))
-            return (name, aval)
+            pair = self.pairs[id(atom)] = (name, aval)
+            return pair
         if kind == "lit":
             return (f"{_literal_text(_cj.literal_value(atom))}:{aval}", aval)
         return ("_", aval)
@@ -380,33 +441,48 @@ def _walk(
     for eqn in jaxpr.eqns:
         used.update(map(id, eqn.invars))
     total = 0
+    # Hot loop: names bound once, not looked up per equation.
+    subjaxprs, primitive, of = b.subjaxprs, b.primitive, b.sources.of
+    printed_params, aval = b.printed_params, b.aval
+    name_stack, name_stack_entries = (
+        _csource.eqn_name_stack,
+        _csource.eqn_name_stack_entries,
+    )
+    flat_append, region_append = b.flat.append, region.eqns.append
+    by_line, line_lists, loc_keys = b.by_line, b.line_lists, b.sources.loc_keys
     for index, eqn in enumerate(jaxpr.eqns):
         eqn_path = (*path, index)
-        subs = b.subjaxprs(eqn)
+        subs = subjaxprs(eqn)
         params = _params(eqn.params, subs)
-        source, frames = b.sources.of(eqn, enclosing)
+        source, frames = of(eqn, enclosing)
         info = EqnInfo(
             path=eqn_path,
             depth=depth,
-            primitive=b.primitive(eqn),
+            primitive=primitive(eqn),
             inputs=[atom(v) for v in eqn.invars],
             outputs=[
-                atom(v) if id(v) in used else ("_", b.aval(v.aval)) for v in eqn.outvars
+                atom(v) if id(v) in used else ("_", aval(v.aval)) for v in eqn.outvars
             ],
             params=params,
             source=source,
-            scope=_csource.eqn_name_stack(eqn),
-            name_stack=_csource.eqn_name_stack_entries(eqn),
+            scope=name_stack(eqn),
+            name_stack=name_stack_entries(eqn),
             region=label,
             n_subjaxprs=len(subs),
             frames=frames,
-            printed_params=b.printed_params(eqn, params, bool(subs)),
+            printed_params=printed_params(eqn, params, bool(subs)),
         )
-        b.flat.append(info)
-        region.eqns.append(info)
+        flat_append(info)
+        region_append(info)
         total += 1
         if source is not None:
-            b.by_line.setdefault(source.key, []).append(info)
+            # by_line's list of each SourceLoc (kept alive by _Sources), by id:
+            # hashing a SourceLoc or its key costs more
+            infos = line_lists.get(id(source))
+            if infos is None:
+                key = loc_keys[id(source)]
+                infos = line_lists[id(source)] = by_line.setdefault(key, [])
+            infos.append(info)
         if subs:
             kids: list[Region] = []
             # JAX names a shared jaxpr after the `name` param of an equation using it

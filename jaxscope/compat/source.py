@@ -122,7 +122,10 @@ _MISSING: Any = object()
 # code object seen, so its id cannot be reused while the caches know it.
 _CODES: dict[int, types.CodeType] = {}
 _USER_CODES: dict[int, bool] = {}
-_FRAMES: dict[tuple[int, int], RawFrame] = {}
+# id(code) -> byte offset -> frame: nested, as a (code, offset) key per frame was a
+# tuple the cyclic GC had to scan, one per equation of a long function.
+_FRAMES: dict[int, dict[int, RawFrame]] = {}
+_n_frames = 0
 _POSITIONS: dict[int, tuple[tuple[int | None, ...], tuple[int | None, ...]]] = {}
 _CACHE_LIMIT = 200_000
 _is_user_filename: Any = None
@@ -156,7 +159,9 @@ def _position(code: types.CodeType, lasti: int) -> tuple[int, int]:
 
 
 def _is_user_code(code: types.CodeType, is_user: Any) -> bool:
-    if len(_FRAMES) + len(_USER_CODES) > _CACHE_LIMIT:
+    global _n_frames
+    if _n_frames + len(_USER_CODES) > _CACHE_LIMIT:
+        _n_frames = 0
         _CODES.clear()
         _USER_CODES.clear()
         _FRAMES.clear()
@@ -167,9 +172,14 @@ def _is_user_code(code: types.CodeType, is_user: Any) -> bool:
 
 
 def _user_frame(code: types.CodeType, lasti: int) -> RawFrame:
+    global _n_frames
     line, column = _position(code, lasti)
     frame = RawFrame(code.co_filename, line, column, code.co_qualname)
-    _FRAMES[(id(code), lasti)] = frame
+    _n_frames += 1
+    by_offset = _FRAMES.get(id(code))
+    if by_offset is None:
+        by_offset = _FRAMES[id(code)] = {}
+    by_offset[lasti] = frame
     return frame
 
 
@@ -193,7 +203,8 @@ def frames_of(traceback: Any) -> list[RawFrame]:
         if user is None:
             user = _is_user_code(code, is_user)
         if user:
-            frame = known.get((id(code), lasti))
+            by_offset = known.get(id(code))
+            frame = by_offset.get(lasti) if by_offset is not None else None
             frames.append(frame if frame is not None else _user_frame(code, lasti))
     return frames
 
