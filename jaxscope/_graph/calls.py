@@ -12,7 +12,7 @@ an installed library from the user's code is one too, labelled as the user wrote
 Tracebacks name code, not frames, so two calls from one line (``for block in
 self.blocks: x = block(x)``) look alike. A new call is recognised when the callee's
 line goes back (forward, in the backward pass) and no statement or loop of the callee
-holds both lines; repeated calls are numbered ``Block #1``, ``Block #2``, ..., and numbered in
+holds both lines. Repeated calls are numbered ``Block #1``, ``Block #2``, ..., in
 reverse in the backward pass, which visits them in reverse. Calls of lambdas and
 comprehensions, and calls holding fewer than two nodes or groups, are left out.
 """

@@ -24,6 +24,9 @@ Name scopes come from the name stack JAX records per equation (``jax.named_scope
 Flax Linen module paths such as ``MLP/Dense_0``, Equinox module names). Transforms in
 it split a scope: under ``transpose`` (the backward pass of ``jax.grad``) a scope is a
 group of its own, labelled ``layer0 (backward)``, apart from its forward ``layer0``.
+A region (a jaxpr) with no name scope at all, as Flax NNX and plain functions give, is
+grouped by the user's calls instead (``kind="call"``: ``loss_fn``, ``Block #2``,
+``self.linear1``; see ``calls``).
 A group of an equation with nested jaxprs is named after the function traced into it
 (``scan(rnn_cell)``, ``while(body)``, ``cond(neg, pos)``), or after its source line
 when that function is a lambda (``scan @ model.py:42``).
@@ -87,7 +90,8 @@ class GraphEdge:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GraphGroup:
     """A group: an equation with nested jaxprs (``kind`` = its primitive), one nested
-    jaxpr of such an equation (``kind="region"``) or a name scope (``kind="scope"``).
+    jaxpr of such an equation (``kind="region"``), a name scope (``kind="scope"``) or
+    a call of the user's (``kind="call"``, ``source`` its call site).
 
     ``size`` counts the leaf nodes inside, at any depth. ``backward`` marks a scope
     of the backward pass (under a ``transpose`` transform), nested scopes included.
