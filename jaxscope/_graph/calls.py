@@ -218,17 +218,19 @@ class CallGroups:
         placed = [s for s in self.steps if s is not None]
         if not placed:
             return 0
+        # Compared without their direction: the forward and the backward pass of a
+        # jax.grad both come from the calls that traced them.
         first = min(placed, key=len)
         shared = 0
         while shared < len(first) and all(
-            s[shared][0] == first[shared][0] for s in placed
+            s[shared][0][:5] == first[shared][0][:5] for s in placed
         ):
             shared += 1
         # A dry run: the shallowest depth at which a call is made anew.
         new_group, self.new_group = self.new_group, lambda *_: ""
         try:
             for k, steps in enumerate(placed):
-                made = self._advance(steps[:shared], None)
+                made = self._advance(steps[:shared], None, directed=False)
                 if k and made < min(len(steps), shared):
                     shared = made
         finally:
@@ -245,15 +247,25 @@ class CallGroups:
         self._advance(steps[self.skip :], container)
         return self.open[-1].gid if self.open else container
 
-    def _advance(self, steps: list[Step], container: str | None) -> int:
+    def _advance(
+        self, steps: list[Step], container: str | None, directed: bool = True
+    ) -> int:
         """Continues the open calls ``steps`` shares and opens the rest; returns the
-        depth of the first call opened (``len(steps)`` when none)."""
+        depth of the first call opened (``len(steps)`` when none). Not ``directed``:
+        a call goes on from the forward into the backward pass."""
         open_ = self.open
         depth = 0
         while depth < len(steps) and depth < len(open_):
             key, _caller, callee = steps[depth]
             entry = open_[depth]
-            if entry.key != key or self._reentered(entry, callee, key[5]):
+            if directed:
+                if entry.key != key or self._reentered(entry, callee, key[5]):
+                    break
+            elif entry.key[:5] != key[:5]:
+                break
+            elif entry.key[5] != key[5]:  # the pass turns: its lines start over
+                entry.key = key
+            elif self._reentered(entry, callee, key[5]):
                 break
             entry.line = callee.line
             depth += 1

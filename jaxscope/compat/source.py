@@ -167,8 +167,15 @@ def _is_user_code(code: types.CodeType, is_user: Any) -> bool:
         _FRAMES.clear()
         _POSITIONS.clear()
     _CODES[id(code)] = code
-    user = _USER_CODES[id(code)] = bool(is_user(code.co_filename))
+    user = _USER_CODES[id(code)] = attributes_to(code.co_filename, is_user)
     return user
+
+
+def attributes_to(filename: str, is_user: Any) -> bool:
+    """Whether JAX's ``is_user_filename`` test ``is_user`` takes ``filename`` for the
+    user's, the stdlib's frozen modules (``<frozen runpy>``) left out: jax 0.9 counts
+    them in."""
+    return bool(is_user(filename)) and not filename.startswith("<frozen ")
 
 
 def _user_frame(code: types.CodeType, lasti: int) -> RawFrame:

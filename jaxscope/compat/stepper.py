@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from jaxscope.compat import PrivateModule, private, require
+from jaxscope.compat.source import attributes_to
 
 _core = PrivateModule("jax._src.core", "compat.stepper")
 
@@ -102,5 +103,5 @@ def frame_offsets(eqn: Any) -> list[int]:
     return [
         int(offset)
         for code, offset in zip(codes, offsets, strict=True)
-        if is_user(code.co_filename)
+        if attributes_to(code.co_filename, is_user)
     ]

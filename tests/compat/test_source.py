@@ -108,3 +108,29 @@ def test_eqn_name_stack_entries_separate_transforms_from_scopes():
     assert forward in entries
     assert (("transform", "transpose"), *forward) in entries
     assert cs.eqn_name_stack_entries(jax.make_jaxpr(jnp.cos)(1.0).jaxpr.eqns[0]) == ()
+
+
+def test_frames_of_leaves_out_the_stdlibs_frozen_modules(tmp_path):
+    # Run as `python -m prog`: runpy's frames (`<frozen runpy>`) are on the stack, and
+    # jax 0.9 counts them as user code.
+    import subprocess
+    import sys
+
+    (tmp_path / "prog.py").write_text(
+        "import jax, jax.numpy as jnp\n"
+        "from jaxscope.compat.source import eqn_traceback, frames_of\n"
+        "eqn = jax.make_jaxpr(lambda x: jnp.sin(x))(1.0).jaxpr.eqns[0]\n"
+        "print(sorted({f.file for f in frames_of(eqn_traceback(eqn))}))\n"
+    )
+    root = os.path.dirname(os.path.dirname(jaxscope.__file__))
+    env = {**os.environ, "PYTHONPATH": root, "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run(
+        [sys.executable, "-m", "prog"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "prog.py" in out
+    assert "<frozen" not in out
