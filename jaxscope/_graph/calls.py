@@ -188,8 +188,9 @@ def call_steps(info: EqnInfo, backward: bool = False) -> list[Step]:
 class CallGroups:
     """Places the equations of one region in call groups (see the module docstring).
 
-    ``steps`` holds each equation's ``call_steps`` (None: not placed by calls);
-    ``backward`` when the region is inside a backward pass that is already labelled.
+    ``steps`` holds each equation's ``call_steps``; ``scoped`` marks those placed by
+    name scopes instead; ``backward`` when the region is inside a backward pass that
+    is already labelled.
     ``new_group(label, parent, call_site, function, backward)`` adds a group and
     returns its id; ``label`` already says ``(backward)`` where it should.
 
@@ -202,8 +203,9 @@ class CallGroups:
         self,
         shapes: Shapes,
         new_group: NewGroup,
-        steps: list[list[Step] | None],
+        steps: list[list[Step]],
         backward: bool = False,
+        scoped: list[bool] | None = None,
     ) -> None:
         self.backward = backward  # the region is in a backward pass, which says so
         self.shapes = shapes
@@ -213,9 +215,27 @@ class CallGroups:
         self.skip = 0
         self.skip = self._shared_calls()
         self.open = []
+        # Beside name scopes, a call that holds a scoped equation is no group (it
+        # would cut across the scopes); an equation keeps the calls outside it.
+        self.placed: list[list[Step] | None] = [s[self.skip :] for s in steps]
+        if scoped is not None:
+            holds_scopes = {
+                step[0][:5]
+                for steps_, in_scope in zip(self.placed, scoped, strict=True)
+                if in_scope and steps_ is not None
+                for step in steps_
+            }
+            for k, steps_ in enumerate(self.placed):
+                if scoped[k] or steps_ is None:
+                    self.placed[k] = None
+                    continue
+                keep = 0
+                while keep < len(steps_) and steps_[keep][0][:5] not in holds_scopes:
+                    keep += 1
+                self.placed[k] = steps_[:keep]
 
     def _shared_calls(self) -> int:
-        placed = [s for s in self.steps if s is not None]
+        placed = self.steps
         if not placed:
             return 0
         # Compared without their direction: the forward and the backward pass of a
@@ -240,11 +260,11 @@ class CallGroups:
     def parent(self, index: int, container: str | None) -> str | None:
         """The innermost call group of equation ``index`` of the region, made where
         it is new, or ``container`` when it is in no call."""
-        steps = self.steps[index]
+        steps = self.placed[index]
         if not steps:
             del self.open[:]
             return container
-        self._advance(steps[self.skip :], container)
+        self._advance(steps, container)
         return self.open[-1].gid if self.open else container
 
     def _advance(

@@ -471,18 +471,16 @@ class _Builder:
         to the equation holding it, so they do not say so)."""
         scopes: dict[tuple[tuple[str, bool], ...], str] = {}
         paths = [self.scope_path(info) for info in region.eqns]
-        # A region with no name scope at all (Flax NNX, plain functions) is grouped by
-        # the user's calls; where it has scopes, they are the structure the user (or
-        # Linen, Equinox) gave it, and calls drawn around them would cut across it.
+        # Name scopes (jax.named_scope, Linen and Equinox modules) place the equations
+        # they hold; the others, and every equation of a region with no scope at all
+        # (Flax NNX, plain functions), are grouped by the user's calls.
         scoped = any(paths)
         in_calls = calls.CallGroups(
             self.shapes,
             self.call_group,
-            [
-                None if scoped else calls.call_steps(info, backward)
-                for info in region.eqns
-            ],
+            [calls.call_steps(info, backward) for info in region.eqns],
             backward,
+            [bool(path) for path in paths] if scoped else None,
         )
         for i, (name, aval) in enumerate(region.constvars):
             nid = f"c{_path_id(region.path)}_{i}" if region.path else f"c{i}"
@@ -503,8 +501,8 @@ class _Builder:
         # id of a scope path (scope_path's, kept) -> its innermost group here
         innermost: dict[int, str | None] = {}
         for index, info in enumerate(region.eqns):
-            if scoped:
-                path = paths[index]
+            path = paths[index]
+            if path:
                 parent = innermost.get(id(path), container)
                 if parent is container:
                     parent = innermost[id(path)] = scope(container, path, scopes)

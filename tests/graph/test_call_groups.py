@@ -114,14 +114,22 @@ def test_lambdas_and_single_equation_calls_make_no_group():
     assert len([n for n in g.nodes if n.kind == "eqn"]) == 7
 
 
-def test_named_scopes_leave_calls_out():
-    def f(x):
+def test_calls_around_named_scopes_make_no_group_and_calls_beside_them_do():
+    def scoped_layer(w, x):
         with jax.named_scope("block"):
-            x = _layer(jnp.ones((3, 3)), x)
-        return jnp.sum(_layer(jnp.ones((3, 3)), x))
+            return _layer(w, x)
+
+    def f(x):
+        x = scoped_layer(jnp.ones((3, 3)), x)  # holds a scope: no call group
+        x = _layer(jnp.ones((3, 3)), x)  # beside it: a group
+        return jnp.sum(x)
 
     g = js.graph(f)(jnp.ones(3))
-    assert [gr.label for gr in g.groups] == ["block"]
+    assert [(gr.kind, gr.label, gr.parent) for gr in g.groups] == [
+        ("scope", "block", None),
+        ("call", "_layer", None),
+    ]
+    assert [gr.size for gr in g.groups] == [2, 2]
 
 
 def test_call_labels():

@@ -350,3 +350,44 @@ def _under(graph, group, label):
         if group.label == label:
             return True
     return False
+
+
+def test_linen_train_step_keeps_module_paths_and_groups_the_optimizer_by_its_call():
+    import flax.linen as nn
+    import optax
+
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(2)(nn.relu(nn.Dense(8)(x)))
+
+    model, tx = MLP(), optax.adam(1e-3)
+    x = jnp.ones((3, 4))
+    params = model.init(jax.random.PRNGKey(0), x)
+
+    @jax.jit
+    def train_step(params, opt_state):
+        def loss(p):
+            return jnp.mean(model.apply(p, x) ** 2)
+
+        grads = jax.grad(loss)(params)
+        updates, opt_state = tx.update(grads, opt_state)
+        return optax.apply_updates(params, updates), opt_state
+
+    g = js.graph(train_step)(params, tx.init(params))
+    top = [(gr.kind, gr.label) for gr in g.groups if gr.parent is None]
+    assert top[:2] == [("scope", "MLP"), ("scope", "MLP (backward)")]
+    # the call that holds the model's scopes (loss) is no group; the optimizer's are
+    assert ("call", "tx.update") in top and ("call", "optax.apply_updates") in top
+    assert not [label for kind, label in top if kind == "call" and "loss" in label]
+    update = next(gr for gr in g.groups if gr.label == "tx.update")
+    assert update.size > 20 and not _inside_scope(g, update)
+
+
+def _inside_scope(graph, group):
+    by_id = {gr.id: gr for gr in graph.groups}
+    while group.parent is not None:
+        group = by_id[group.parent]
+        if group.kind == "scope":
+            return True
+    return False
