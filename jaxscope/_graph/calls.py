@@ -7,7 +7,9 @@ that called it) becomes a group, labelled after the callee (``Block`` for a
 ``__call__`` method, ``MLP.encode`` for another method, ``loss_fn`` for a function),
 with ``(backward)`` where the equations are the transpose of that call. A call into
 an installed library from the user's code is one too, labelled as the user wrote it
-(``self.lin``, ``optimizer.update``); the library's calls inside it are not.
+(``self.lin``, ``optimizer.update``); the library's calls inside it are not. Beside
+name scopes (Linen, Equinox, ``jax.named_scope``), a call that holds a scoped equation
+is no group, as it would cut across the scopes.
 
 Tracebacks name code, not frames, so two calls from one line (``for block in
 self.blocks: x = block(x)``) look alike. A new call is recognised when the callee's

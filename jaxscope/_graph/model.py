@@ -24,9 +24,9 @@ Name scopes come from the name stack JAX records per equation (``jax.named_scope
 Flax Linen module paths such as ``MLP/Dense_0``, Equinox module names). Transforms in
 it split a scope: under ``transpose`` (the backward pass of ``jax.grad``) a scope is a
 group of its own, labelled ``layer0 (backward)``, apart from its forward ``layer0``.
-A region (a jaxpr) with no name scope at all, as Flax NNX and plain functions give, is
-grouped by the user's calls instead (``kind="call"``: ``loss_fn``, ``Block #2``,
-``self.linear1``; see ``calls``).
+Equations no name scope holds (all of a Flax NNX or plain-function program, a Linen
+step's optimizer update) are grouped by the user's calls (``kind="call"``:
+``loss_fn``, ``Block #2``, ``self.linear1``, ``tx.update``; see ``calls``).
 A group of an equation with nested jaxprs is named after the function traced into it
 (``scan(rnn_cell)``, ``while(body)``, ``cond(neg, pos)``), or after its source line
 when that function is a lambda (``scan @ model.py:42``).
