@@ -55,14 +55,7 @@ class GraphMagics(JaxscopeMagics):
         )
         from jaxscope._graph.api import graph
 
-        view = self.traced_call(
-            "jaxgraph",
-            opts,
-            " ".join(opts.call),
-            lambda fn, nums, names: graph(
-                fn, static_argnums=nums, static_argnames=names
-            ),
-        )
+        view = self.traced_call("jaxgraph", opts, graph)
         if opts.dot == "-":
             print(view.to_dot())
         elif opts.dot is not None:

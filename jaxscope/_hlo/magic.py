@@ -45,14 +45,7 @@ class HloMagics(JaxscopeMagics):
             )
         from jaxscope._hlo.api import hlo
 
-        view = self.traced_call(
-            "hlo",
-            opts,
-            " ".join(opts.call),
-            lambda fn, nums, names: hlo(
-                fn, stage=opts.stage, static_argnums=nums, static_argnames=names
-            ),
-        )
+        view = self.traced_call("hlo", opts, hlo, stage=opts.stage)
         view.show_cost = opts.cost
         view.expand_fused = opts.all
         return present(view, line)

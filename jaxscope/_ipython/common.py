@@ -41,19 +41,41 @@ class JaxscopeMagics(Magics):
         return self.running_shell.user_ns
 
     def traced_call(
-        self, magic: str, opts: Any, text: str, make: Callable[..., Callable[..., T]]
+        self,
+        magic: str,
+        opts: Any,
+        wrap: Callable[..., Callable[..., T]],
+        text: str | None = None,
+        **options: Any,
     ) -> T:
-        """What a call magic shows of the call ``text`` (e.g. ``"f(x)"``): ``make(fn,
-        static_argnums, static_argnames)`` is the API wrapper (``js.graph`` with the
-        magic's ``--static-arg*`` options), called on the evaluated arguments; hints
-        in its errors are worded as this magic's command."""
+        """What a call magic shows of the call ``text`` (default: the magic's CALL):
+        ``wrap(fn, static_argnums=, static_argnames=, **options)`` is the API wrapper
+        (``js.graph``; ``from_builder`` makes one), given the magic's ``--static-arg*``
+        options and called on the evaluated arguments; hints in its errors are worded
+        as this magic's command."""
         from jaxscope._ipython.callparse import parse_call  # it imports this module
 
         statics = static_options(opts)
-        parsed = parse_call(text, self.user_ns, magic)
-        transform = make(parsed.function, *statics)
+        call = " ".join(opts.call) if text is None else text
+        parsed = parse_call(call, self.user_ns, magic)
+        transform = wrap(
+            parsed.function,
+            static_argnums=statics[0],
+            static_argnames=statics[1],
+            **options,
+        )
         with magic_call(magic, opts, parsed.source, statics):
             return transform(*parsed.args, **parsed.kwargs)
+
+
+def from_builder(build: Callable[..., T]) -> Callable[..., Callable[..., T]]:
+    """An API wrapper (as ``traced_call`` takes) from a view builder
+    ``build(fn, args, kwargs, **options)``."""
+
+    def wrap(fn: Any, **options: Any) -> Callable[..., T]:
+        return lambda *args, **kwargs: build(fn, args, kwargs, **options)
+
+    return wrap
 
 
 class HelpShown(Exception):

@@ -11,6 +11,7 @@ from jaxscope._exceptions import InvalidCallError
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
+    from_builder,
     parse_magic_args,
     present,
     static_arguments,
@@ -71,17 +72,8 @@ class JaxprMagics(JaxscopeMagics):
         view = self.traced_call(
             "jaxpr",
             opts,
-            " ".join(opts.call),
-            lambda fn, nums, names: (
-                lambda *args, **kwargs: jaxpr_view(
-                    fn,
-                    args,
-                    kwargs,
-                    static_argnums=nums,
-                    static_argnames=names,
-                    api_name="%jaxpr",
-                )
-            ),
+            from_builder(jaxpr_view),
+            api_name="%jaxpr",
         )
         if opts.graph:
             return present(view.graph(), line)

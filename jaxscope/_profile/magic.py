@@ -11,6 +11,7 @@ from jaxscope._exceptions import InvalidCallError
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     call_argument,
+    from_builder,
     parse_magic_args,
     present,
     static_arguments,
@@ -52,19 +53,10 @@ class ProfileMagics(JaxscopeMagics):
         view = self.traced_call(
             "jaxprof",
             opts,
-            " ".join(opts.call),
-            lambda fn, nums, names: (
-                lambda *args, **kwargs: profile_call(
-                    fn,
-                    args,
-                    kwargs,
-                    repeat=opts.repeat,
-                    warmup=opts.warmup,
-                    static_argnums=nums,
-                    static_argnames=names,
-                    api_name="%jaxprof",
-                )
-            ),
+            from_builder(profile_call),
+            repeat=opts.repeat,
+            warmup=opts.warmup,
+            api_name="%jaxprof",
         )
         if opts.device is not None:
             view = view.for_device(opts.device)
@@ -90,17 +82,8 @@ class ProfileMagics(JaxscopeMagics):
         view = self.traced_call(
             "jaxmem",
             opts,
-            " ".join(opts.call),
-            lambda fn, nums, names: (
-                lambda *args, **kwargs: memory_call(
-                    fn,
-                    args,
-                    kwargs,
-                    static_argnums=nums,
-                    static_argnames=names,
-                    api_name="%jaxmem",
-                )
-            ),
+            from_builder(memory_call),
+            api_name="%jaxmem",
         )
         view.show_top = opts.top
         return present(view, line)

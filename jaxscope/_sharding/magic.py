@@ -111,14 +111,7 @@ class ShardingMagics(JaxscopeMagics):
                 )
             from jaxscope._sharding.program import shardings
 
-            view: Any = self.traced_call(
-                "sharding",
-                opts,
-                text,
-                lambda fn, nums, names: shardings(
-                    fn, static_argnums=nums, static_argnames=names
-                ),
-            )
+            view: Any = self.traced_call("sharding", opts, shardings, text)
         else:
             from jaxscope._sharding.array import sharding_view
 

@@ -307,14 +307,7 @@ class StepperMagics(JaxscopeMagics):
 
         opts = parse_magic_args(self.jaxstep, line, verbatim="call")
         shell = self.running_shell
-        stepper = self.traced_call(
-            "jaxstep",
-            opts,
-            " ".join(opts.call),
-            lambda fn, nums, names: step(
-                fn, static_argnums=nums, static_argnames=names
-            ),
-        )
+        stepper = self.traced_call("jaxstep", opts, step)
         for spec in opts.breaks:
             _break_at(stepper, spec)
         stepper.break_on(nan=opts.nan, inf=opts.inf)
