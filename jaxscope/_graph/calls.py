@@ -214,9 +214,8 @@ class CallGroups:
         self.new_group = new_group
         self.steps = steps
         self.open: list[_Open] = []
-        self.skip = 0
         self.skip = self._shared_calls()
-        self.open = []
+        self.open = []  # the dry run's
         # Beside name scopes, a call that holds a scoped equation is no group (it
         # would cut across the scopes); an equation keeps the calls outside it.
         self.placed: list[list[Step] | None] = [s[self.skip :] for s in steps]

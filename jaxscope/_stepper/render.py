@@ -94,12 +94,7 @@ def listing_text(stepper: Stepper, context: int = 5) -> str:
 
 def _frame_text(frame: Frame) -> str:
     """``str(frame)`` with its file shortened by ``short_path``."""
-    it = ""
-    if frame.iteration is not None:
-        total = f"/{frame.length}" if frame.length is not None else ""
-        it = f" [iteration {frame.iteration}{total}]"
-    where = f" at {short_loc(frame.source)}" if frame.source is not None else ""
-    return f"{frame.label}{it}{where}"
+    return frame.describe(short_loc)
 
 
 def where_text(stepper: Stepper) -> str:

@@ -6,6 +6,7 @@ concrete values they are made from.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,11 +39,15 @@ class Frame:
     source: SourceLoc | None
 
     def __str__(self) -> str:
+        return self.describe()
+
+    def describe(self, loc: Callable[[SourceLoc], str] = str) -> str:
+        """``label [iteration i/n] at file:line``, the place written by ``loc``."""
         it = ""
         if self.iteration is not None:
             total = f"/{self.length}" if self.length is not None else ""
             it = f" [iteration {self.iteration}{total}]"
-        where = f" at {self.source}" if self.source is not None else ""
+        where = f" at {loc(self.source)}" if self.source is not None else ""
         return f"{self.label}{it}{where}"
 
 
