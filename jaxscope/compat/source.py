@@ -7,9 +7,12 @@ unchanged, from jax 0.4.35 to 0.10.2.
 
 from __future__ import annotations
 
+import bisect
 import functools
+import operator
 import os
 import types
+import weakref
 from typing import Any, NamedTuple
 
 import jax
@@ -118,15 +121,21 @@ def user_frames(traceback: Any) -> list[RawFrame]:
 
 _MISSING: Any = object()
 # Keyed by id(code): hashing a code object hashes its whole bytecode, which for one
-# long function made every lookup as slow as the function is long. _CODES holds each
-# code object seen, so its id cannot be reused while the caches know it.
-_CODES: dict[int, types.CodeType] = {}
+# long function made every lookup as slow as the function is long. _CODES holds a
+# weak reference to each code object seen, whose callback drops its entries when it
+# dies: its id cannot be reused while the caches know it, and the tables of a
+# program traced once do not outlive it (they made every later GC pass slower).
+_CODES: dict[int, Any] = {}
 _USER_CODES: dict[int, bool] = {}
 # id(code) -> byte offset -> frame: nested, as a (code, offset) key per frame was a
 # tuple the cyclic GC had to scan, one per equation of a long function.
 _FRAMES: dict[int, dict[int, RawFrame]] = {}
 _n_frames = 0
-_POSITIONS: dict[int, tuple[tuple[int | None, ...], tuple[int | None, ...]]] = {}
+# id(code) -> (co_lines() starts, their lines, each instruction's column): tuples
+# of ints, which the cyclic GC stops tracking
+_POSITIONS: dict[
+    int, tuple[tuple[int, ...], tuple[int | None, ...], tuple[int | None, ...]]
+] = {}
 _CACHE_LIMIT = 200_000
 _is_user_filename: Any = None
 
@@ -140,35 +149,48 @@ def _user_filename_test(needed_by: str) -> Any:
 
 
 def _position(code: types.CodeType, lasti: int) -> tuple[int, int]:
-    # One (lines, columns) pair per code object, built once from co_positions(): JAX's
-    # code_addr2location walks the line table on every call, which made mapping a long
-    # function quadratic. Two tuples, not one per instruction: a program's functions
-    # have a million instructions, each a tuple the cyclic GC would have to scan.
+    # Tables built once per code object: JAX's code_addr2location walks the line
+    # table on every call, which made mapping a long function quadratic. Lines come
+    # from co_lines() (one row per run of a line) and only the column of each
+    # instruction from co_positions(): its 4-tuple per instruction is most of the
+    # cost of mapping a long function.
     table = _POSITIONS.get(id(code))
     if table is None:
-        lines, _, columns, _ = zip(*code.co_positions(), strict=True)
-        table = _POSITIONS[id(code)] = (lines, columns)
-    lines, columns = table
+        starts, _ends, lines = zip(*code.co_lines(), strict=True)
+        columns = tuple(map(_COLUMN, code.co_positions()))
+        table = _POSITIONS[id(code)] = (starts, lines, columns)
+    starts, lines, columns = table
+    row = bisect.bisect_right(starts, lasti) - 1
+    line = lines[row] if row >= 0 else None
     index = lasti // 2  # lasti is a byte offset; co_positions() has one row per unit
-    line, column = (
-        (lines[index], columns[index]) if 0 <= index < len(lines) else (None, None)
-    )
+    column = columns[index] if 0 <= index < len(columns) else None
     return (line if line is not None else code.co_firstlineno), (
         column if column is not None else -1
     )
+
+
+_COLUMN = operator.itemgetter(2)
 
 
 def _is_user_code(code: types.CodeType, is_user: Any) -> bool:
     global _n_frames
     if _n_frames + len(_USER_CODES) > _CACHE_LIMIT:
         _n_frames = 0
-        _CODES.clear()
-        _USER_CODES.clear()
-        _FRAMES.clear()
-        _POSITIONS.clear()
-    _CODES[id(code)] = code
+        for cache in (_CODES, _USER_CODES, _FRAMES, _POSITIONS):
+            cache.clear()
+    try:
+        _CODES[id(code)] = weakref.ref(code, functools.partial(_forget, id(code)))
+    except TypeError:  # pragma: no cover - code objects take weak references
+        _CODES[id(code)] = code
     user = _USER_CODES[id(code)] = attributes_to(code.co_filename, is_user)
     return user
+
+
+def _forget(code_id: int, _ref: Any = None) -> None:
+    global _n_frames
+    _n_frames -= len(_FRAMES.get(code_id, ()))
+    for cache in (_CODES, _USER_CODES, _FRAMES, _POSITIONS):
+        cache.pop(code_id, None)
 
 
 def attributes_to(filename: str, is_user: Any) -> bool:
