@@ -2,9 +2,47 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+_Record = TypeVar("_Record")
+_NO_DEFAULT: Any = dataclasses.MISSING
 
 
+def fast_init(cls: type[_Record]) -> type[_Record]:
+    """Give a frozen, slotted, keyword-only dataclass an ``__init__`` that sets each
+    slot through its own descriptor: the one ``dataclass`` writes goes through
+    ``object.__setattr__`` per field, about 3x slower, and views build one record
+    per equation. Signature, defaults and behaviour are unchanged."""
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    if not (all(f.kw_only for f in fields) and cls.__dataclass_params__.frozen):  # type: ignore[attr-defined]
+        raise TypeError(f"fast_init: {cls.__name__} is not a frozen kw_only dataclass")
+    namespace: dict[str, Any] = {"_NO_DEFAULT": _NO_DEFAULT}
+    params, body = [], []
+    for f in fields:
+        namespace[f"_set_{f.name}"] = getattr(cls, f.name).__set__
+        value = f.name
+        if f.default is not _NO_DEFAULT:
+            namespace[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+        elif f.default_factory is not _NO_DEFAULT:
+            namespace[f"_factory_{f.name}"] = f.default_factory
+            params.append(f"{f.name}=_NO_DEFAULT")
+            value = f"_factory_{f.name}() if {f.name} is _NO_DEFAULT else {f.name}"
+        else:
+            params.append(f.name)
+        body.append(f"    _set_{f.name}(self, {value})")
+    source = f"def __init__(self, *, {', '.join(params)}):\n" + "\n".join(body)
+    exec(source, namespace)  # source generated from the class's own fields
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
+
+
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SourceLoc:
     """A place in the user's source code.
@@ -27,6 +65,7 @@ class SourceLoc:
         return (self.file, self.line)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EqnInfo:
     """One jaxpr equation, at any nesting level.
