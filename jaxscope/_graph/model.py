@@ -385,24 +385,39 @@ class _Groups:
     def sized(self, nodes: list[GraphNode]) -> list[GraphGroup]:
         """The groups with ``size`` (the nodes inside each, at any depth) and
         ``lines`` (the source lines those nodes come from)."""
-        sizes = [0] * len(self.items)
+        index, items = self.index, self.items
+        sizes = [0] * len(items)
         # per group: file -> [count, first line, last line]
-        spans: list[dict[str, list[int]]] = [{} for _ in self.items]
-        for node in nodes:
-            gid = node.group
+        spans: list[dict[str, list[int]]] = [{} for _ in items]
+        for node in nodes:  # each node counts in its own group...
+            if node.group is None:
+                continue
+            k = index[node.group]
+            sizes[k] += 1
             loc = node.source
-            while gid is not None:
-                k = self.index[gid]
-                sizes[k] += 1
-                if loc is not None:
-                    span = spans[k].get(loc.file)
-                    if span is None:
-                        spans[k][loc.file] = [1, loc.line, loc.line]
-                    else:
-                        span[0] += 1
-                        span[1] = min(span[1], loc.line)
-                        span[2] = max(span[2], loc.line)
-                gid = self.items[k].parent
+            if loc is not None:
+                span = spans[k].get(loc.file)
+                if span is None:
+                    spans[k][loc.file] = [1, loc.line, loc.line]
+                else:
+                    span[0] += 1
+                    span[1] = min(span[1], loc.line)
+                    span[2] = max(span[2], loc.line)
+        for k in range(len(items) - 1, -1, -1):  # ...then in its ancestors
+            parent = items[k].parent
+            if parent is None:
+                continue
+            p = index[parent]
+            sizes[p] += sizes[k]
+            into = spans[p]
+            for file, (count, first, last) in spans[k].items():
+                span = into.get(file)
+                if span is None:
+                    into[file] = [count, first, last]
+                else:
+                    span[0] += count
+                    span[1] = min(span[1], first)
+                    span[2] = max(span[2], last)
         out: list[GraphGroup] = []
         for k, g in enumerate(self.items):
             lines = None

@@ -236,10 +236,12 @@ class _Builder:
         (its rules read only the params, which ``params`` spell in full)."""
         key = None
         # a value cut short could hide a difference the printer would show
-        if not has_subs and not any(v.endswith("...") for v in params.values()):
+        if not params:
+            key = eqn.primitive
+        elif not has_subs and not any(v.endswith("...") for v in params.values()):
             key = (eqn.primitive, tuple(params.items()))
-            if key in self.printed:
-                return self.printed[key]
+        if key is not None and key in self.printed:
+            return self.printed[key]
         pairs = _cj.printed_params(eqn)
         found = None
         if pairs is not None:
