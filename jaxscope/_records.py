@@ -42,6 +42,18 @@ def fast_init(cls: type[_Record]) -> type[_Record]:
     return cls
 
 
+def fill_in(record: _Record, **values: Any) -> _Record:
+    """Set fields of a frozen, slotted record in place and return it.
+
+    Only for a record its builder made and has not handed out yet (nothing holds
+    it, nor its hash): ``dataclasses.replace`` copies every field (~5 us), and
+    builders finish one record per group or node this way."""
+    cls = type(record)
+    for name, value in values.items():
+        getattr(cls, name).__set__(record, value)
+    return record
+
+
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SourceLoc:

@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 from jaxscope._graph.model import GraphNode
-from jaxscope._records import SourceLoc, fast_init
+from jaxscope._records import SourceLoc, fast_init, fill_in
 
 
 def test_fast_init_keeps_defaults_factories_and_frozenness():
@@ -39,3 +39,11 @@ def test_fast_init_refuses_a_record_it_was_not_written_for():
 
     with pytest.raises(TypeError, match="frozen kw_only"):
         fast_init(Mutable)
+
+
+def test_fill_in_sets_fields_of_a_record_not_yet_handed_out():
+    node = GraphNode(id="n0", kind="eqn", label="sin", group="g1")
+    assert fill_in(node, group="g0", aux=True) is node
+    assert (node.group, node.aux, node.label) == ("g0", True, "sin")
+    with pytest.raises(AttributeError):
+        fill_in(node, colour="red")

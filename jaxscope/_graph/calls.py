@@ -22,12 +22,12 @@ comprehensions, and calls holding fewer than two nodes or groups, are left out.
 from __future__ import annotations
 
 import ast
-import itertools
 import linecache
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from jaxscope._records import fill_in
 from jaxscope.compat.source import is_library_file
 
 if TYPE_CHECKING:
@@ -53,37 +53,6 @@ def call_label(qualname: str) -> str:
 def is_backward(info: EqnInfo) -> bool:
     """Whether ``info`` belongs to a backward pass (a ``transpose`` in its name stack)."""
     return ("transform", "transpose") in info.name_stack or "transpose(" in info.scope
-
-
-def user_chain(info: EqnInfo) -> list[SourceLoc]:
-    """The frames of the user's own code that traced ``info``, outermost first, and
-    the installed library's function the innermost of them called (``nnx.Linear``'s
-    ``__call__``), if any. JAX's own frames are not in ``info.frames``."""
-    chain: list[SourceLoc] = []
-    called: SourceLoc | None = None
-    for frame in reversed(info.frames):
-        if not is_library_file(frame.file):
-            chain.append(frame)
-            called = None
-        elif called is None and chain:
-            called = frame
-    if called is not None:
-        chain.append(called)
-    return chain
-
-
-def call_keys(chain: list[SourceLoc], backward: bool) -> list[CallKey]:
-    return [
-        (
-            caller.file,
-            caller.line,
-            caller.column or 0,
-            callee.file,
-            callee.function or "",
-            backward,
-        )
-        for caller, callee in itertools.pairwise(chain)
-    ]
 
 
 class Shapes:
@@ -174,17 +143,73 @@ class _Open:
 Step = tuple[CallKey, "SourceLoc", "SourceLoc"]  # (key, caller, callee)
 
 
-def call_steps(info: EqnInfo, backward: bool = False) -> list[Step]:
-    """The calls that led to ``info``, outermost first, lambdas and comprehensions
-    left out (their own calls stay, called from their lines); ``backward`` when the
-    region holding ``info`` is in a backward pass."""
-    chain = user_chain(info)
-    keys = call_keys(chain, backward or is_backward(info))
-    return [
-        (key, caller, callee)
-        for key, caller, callee in zip(keys, chain, chain[1:], strict=False)
-        if not key[4].rsplit(".", 1)[-1].startswith("<")
-    ]
+class CallSteps:
+    """Each equation's calls: ``of(info, backward)``.
+
+    The calls that led to an equation, outermost first, are the steps between the
+    frames of the user's own code in its stack, and from the innermost of them into
+    the installed library's function it called (``nnx.Linear``'s ``__call__``), if
+    any; lambdas and comprehensions are left out (their own calls stay, called from
+    their lines). ``backward`` when the region holding it is in a backward pass.
+
+    Equations share the outer part of their stacks, so the steps are worked out one
+    frame at a time in a tree of stack prefixes, each prefix once. The frames are
+    the model's ``SourceLoc`` objects, known by id: the model keeps them alive.
+    """
+
+    def __init__(self) -> None:
+        self._roots = {False: _Prefix(None, (), None), True: _Prefix(None, (), None)}
+
+    def of(self, info: EqnInfo, backward: bool = False) -> list[Step]:
+        backward = backward or is_backward(info)
+        prefix = self._roots[backward]
+        for frame in reversed(info.frames):
+            found = prefix.longer.get(id(frame))
+            if found is None:
+                found = prefix.longer[id(frame)] = prefix.extended(frame, backward)
+            prefix = found
+        if prefix.steps_out is None:
+            prefix.steps_out = prefix.finished(backward)
+        return prefix.steps_out
+
+
+@dataclass(slots=True)
+class _Prefix:
+    """The outer part of a stack, outermost first, as far as it says calls."""
+
+    last: SourceLoc | None  # its innermost frame of the user's own code
+    steps: tuple[Step, ...]  # the calls between the user's frames so far
+    called: SourceLoc | None  # the library function ``last`` called, if any
+    longer: dict[int, _Prefix] = field(default_factory=dict)
+    steps_out: list[Step] | None = None
+
+    def extended(self, frame: SourceLoc, backward: bool) -> _Prefix:
+        if not is_library_file(frame.file):
+            steps = self.steps
+            if self.last is not None:
+                steps = (*steps, _step(self.last, frame, backward))
+            return _Prefix(frame, steps, None)
+        if self.called is None and self.last is not None:
+            return _Prefix(self.last, self.steps, frame)
+        return _Prefix(self.last, self.steps, self.called)
+
+    def finished(self, backward: bool) -> list[Step]:
+        steps = self.steps
+        if self.called is not None and self.last is not None:
+            steps = (*steps, _step(self.last, self.called, backward))
+        return [s for s in steps if not s[0][4].rsplit(".", 1)[-1].startswith("<")]
+
+
+def _step(caller: SourceLoc, callee: SourceLoc, backward: bool) -> Step:
+    key = (
+        caller.file,
+        caller.line,
+        caller.column or 0,
+        callee.file,
+        callee.function or "",
+        backward,
+    )
+    return (key, caller, callee)
 
 
 class CallGroups:
@@ -345,7 +370,7 @@ def finish(
     for g in groups:
         if g.id in gone:
             continue
-        g = replace(g, parent=kept(g.parent))
+        g = fill_in(g, parent=kept(g.parent))
         if g.id in call_ids:
             siblings.setdefault((g.parent, g.label, g.backward), []).append(len(out))
         out.append(g)
@@ -357,5 +382,5 @@ def finish(
             number = n - k if backward else k + 1
             g = out[i]
             base, says, _ = g.label.partition(" (backward)")
-            out[i] = replace(g, label=f"{base} #{number}{says}")
+            out[i] = fill_in(g, label=f"{base} #{number}{says}")
     return out, {gid: kept(gid) for gid in gone}

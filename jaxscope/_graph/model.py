@@ -40,13 +40,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from jaxscope._graph import calls
 from jaxscope._graph.sources import source_snippets
 from jaxscope._jaxpr.model import JaxprModel, Region, gc_paused
-from jaxscope._records import EqnInfo, SourceLoc, fast_init
+from jaxscope._records import EqnInfo, SourceLoc, fast_init, fill_in
 from jaxscope._source import short_path
 
 _TRANSFORM = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$")
@@ -182,9 +182,6 @@ def scope_path(info: EqnInfo) -> list[tuple[str, bool]]:
 def _is_var(name: str) -> bool:
     # Literals are printed "1.0:f32[]"; dropped outputs "_".
     return name != "_" and ":" not in name
-
-
-_SET_GROUP = GraphNode.group.__set__  # type: ignore[attr-defined]
 
 
 def _node_id(path: tuple[int, ...]) -> str:
@@ -424,7 +421,7 @@ class _Groups:
             if spans[k]:
                 file, (_, first, last) = max(spans[k].items(), key=lambda i: i[1][0])
                 lines = (file, first, last)
-            out.append(replace(g, size=sizes[k], lines=lines))
+            out.append(fill_in(g, size=sizes[k], lines=lines))
         return out
 
 
@@ -437,7 +434,7 @@ class _Builder:
         self.wires = _Wiring()
         # scope_path by (name stack, scope): equations share a few name stacks
         self.paths: dict[tuple[int, str], list[tuple[str, bool]]] = {}
-        self.steps: dict[tuple[int, bool], list[calls.Step]] = {}
+        self.steps = calls.CallSteps()
         self.shapes = calls.Shapes(raw_files)
         self.call_ids: set[str] = set()
         # call group -> the nodes and groups directly in it
@@ -472,16 +469,6 @@ class _Builder:
         if parent is not None and parent in self.call_ids:
             self.members[parent] = self.members.get(parent, 0) + 1
 
-    def call_steps(self, info: EqnInfo, backward: bool) -> list[calls.Step]:
-        """``calls.call_steps(info, backward)``, once per distinct stack: equations of
-        one line share their ``frames`` (the model's, kept alive while this runs)."""
-        backward = backward or calls.is_backward(info)
-        key = (id(info.frames), backward)
-        steps = self.steps.get(key)
-        if steps is None:
-            steps = self.steps[key] = calls.call_steps(info, backward)
-        return steps
-
     def scope_path(self, info: EqnInfo) -> list[tuple[str, bool]]:
         """``scope_path(info)``, computed once per distinct name stack."""
         # by id: the model's EqnInfos keep each name stack alive while this runs
@@ -506,7 +493,7 @@ class _Builder:
         in_calls = calls.CallGroups(
             self.shapes,
             self.call_group,
-            [self.call_steps(info, backward) for info in region.eqns],
+            [self.steps.of(info, backward) for info in region.eqns],
             backward,
             [bool(path) for path in paths] if scoped else None,
         )
@@ -652,13 +639,9 @@ def _build_graph(model: JaxprModel, title: str) -> GraphModel:
         builder.groups = _Groups()
         for group in kept:
             builder.groups.add(group)
-        # The nodes are this builder's own, not yet seen by anyone: their group is
-        # set in place (dataclasses.replace cost ~5 us a node, a tenth of a program's
-        # nodes move).
-        set_group = _SET_GROUP
         for node in nodes:
             if node.group in moved:
-                set_group(node, moved[node.group])
+                fill_in(node, group=moved[node.group])
     groups = builder.groups.sized(nodes)
     return GraphModel(
         title=title,
@@ -701,7 +684,7 @@ def _mark_aux(
     aux = {src for src, into in entered.items() if len(into) >= AUX_MIN_GROUPS}
     if not aux:
         return nodes
-    return [replace(n, aux=True) if n.id in aux else n for n in nodes]
+    return [fill_in(n, aux=True) if n.id in aux else n for n in nodes]
 
 
 # ------------------------------------------------------------------------ payload
