@@ -184,10 +184,6 @@ def _is_var(name: str) -> bool:
     return name != "_" and ":" not in name
 
 
-def _node_id(path: tuple[int, ...]) -> str:
-    return "n" + ".".join(map(str, path))
-
-
 def _path_id(path: tuple[int, ...]) -> str:
     return ".".join(map(str, path))
 
@@ -393,28 +389,15 @@ class _Groups:
             sizes[k] += 1
             loc = node.source
             if loc is not None:
-                span = spans[k].get(loc.file)
-                if span is None:
-                    spans[k][loc.file] = [1, loc.line, loc.line]
-                else:
-                    span[0] += 1
-                    span[1] = min(span[1], loc.line)
-                    span[2] = max(span[2], loc.line)
+                _widen(spans[k], loc.file, 1, loc.line, loc.line)
         for k in range(len(items) - 1, -1, -1):  # ...then in its ancestors
             parent = items[k].parent
             if parent is None:
                 continue
             p = index[parent]
             sizes[p] += sizes[k]
-            into = spans[p]
             for file, (count, first, last) in spans[k].items():
-                span = into.get(file)
-                if span is None:
-                    into[file] = [count, first, last]
-                else:
-                    span[0] += count
-                    span[1] = min(span[1], first)
-                    span[2] = max(span[2], last)
+                _widen(spans[p], file, count, first, last)
         out: list[GraphGroup] = []
         for k, g in enumerate(self.items):
             lines = None
@@ -423,6 +406,19 @@ class _Groups:
                 lines = (file, first, last)
             out.append(fill_in(g, size=sizes[k], lines=lines))
         return out
+
+
+def _widen(
+    spans: dict[str, list[int]], file: str, count: int, first: int, last: int
+) -> None:
+    """Add ``count`` nodes on lines ``first``..``last`` of ``file`` to ``spans``."""
+    span = spans.get(file)
+    if span is None:
+        spans[file] = [count, first, last]
+    else:
+        span[0] += count
+        span[1] = min(span[1], first)
+        span[2] = max(span[2], last)
 
 
 class _Builder:
@@ -529,7 +525,7 @@ class _Builder:
                 self.group(info, children, parent, backward)
                 continue
             eqn_path = info.path
-            nid = f"n{eqn_path[0]}" if len(eqn_path) == 1 else _node_id(eqn_path)
+            nid = "n" + _path_id(eqn_path)
             outputs = tuple(info.outputs)
             append(
                 GraphNode(

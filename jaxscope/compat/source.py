@@ -125,7 +125,7 @@ _MISSING: Any = object()
 # weak reference to each code object seen, whose callback drops its entries when it
 # dies: its id cannot be reused while the caches know it, and the tables of a
 # program traced once do not outlive it (they made every later GC pass slower).
-_CODES: dict[int, Any] = {}
+_CODES: dict[int, weakref.ref[types.CodeType]] = {}
 _USER_CODES: dict[int, bool] = {}
 # id(code) -> byte offset -> frame: nested, as a (code, offset) key per frame was a
 # tuple the cyclic GC had to scan, one per equation of a long function.
@@ -136,6 +136,7 @@ _n_frames = 0
 _POSITIONS: dict[
     int, tuple[tuple[int, ...], tuple[int | None, ...], tuple[int | None, ...]]
 ] = {}
+_CACHES: tuple[dict[int, Any], ...] = (_CODES, _USER_CODES, _FRAMES, _POSITIONS)
 _CACHE_LIMIT = 200_000
 _is_user_filename: Any = None
 
@@ -176,12 +177,9 @@ def _is_user_code(code: types.CodeType, is_user: Any) -> bool:
     global _n_frames
     if _n_frames + len(_USER_CODES) > _CACHE_LIMIT:
         _n_frames = 0
-        for cache in (_CODES, _USER_CODES, _FRAMES, _POSITIONS):
+        for cache in _CACHES:
             cache.clear()
-    try:
-        _CODES[id(code)] = weakref.ref(code, functools.partial(_forget, id(code)))
-    except TypeError:  # pragma: no cover - code objects take weak references
-        _CODES[id(code)] = code
+    _CODES[id(code)] = weakref.ref(code, functools.partial(_forget, id(code)))
     user = _USER_CODES[id(code)] = attributes_to(code.co_filename, is_user)
     return user
 
@@ -189,7 +187,7 @@ def _is_user_code(code: types.CodeType, is_user: Any) -> bool:
 def _forget(code_id: int, _ref: Any = None) -> None:
     global _n_frames
     _n_frames -= len(_FRAMES.get(code_id, ()))
-    for cache in (_CODES, _USER_CODES, _FRAMES, _POSITIONS):
+    for cache in _CACHES:
         cache.pop(code_id, None)
 
 
