@@ -9,6 +9,9 @@ loop, one long function of distinct lines, many small functions, an Equinox MLP 
 step and a Flax NNX MLP train step (optax Adam), at 1,000 / 10,000 / 50,000 equations
 (``--smoke``: 1,000 only). Budget: median ratio <= 1.5 for every program and size.
 
+Then the size of ``js.jaxpr``'s HTML display of the long function (the most distinct
+source lines, so the largest source-lines panel) at each size. Budget: <= 1 MB.
+
     python benchmarks/bench_staging.py [--smoke] [--rounds N] [--json PATH]
 """
 
@@ -32,6 +35,7 @@ SIZES = (1_000, 10_000, 50_000)
 ROUNDS = {1_000: 9, 10_000: 5, 50_000: 3}
 WARMUP = {1_000: 1, 10_000: 0, 50_000: 0}  # imports and first compiles: at 1k
 BUDGET = harness.Budget(1.5)
+HTML_BUDGET = harness.Budget(1e6, on="value")
 
 
 def _viewers() -> dict[str, Callable[[Any, tuple], int]]:
@@ -67,6 +71,14 @@ def bench(cfg: harness.Config) -> Iterator[harness.Result]:
                 what = "equations" if api == "js.jaxpr" else "graph nodes"
                 result.note = f"{counts[-1]:,} {what}"
                 yield result
+        fn, args = programs.staging_programs(n, x)["long function"]()
+        html = js.jaxpr(fn)(*args)._repr_mimebundle_()["text/html"]
+        yield harness.value(
+            f"js.jaxpr long function, {n:,} eqns: HTML size",
+            [len(html.encode())],
+            budget=HTML_BUDGET,
+            unit="B",
+        )
 
 
 if __name__ == "__main__":
