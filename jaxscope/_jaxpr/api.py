@@ -9,7 +9,7 @@ from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import qualname
 from jaxscope._jaxpr.model import build_model
 from jaxscope._jaxpr.view import JaxprView
-from jaxscope._staging import staged, trace
+from jaxscope._staging import stage, staged
 
 
 def jaxpr(
@@ -87,7 +87,7 @@ def jaxpr_view(
     again). A ``jax.jit``-wrapped function is traced through its own ``.trace``, which
     JAX caches: a second view of the same call reuses the first trace.
     """
-    tr = trace(
+    call = stage(
         fun,
         args,
         kwargs,
@@ -95,4 +95,6 @@ def jaxpr_view(
         static_argnames=static_argnames,
         api_name=api_name,
     )
-    return JaxprView(tr.jaxpr, build_model(tr.jaxpr), function_name=qualname(fun))
+    closed = call.traced.jaxpr
+    model = build_model(closed, call.input_names)
+    return JaxprView(closed, model, function_name=qualname(fun))

@@ -11,7 +11,7 @@ import contextlib
 import gc
 import linecache
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -388,8 +388,13 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def build_model(closed_jaxpr: Any) -> JaxprModel:
-    """Walk a ClosedJaxpr (from ``Traced.jaxpr`` or ``jax.make_jaxpr``) depth-first."""
+def build_model(closed_jaxpr: Any, input_names: Sequence[str] = ()) -> JaxprModel:
+    """Walk a ClosedJaxpr (from ``Traced.jaxpr`` or ``jax.make_jaxpr``) depth-first.
+
+    ``input_names``: the user's name of each input (``Staged.input_names``), used
+    where there is one per input; else JAX's (for ``nnx.jit`` and ``eqx.filter_jit``
+    steps, its wrappers' ``model.states[0][3]``).
+    """
     builder = _Builder()
     jaxpr, _consts = _cj.open_jaxpr(closed_jaxpr)
     # The walk allocates one small acyclic record per equation; letting the cyclic
@@ -400,13 +405,21 @@ def build_model(closed_jaxpr: Any) -> JaxprModel:
     return JaxprModel(
         top=top,
         eqns=builder.flat,
-        arg_names=_cj.jaxpr_arg_names(jaxpr),
+        arg_names=arg_names(jaxpr, input_names),
         result_paths=_cj.jaxpr_result_paths(jaxpr),
         by_line=builder.by_line,
         source_text=builder.sources.source_text,
         raw_files=builder.sources.raw_files,
         shared=shared,
     )
+
+
+def arg_names(jaxpr: Any, input_names: Sequence[str] = ()) -> tuple[str, ...] | None:
+    """The names of ``jaxpr``'s inputs: ``input_names`` where there is one per input,
+    else JAX's own (``debug_info.arg_names``), or None."""
+    if input_names and len(input_names) == len(jaxpr.invars):
+        return tuple(input_names)
+    return _cj.jaxpr_arg_names(jaxpr)
 
 
 def _name_shared(b: _Builder) -> list[Region]:

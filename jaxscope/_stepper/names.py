@@ -30,7 +30,7 @@ from typing import Any
 
 from jaxscope._records import SourceLoc
 from jaxscope._source import is_library_file
-from jaxscope._stepper.plan import Node, Plan
+from jaxscope._stepper.plan import Node, Plan, arg_names
 from jaxscope.compat import jaxpr as _cj
 from jaxscope.compat import stepper as _cs
 
@@ -161,8 +161,7 @@ class PlanNames:
 
 
 def _input_names(plan: Plan, outer: PlanNames | None, add: Any) -> None:
-    args = _cj.jaxpr_arg_names(plan.jaxpr) or ()
-    for var, name in zip(plan.invars, args, strict=False):
+    for var, name in zip(plan.invars, arg_names(plan), strict=False):
         add(var, name)
     call = plan.call
     if call is None or outer is None:

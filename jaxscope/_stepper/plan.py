@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from jaxscope._jaxpr.model import _Builder, _params, letter_name
+from jaxscope._jaxpr.model import arg_names as _arg_names
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope.compat import jaxpr as _cj
 from jaxscope.compat import source as _csource
@@ -23,9 +24,13 @@ class Program:
     """What every plan of one program shares: its variable names (``{id(var):
     name}``, made on first use in ``js.jaxpr``'s order) and the ``EqnInfo`` builder."""
 
-    def __init__(self, defined_at: SourceLoc | None = None) -> None:
+    def __init__(
+        self, defined_at: SourceLoc | None = None, input_names: Sequence[str] = ()
+    ) -> None:
         self.top: Plan | None = None
         self.defined_at = defined_at
+        #: the user's name of each top-level input (``Staged.input_names``)
+        self.input_names = tuple(input_names)
         #: ``{id(plan): PlanNames}``, filled by ``names.user_names_of``.
         self.user_names: dict[int, Any] = {}
         self._names: dict[int, str] | None = None
@@ -196,6 +201,14 @@ class Node:
             raw = _csource.innermost_user_frame(_csource.eqn_traceback(self.eqn))
             self._raw_file = raw.file if raw is not None else ""
         return self._raw_file or None
+
+
+def arg_names(plan: Plan) -> tuple[str, ...]:
+    """The names of ``plan``'s inputs: the staged call's for the top jaxpr (where
+    there is one per input), else JAX's own."""
+    if plan is plan.program.top:
+        return _arg_names(plan.jaxpr, plan.program.input_names) or ()
+    return _cj.jaxpr_arg_names(plan.jaxpr) or ()
 
 
 class Plan:

@@ -36,7 +36,7 @@ from jaxscope._staging import Staged, stage, staged, static_args
 from jaxscope._stepper.breakpoints import Breakpoints, Target, until_target
 from jaxscope._stepper.interpreter import FrameState, Interpreter
 from jaxscope._stepper.names import add_path, alias, user_names_of
-from jaxscope._stepper.plan import Node, Plan, Program
+from jaxscope._stepper.plan import Node, Plan, Program, arg_names
 from jaxscope._stepper.source import SourceReader
 from jaxscope._stepper.values import (
     Frame,
@@ -83,12 +83,13 @@ class Stepper(Renderable):
         *,
         function_name: str = "f",
         defined_at: SourceLoc | None = None,
+        input_names: Sequence[str] = (),
     ) -> None:
         self.function_name = function_name
         self.defined_at = defined_at
         self.closed_jaxpr = closed_jaxpr
         jaxpr, consts = _cj.open_jaxpr(closed_jaxpr)
-        self._program = Program(defined_at)
+        self._program = Program(defined_at, input_names)
         plan = Plan(jaxpr, consts, self._program)
         if len(flat_args) != len(plan.invars):
             raise InvalidCallError(
@@ -142,7 +143,7 @@ class Stepper(Renderable):
     @functools.cached_property
     def model(self) -> JaxprModel:
         """``js.jaxpr``'s model of the program (made at first use)."""
-        return build_model(self.closed_jaxpr)
+        return build_model(self.closed_jaxpr, self._program.input_names)
 
     @property
     def current(self) -> EqnInfo | None:
@@ -375,7 +376,7 @@ class Stepper(Renderable):
 
 
 def _arg_names(plan: Plan) -> dict[str, str]:
-    names = _cj.jaxpr_arg_names(plan.jaxpr) or ()
+    names = arg_names(plan)
     return {
         plan.name(var): str(user)
         for var, user in zip(plan.invars, names, strict=False)
@@ -471,6 +472,7 @@ def _stepper_of(fun: Callable[..., Any], staged: Staged, leaves: list[Any]) -> S
         traced.out_tree,
         function_name=_short_name(fun),
         defined_at=loc_of_function(fun),
+        input_names=staged.input_names,
     )
 
 

@@ -93,6 +93,29 @@ def test_sharding_inputs_are_named_in_the_users_terms(name, first):
     assert not any("states[" in p or "[0][0]" in p for p in inputs)
 
 
+@pytest.mark.parametrize(
+    ("name", "first"),
+    [
+        ("nnx_cnn", "model.conv1.bias"),
+        ("eqx_cnn", "model.layers[0].weight"),
+        ("eqx_gru", "model.cell.weight_ih"),
+        ("linen_resnet", "params['Conv_0']['bias']"),
+    ],
+)
+def test_jaxpr_graph_and_stepper_name_inputs_in_the_users_terms(name, first):
+    # JAX's own names for these inputs are its wrappers' (model.states[0][3],
+    # args[0][0][0].layers[0].weight): the views show the staged call's names.
+    step, args = PROGRAMS[name]()
+    view = js.jaxpr(step)(*args)
+    assert view.arg_names is not None and view.arg_names[0] == first
+    inputs = [n.label for n in js.graph(step)(*args).nodes if n.kind == "input"]
+    assert inputs[0] == first
+    stepper_names = list(js.step(step)(*args).arg_names.values())
+    assert stepper_names[0] == first
+    for names in (view.arg_names, inputs, stepper_names):
+        assert not any("states[" in n or "[0][0]" in n for n in names), names
+
+
 def test_linen_batchnorm_step_under_pmap():
     from .programs import ResNetTiny
 
