@@ -12,6 +12,13 @@ import jaxscope as js
 from .programs import PROGRAMS
 
 NAMES = sorted(PROGRAMS)
+# Each program's first input, as its user names it.
+FIRST_INPUT_NAMES = [
+    ("nnx_cnn", "model.conv1.bias"),
+    ("eqx_cnn", "model.layers[0].weight"),
+    ("eqx_gru", "model.cell.weight_ih"),
+    ("linen_resnet", "params['Conv_0']['bias']"),
+]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -77,15 +84,7 @@ def test_equinox_non_array_fields_are_static_as_filter_jit_makes_them():
     assert len(view.closed_jaxpr.jaxpr.invars) == n_arrays
 
 
-@pytest.mark.parametrize(
-    ("name", "first"),
-    [
-        ("nnx_cnn", "model.conv1.bias"),
-        ("eqx_cnn", "model.layers[0].weight"),
-        ("eqx_gru", "model.cell.weight_ih"),
-        ("linen_resnet", "params['Conv_0']['bias']"),
-    ],
-)
+@pytest.mark.parametrize(("name", "first"), FIRST_INPUT_NAMES)
 def test_sharding_inputs_are_named_in_the_users_terms(name, first):
     step, args = PROGRAMS[name]()
     inputs = [path for path, _ in js.shardings(step)(*args).inputs]
@@ -93,15 +92,7 @@ def test_sharding_inputs_are_named_in_the_users_terms(name, first):
     assert not any("states[" in p or "[0][0]" in p for p in inputs)
 
 
-@pytest.mark.parametrize(
-    ("name", "first"),
-    [
-        ("nnx_cnn", "model.conv1.bias"),
-        ("eqx_cnn", "model.layers[0].weight"),
-        ("eqx_gru", "model.cell.weight_ih"),
-        ("linen_resnet", "params['Conv_0']['bias']"),
-    ],
-)
+@pytest.mark.parametrize(("name", "first"), FIRST_INPUT_NAMES)
 def test_jaxpr_graph_and_stepper_name_inputs_in_the_users_terms(name, first):
     # JAX's own names for these inputs are its wrappers' (model.states[0][3],
     # args[0][0][0].layers[0].weight): the views show the staged call's names.
