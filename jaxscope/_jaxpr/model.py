@@ -373,8 +373,10 @@ def gc_paused() -> Iterator[None]:
     On the way out the young objects are filed with the old ones unscanned
     (``gc.freeze()`` then ``gc.unfreeze()``, both O(1)): the model lives as long as its
     view, so the young collection that resuming would start next scans a few
-    objects per equation (a tenth of the build) only to promote them. Skipped when
-    the user has frozen objects of their own, which must stay frozen.
+    objects per equation (a tenth of the build) only to promote them. The user's
+    young objects go too: cyclic garbage among them waits for the next full
+    collection. Skipped when the user has frozen objects of their own, which must
+    stay frozen.
     """
     enabled = gc.isenabled()
     gc.disable()
