@@ -206,9 +206,8 @@ class Node:
 def arg_names(plan: Plan) -> tuple[str, ...]:
     """The names of ``plan``'s inputs: the staged call's for the top jaxpr (where
     there is one per input), else JAX's own."""
-    if plan is plan.program.top:
-        return _arg_names(plan.jaxpr, plan.program.input_names) or ()
-    return _cj.jaxpr_arg_names(plan.jaxpr) or ()
+    staged = plan.program.input_names if plan is plan.program.top else ()
+    return _arg_names(plan.jaxpr, staged) or ()
 
 
 class Plan:
