@@ -13,6 +13,12 @@ Only public JAX is used: ``jax.profiler.start_trace`` / ``stop_trace`` write an 
 
 An op that runs other ops (``while``, ``conditional``, ``call``) keeps only the time
 no op inside it covers (its self time).
+
+On GPU, XLA records a whole CUDA graph (a "command buffer", the default for most
+ops since 2024) as one thunk: its kernels carry ``hlo_op: command_buffer_N``, a name
+that is not an op of the program, so no kernel says which op launched it.
+``grouped_ops`` finds such names; the profiler then measures a build with command
+buffers off (``COMMAND_BUFFERS_OFF``) to attribute the time.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ _DERIVED_LINES = frozenset(
     }
 )
 CONTROL_OPCODES = frozenset({"while", "conditional", "call"})
+# XLA GPU's debug option: an empty list of command types turns CUDA graphs off
+COMMAND_BUFFERS_OFF = {"xla_gpu_enable_command_buffer": ""}
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +195,26 @@ def op_events(data: Any, module: str, known: Iterable[str]) -> list[OpEvent]:
         elif plane.name.startswith("/host:"):
             host_events.extend(_plane_events(plane, None, module, names))
     return device_events or host_events
+
+
+def grouped_ops(data: Any, module: str, known: Iterable[str]) -> set[str]:
+    """``hlo_op`` names on ``module``'s device events that are not ops of the program:
+    thunks that run many ops as one (XLA GPU's ``command_buffer_N``)."""
+    names = frozenset(known)
+    found: set[str] = set()
+    for plane in data.planes:
+        if _device_of(plane.name) is None:
+            continue
+        for line in plane.lines:
+            if line.name in _DERIVED_LINES:
+                continue
+            for event in line.events:
+                stats = dict(event.stats)
+                op = stats.get("hlo_op")
+                owner = stats.get("hlo_module")
+                if isinstance(op, str) and op not in names and owner in (None, module):
+                    found.add(op)
+    return found
 
 
 def _group_runs(events: list[OpEvent], repeat: int) -> list[list[OpEvent]]:

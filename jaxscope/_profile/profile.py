@@ -27,9 +27,11 @@ from jaxscope._profile.compiling import (
 )
 from jaxscope._profile.costs import FREE
 from jaxscope._profile.events import (
+    COMMAND_BUFFERS_OFF,
     CONTROL_OPCODES,
     DeviceTimes,
     device_times,
+    grouped_ops,
     op_events,
     run_under_profiler,
 )
@@ -55,6 +57,11 @@ class Measurement:
     repeat: int
     function_name: str = ""
     platform: str = ""
+    # XLA GPU's CUDA graphs that hid the kernels' ops in the build the user compiled;
+    # when set, the times come from a build without them, and ``as_compiled_run_times``
+    # are the runs of the build as compiled (see profile_call)
+    command_buffers: tuple[str, ...] = ()
+    as_compiled_run_times: tuple[float, ...] = ()
 
 
 class ProfileView(Renderable):
@@ -74,6 +81,11 @@ class ProfileView(Renderable):
         wall: the measured span of a run on the device, first op start to last op
             end (mean over runs and devices, as every other time here).
         run_times: host wall time of each profiled run (call to result ready).
+        command_buffers: on GPU, XLA's CUDA graphs (``command_buffer_N``) that hid
+            which op each kernel ran for in the program as you compiled it; when
+            there are any, every time above is from the same program compiled with
+            command buffers off, and ``as_compiled_run_times`` holds the runs of the
+            program as you compiled it (CUDA graphs save launch overhead).
         devices: every device the program ran on; ``devices_shown`` those whose
             numbers the view holds (all, or the one of ``for_device``);
             ``device_totals``: ``{device: op time per run}`` of those.
@@ -86,6 +98,8 @@ class ProfileView(Renderable):
         self.hlo, self.module = measured.hlo, measured.module
         self.function_name, self.platform = measured.function_name, measured.platform
         self.repeat, self.run_times = measured.repeat, measured.run_times
+        self.command_buffers = measured.command_buffers
+        self.as_compiled_run_times = measured.as_compiled_run_times
         self.devices, self.devices_shown = tuple(measured.times), tuple(times)
         self.device_totals = {
             d: sum(t.op_ns.values()) / 1e9 / max(1, t.runs) for d, t in times.items()
@@ -176,6 +190,18 @@ def profile_call(
     runner = Runner(compiled, call.inputs)
     data, run_times = run_under_profiler(runner.prepare, runner, repeat, warmup)
     events = op_events(data, module.module_name, module.ops)
+    as_compiled: list[float] = []
+    grouped = grouped_ops(data, module.module_name, module.ops)
+    if grouped:
+        # The kernels ran inside CUDA graphs that hide their ops: measure a build
+        # without them for the per-op times, and say how the two builds' runs compare.
+        compiled = compile_lowered(call.lowered, COMMAND_BUFFERS_OFF)
+        view = optimized_view(call.lowered, compiled, call.function_name)
+        module = ModuleFacts(view)
+        runner = Runner(compiled, call.inputs)
+        data, plain_times = run_under_profiler(runner.prepare, runner, repeat, warmup)
+        events = op_events(data, module.module_name, module.ops)
+        as_compiled, run_times = run_times, plain_times
     runs_ops = any(f.op.opcode not in FREE for f in module.ops.values())
     if not events and runs_ops:
         raise ProfileError(
@@ -193,6 +219,8 @@ def profile_call(
         repeat=repeat,
         function_name=call.function_name,
         platform=_platform(compiled),
+        command_buffers=tuple(sorted(grouped)),
+        as_compiled_run_times=tuple(as_compiled),
     )
     return ProfileView(measured)
 

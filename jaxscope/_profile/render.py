@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html as _html
 import itertools
+import statistics
 from collections.abc import Callable
 from typing import Any
 
@@ -83,6 +84,14 @@ def profile_summary(view: ProfileView) -> list[str]:
         out.append(
             f"per device {format_seconds(min(totals))} to {format_seconds(max(totals))}"
             " of ops; rows show the mean over devices (view.for_device(d) for one)"
+        )
+    if view.command_buffers:
+        out.append(
+            "XLA ran the kernels as CUDA graphs, which hide their ops: times are from "
+            "the program compiled with command buffers off ("
+            f"{format_seconds(statistics.median(view.run_times))} per run against "
+            f"{format_seconds(statistics.median(view.as_compiled_run_times))} as "
+            "you compiled it)"
         )
     if view.iterations:
         out.append("lines in loop bodies: Hits = executions per run, Per hit = one")

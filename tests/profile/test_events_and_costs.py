@@ -10,7 +10,13 @@ from jax.profiler import ProfileData
 
 from jaxscope._profile.compiling import compile_lowered, optimized_view
 from jaxscope._profile.costs import op_cost
-from jaxscope._profile.events import OpEvent, device_times, op_events
+from jaxscope._profile.events import (
+    COMMAND_BUFFERS_OFF,
+    OpEvent,
+    device_times,
+    grouped_ops,
+    op_events,
+)
 from jaxscope._profile.hlo_facts import ModuleFacts
 
 from . import programs
@@ -88,6 +94,39 @@ def test_tpu_style_xla_ops_line_names_ops_by_the_event():
     )
     (event,) = op_events(space, "jit_f", KNOWN)
     assert (event.op, event.device, event.duration_ns) == ("fusion.1", 0, 3000.0)
+
+
+def _command_buffer_space() -> ProfileData:
+    """As an H100 recorded jit_train_step (jax 0.11.2): every kernel of the CUDA graph
+    carries hlo_op "command_buffer_1", which is no op of the program, and is named
+    after its fusion or after a cuBLAS kernel."""
+    stats = _stat(1, "command_buffer_1") + _stat(2, "jit_f")
+    kernels = " ".join(
+        [_event(1, 0, 2_000_000, stats), _event(2, 2_000_000, 20_000_000, stats)]
+    )
+    return ProfileData.from_text_proto(
+        'planes { id: 1 name: "/device:GPU:0" '
+        f'lines {{ id: 1 name: "Stream #14(Compute,Memset)" {kernels} }} '
+        'event_metadata { key: 1 value { id: 1 name: "fusion.1" } } '
+        'event_metadata { key: 2 value { id: 2 name: "sm90_xmma_gemm_f32f32" } } '
+        'stat_metadata { key: 1 value { id: 1 name: "hlo_op" } } '
+        'stat_metadata { key: 2 value { id: 2 name: "hlo_module" } } }'
+    )
+
+
+def test_kernels_inside_a_cuda_graph_are_found_as_grouped_not_as_ops():
+    space = _command_buffer_space()
+    assert op_events(space, "jit_f", KNOWN) == []
+    assert grouped_ops(space, "jit_f", KNOWN) == {"command_buffer_1"}
+    assert grouped_ops(space, "jit_other", KNOWN) == set()
+    assert grouped_ops(_gpu_space(), "jit_f", KNOWN) == set()
+
+
+def test_the_build_without_command_buffers_compiles_the_same_program():
+    # the option is XLA GPU's; every backend accepts it, so the fallback cannot fail
+    lowered = jax.jit(lambda a: jnp.tanh(a @ a).sum()).lower(jnp.ones((8, 8)))
+    plain = compile_lowered(lowered, COMMAND_BUFFERS_OFF)
+    assert float(plain(jnp.ones((8, 8)))) == float(lowered.compile()(jnp.ones((8, 8))))
 
 
 def _ev(op: str, start: float, duration: float, run: int | None = None) -> OpEvent:
