@@ -63,9 +63,18 @@ def section(title, run):
 def main() -> None:
     print("jax", jax.__version__, "backend", jax.default_backend(), jax.devices())
     d, seq = 256, 1024
-    shapes = {"q": (d, d), "k": (d, d), "v": (d, d), "up": (d, 4 * d), "down": (4 * d, d)}
+    shapes = {
+        "q": (d, d),
+        "k": (d, d),
+        "v": (d, d),
+        "up": (d, 4 * d),
+        "down": (4 * d, d),
+    }
     keys = jax.random.split(jax.random.key(0), len(shapes))
-    w = {n: 0.05 * jax.random.normal(k, s) for k, (n, s) in zip(keys, shapes.items())}
+    w = {
+        n: 0.05 * jax.random.normal(k, s)
+        for k, (n, s) in zip(keys, shapes.items(), strict=True)
+    }
     x = jax.random.normal(jax.random.key(1), (8, seq, d))
 
     def profile():

@@ -218,6 +218,9 @@ def attribute(
     for name, (seconds, count) in sorted(mean_times(times).items()):
         facts = module.ops.get(name)
         if facts is not None:
+            if facts.op.computation == module.entry:
+                # runs once per run; on GPU one op may launch several kernels
+                count = min(count, 1.0)
             builder.add(facts, seconds, count)
     total = sum(op.time for op in builder.ops)
     lines = [

@@ -8,10 +8,12 @@ import jax.numpy as jnp
 import pytest
 from jax.profiler import ProfileData
 
+from jaxscope._profile.attribution import attribute
 from jaxscope._profile.compiling import compile_lowered, optimized_view
 from jaxscope._profile.costs import op_cost
 from jaxscope._profile.events import (
     COMMAND_BUFFERS_OFF,
+    DeviceTimes,
     OpEvent,
     device_times,
     grouped_ops,
@@ -201,3 +203,27 @@ def test_module_facts_read_operands_roots_and_calls():
     assert reduce_like and reduce_like[0].operands
     assert any(f.is_root for f in facts.ops.values())
     assert facts.module_name.startswith("jit_")
+
+
+def test_an_op_outside_loops_runs_once_however_many_kernels_it_launched():
+    # On an H100, each cuBLAS custom-call launched two kernels: two events, one run.
+    h0, xs, w = programs.scan_rnn()[1]
+    facts = _facts(programs.rnn, h0, xs, w)
+    in_entry = next(
+        f
+        for f in facts.ops.values()
+        if f.op.computation == facts.entry
+        and f.op.opcode not in ("parameter", "tuple")
+        and f.op.opcode != "while"
+        and f.line is not None
+    )
+    in_body = next(
+        f for f in facts.ops.values() if f.op.computation != facts.entry and f.line
+    )
+    names = (in_entry.op.name, in_body.op.name)
+    times = DeviceTimes(
+        runs=1, op_ns=dict.fromkeys(names, 1000.0), op_count=dict.fromkeys(names, 2)
+    )
+    ops = {op.name: op for op in attribute(facts, {0: times}, lambda f, n: "").ops}
+    assert ops[in_entry.op.name].count == 1
+    assert ops[in_body.op.name].count == 2
