@@ -590,7 +590,8 @@ def test_a_concretization_error_inside_a_running_trace_is_left_alone():
     with js.check_leaks(raise_on_leak=False) as report:
         with pytest.raises(jax.errors.TracerBoolConversionError) as info:
             jax.jit(f)(1.0)
-    assert "jaxscope" not in str(info.value)
+    # JAX's message holds this file's path, which holds "jaxscope" in a clone of it
+    assert "jaxscope: leaked" not in str(info.value)
     assert report.leaks == []
 
 
