@@ -80,6 +80,19 @@ def require_chromium() -> str:
     return path
 
 
+@pytest.fixture
+def require_dot() -> str:
+    """Graphviz's ``dot``; skip only off CI when it is missing, fail on CI."""
+    path = shutil.which("dot")
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(
+                "Graphviz is missing on CI: .ci/run must apt-get install graphviz"
+            )
+        pytest.skip("Graphviz's dot not installed (apt-get install graphviz)")
+    return path
+
+
 def source_line_of(fn, marker: str) -> int:
     """The file line number of the first source line of ``fn`` containing ``marker``."""
     fn = inspect.unwrap(fn)

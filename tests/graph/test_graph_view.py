@@ -39,7 +39,7 @@ def test_to_dot_has_a_cluster_per_group_and_an_edge_per_use(nested):
     assert "lhead=cluster_g5" in dot  # the cond's branch index ends at the cond box
 
 
-def test_to_svg_draws_every_node(nested):
+def test_to_svg_draws_every_node(nested, require_dot):
     g = js.graph(nested)(jnp.ones(4), 1.0)
     svg = g.to_svg()
     assert svg.lstrip().startswith("<?xml") and "</svg>" in svg
@@ -73,7 +73,7 @@ def test_to_dot_refuses_huge_graphs_with_a_pointer_to_the_viewer(monkeypatch):
         g.to_dot()
 
 
-def test_dot_labels_with_html_like_names_are_plain_text():
+def test_dot_labels_with_html_like_names_are_plain_text(require_dot):
     def f(x):
         with jax.named_scope("<b>"):
             return jnp.sin(x)

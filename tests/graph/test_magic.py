@@ -68,7 +68,7 @@ def test_jaxgraph_in_a_terminal_prints_the_group_tree_of_a_train_step(ip):
     )
 
 
-def test_jaxgraph_dot_and_svg_write_files(ip, tmp_path):
+def test_jaxgraph_dot_and_svg_write_files(ip, tmp_path, require_dot):
     ip.run_cell(SETUP)
     dot, svg = tmp_path / "g.dot", tmp_path / "g.svg"
     with capture_output() as captured:
