@@ -72,9 +72,7 @@ def _loc(loc) -> dict | None:
     return {"file": loc.file, "line": loc.line, "fn": loc.function or ""}
 
 
-@pytest.fixture(
-    params=["nested", "train_step"],
-)
+@pytest.fixture(params=["nested", "train_step"])
 def view(request, nested):
     if request.param == "nested":
         return js.graph(nested)(jnp.ones(4), 1.0)
