@@ -1,10 +1,10 @@
 // jaxscope graph viewer: an anywidget front-end (and a static mount for HTML exports).
 //
 // Modules: decode.js (the payload of jaxscope._graph.to_payload), hierarchy.js (the
-// grouping model), viewer.js (the view) with panzoom.js, search.js and panel.js,
-// engine.js + layout.js + worker.js (dagre layouts, off the main thread when large),
-// dom.js (helpers). Every user string is written with textContent / createTextNode;
-// nothing user-controlled reaches innerHTML.
+// grouping model), viewer.js (the view) with toolbar.js, panzoom.js, search.js and
+// panel.js; engine.js + layout.js + worker.js (dagre layouts, off the main thread
+// when large); dom.js (helpers). Every user string is written with textContent /
+// createTextNode; nothing user-controlled reaches innerHTML.
 
 import { GraphViewer } from "./viewer.js";
 

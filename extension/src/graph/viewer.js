@@ -12,6 +12,7 @@ import { layoutGraph } from "./layout.js";
 import { DetailPanel } from "./panel.js";
 import { PanZoom, installResize } from "./panzoom.js";
 import { matches, resultList, stepIndex } from "./search.js";
+import { toolbar } from "./toolbar.js";
 
 // Layouts of at most this many nodes + edges run inline (a few ms: less than a post).
 const INLINE_MAX = 120;
@@ -83,29 +84,10 @@ export class GraphViewer {
     root.tabIndex = 0;
     root.setAttribute("role", "application");
     root.setAttribute("aria-label", "dataflow graph: arrows move between nodes, Enter expands, Escape collapses, f full window");
-    const bar = el("div", "jsg-toolbar");
-    const title = el("span", "jsg-title", this.g.title ? `graph of ${this.g.title}` : "graph");
-    this.search = el("input", "jsg-search");
-    this.search.type = "search";
-    this.search.placeholder = "search: primitive, %var, file:line, line";
-    this.search.setAttribute("aria-label", "search the graph");
-    const prev = el("button", "jsg-btn jsg-prev", "\u2039");
-    const next = el("button", "jsg-btn jsg-next", "\u203a");
-    prev.title = "previous result (Shift+Enter)"; next.title = "next result (Enter)";
-    this.count = el("span", "jsg-count", "");
-    const zoomIn = el("button", "jsg-btn jsg-zoom-in", "+");
-    const zoomOut = el("button", "jsg-btn jsg-zoom-out", "\u2212");
-    zoomIn.title = "zoom in"; zoomOut.title = "zoom out";
-    const fit = el("button", "jsg-btn jsg-fit", "fit");
-    fit.title = "fit the whole graph";
-    const collapse = el("button", "jsg-btn jsg-collapse", "collapse all");
-    const clear = el("button", "jsg-btn jsg-clear", "clear");
-    const full = el("button", "jsg-btn jsg-full-btn", "full");
-    full.title = "full window (f; Esc leaves)";
-    this.busy = el("span", "jsg-busy", "");
-    const stats = el("span", "jsg-stats",
-      `${this.g.nodes.length} nodes \u00b7 ${this.g.edges.length} edges \u00b7 ${this.g.groups.length} groups`);
-    bar.append(title, this.search, prev, next, this.count, zoomIn, zoomOut, fit, collapse, clear, full, this.busy, stats);
+    const bar = toolbar(this.g);
+    this.search = bar.search;
+    this.count = bar.count;
+    this.busy = bar.busy;
     this.crumbs = el("div", "jsg-crumbs");
     const main = el("div", "jsg-main");
     this.canvas = el("div", "jsg-canvas");
@@ -128,7 +110,7 @@ export class GraphViewer {
     main.append(this.canvas, panel);
     const grip = el("div", "jsg-resize");
     grip.title = "drag to resize";
-    root.append(bar, this.crumbs, main, grip);
+    root.append(bar.bar, this.crumbs, main, grip);
     this.host.appendChild(root);
     this.root = root;
     this.pz = new PanZoom(this.svg, this.viewport, this.canvas);
@@ -138,16 +120,16 @@ export class GraphViewer {
     });
     this.renderCrumbs();
 
-    fit.addEventListener("click", () => this.fit());
-    zoomIn.addEventListener("click", () => this.pz.zoomBy(1.25));
-    zoomOut.addEventListener("click", () => this.pz.zoomBy(0.8));
-    full.addEventListener("click", () => this.setFull(!root.classList.contains("jsg-full")));
-    collapse.addEventListener("click", () => {
+    bar.fit.addEventListener("click", () => this.fit());
+    bar.zoomIn.addEventListener("click", () => this.pz.zoomBy(1.25));
+    bar.zoomOut.addEventListener("click", () => this.pz.zoomBy(0.8));
+    bar.full.addEventListener("click", () => this.setFull(!root.classList.contains("jsg-full")));
+    bar.collapse.addEventListener("click", () => {
       this.expanded = new Set([ROOT]);
       this.layouts.clear();
       this.update(() => this.fit());
     });
-    clear.addEventListener("click", () => {
+    bar.clear.addEventListener("click", () => {
       this.search.value = "";
       this.selected = null;
       this.marks.clear();
@@ -157,8 +139,8 @@ export class GraphViewer {
       this.count.textContent = "";
       this.render();
     });
-    prev.addEventListener("click", () => this.step(-1));
-    next.addEventListener("click", () => this.step(1));
+    bar.prev.addEventListener("click", () => this.step(-1));
+    bar.next.addEventListener("click", () => this.step(1));
     let timer = null;
     this.search.addEventListener("input", () => {
       clearTimeout(timer);
