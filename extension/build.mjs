@@ -1,8 +1,12 @@
-// Builds every widget front-end into ../jaxscope/_static/ and records BUILD.json.
+// Builds every widget front-end and inline script into ../jaxscope/_static/ and
+// records BUILD.json.
 //
 // Each entry point is src/<name>/index.(ts|js) -> _static/<name>.js, with an optional
-// src/<name>/<name>.css copied to _static/<name>.css. Add a widget by listing it in
-// ENTRIES. Everything is bundled (no CDN imports: notebooks and CI may be offline).
+// src/<name>/<name>.css copied to _static/<name>.css. Add a widget (an ES module that
+// anywidget or a static mount imports) by listing it in ENTRIES, a static display's
+// inline script in SCRIPTS: a classic script (IIFE) whose exports land in the variable
+// `jaxscope_<name>`, which jaxscope/_bundles.py inlines and calls.
+// Everything is bundled (no CDN imports: notebooks and CI may be offline).
 // A widget's src/<name>/worker.js, if present, is bundled first and its code becomes
 // the default export of the module "virtual:worker" (a string the widget starts from a
 // blob: URL), so a worker needs no second file.
@@ -15,6 +19,7 @@ import { fileURLToPath } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, "..", "jaxscope", "_static");
 const ENTRIES = ["graph", "stepper"];
+const SCRIPTS = ["jaxpr", "hlo"];
 
 function entryFile(name) {
   for (const ext of ["ts", "js"]) {
@@ -70,11 +75,21 @@ for (const name of ENTRIES) {
   if (existsSync(css)) copyFileSync(css, join(out, `${name}.css`));
 }
 
+for (const name of SCRIPTS) {
+  await build({
+    ...OPTIONS,
+    entryPoints: [entryFile(name)],
+    outfile: join(out, `${name}.js`),
+    format: "iife",
+    globalName: `jaxscope_${name}`,
+  });
+}
+
 // What tests/graph/test_static_bundle.py recomputes without node: the inputs of each
 // bundle (its own src/<name>/** plus src/shared/** if present, the lockfile) and the
 // esbuild version. One record per entry, so widgets built here stay independent.
 const record = { esbuild: version, entries: {} };
-for (const name of ENTRIES) {
+for (const name of [...ENTRIES, ...SCRIPTS]) {
   const inputs = files(join(here, "src", name));
   const shared = join(here, "src", "shared");
   if (existsSync(shared)) inputs.push(...files(shared));
@@ -84,4 +99,4 @@ for (const name of ENTRIES) {
   record.entries[name] = { bundle: `${name}.js`, bundle_sha256: sha256(join(out, `${name}.js`)), sources };
 }
 writeFileSync(join(out, "BUILD.json"), JSON.stringify(record, null, 2) + "\n");
-console.log(`built ${ENTRIES.join(", ")} with esbuild ${version}`);
+console.log(`built ${[...ENTRIES, ...SCRIPTS].join(", ")} with esbuild ${version}`);

@@ -21,11 +21,12 @@ function files(dir) {
 }
 
 const sha256 = (path) => createHash("sha256").update(readFileSync(path)).digest("hex");
-// Its own sources, the graph viewer it bundles, and both lockfiles.
+// Its own sources and build config, the graph viewer it bundles, and both lockfiles.
 const inputs = [
   ...files(join(here, "src")),
   join(here, "package.json"),
   join(here, "package-lock.json"),
+  join(here, "webpack.config.js"),
   ...files(join(extension, "src", "graph")),
   join(extension, "package-lock.json"),
 ];

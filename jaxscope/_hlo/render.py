@@ -19,6 +19,7 @@ import itertools
 import re
 from typing import Any
 
+from jaxscope._bundles import inline_script
 from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._format import plural
 from jaxscope._hlo.outline import (
@@ -351,31 +352,6 @@ _TINTS = [
     "rgba(0,128,128,.13)",
 ]
 
-_JS = """
-(function(){{
-  var root=document.getElementById("{rid}"); if(!root) return;
-  function all(k, sel){{return root.querySelectorAll(sel+'[data-k="'+k+'"]');}}
-  function mark(k, on){{
-    root.querySelectorAll('[data-k="'+k+'"]').forEach(function(e){{e.classList.toggle("jxh-hit", on);}});
-  }}
-  var pinned=null;
-  root.addEventListener("click", function(ev){{
-    var el=ev.target.closest("[data-k]"); if(!el||!root.contains(el)) return;
-    var k=el.getAttribute("data-k");
-    if(pinned!==null) mark(pinned,false);
-    if(pinned===k){{pinned=null; return;}}
-    pinned=k; mark(k,true);
-    var other=el.classList.contains("jxh-s")? all(k,".jxh-op") : all(k,".jxh-s");
-    other.forEach(function(e){{var d=e.closest("details"); if(d) d.open=true;}});
-    if(other.length){{
-      var t=other[0];
-      var box=t.closest(".jxh-code,.jxh-src");
-      if(box) box.scrollTop=t.offsetTop-box.offsetTop-box.clientHeight/3;
-    }}
-  }});
-}})();
-"""
-
 
 def _short(loc: Any) -> str:
     """``model.py:12``-style location (the full path is in the line's title)."""
@@ -639,5 +615,5 @@ def _(view: HloView) -> str:
         f'<div class="jxh-head">{_e(_summary(view))}</div>{cost}'
         f'<div class="jxh-panes"><div class="jxh-src">{"".join(_source_pane(view, at_line, keys))}</div>'
         f'<div class="jxh-code">{"".join(code)}</div></div>'
-        f"<script>{_JS.format(rid=rid)}</script></div>"
+        f"<script>{inline_script('hlo', rid)}</script></div>"
     )

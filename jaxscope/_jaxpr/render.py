@@ -14,6 +14,7 @@ import itertools
 import os
 from typing import Any
 
+from jaxscope._bundles import inline_script
 from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._format import plural
 from jaxscope._jaxpr.model import (
@@ -119,27 +120,6 @@ _CSS = """
 #ID details>summary{cursor:pointer;white-space:pre-wrap}
 #ID .jxs-f{white-space:pre-wrap;overflow-wrap:anywhere}
 #ID .jxs-s code{white-space:pre}
-"""
-
-_JS = """
-(function(){var r=document.getElementById("ID");if(!r||r.dataset.jxsReady)return;
-r.dataset.jxsReady="1";var pinned=null;
-function all(k){return r.querySelectorAll('[data-s="'+k+'"]');}
-function mark(k,cls,on){all(k).forEach(function(e){e.classList.toggle(cls,on);});}
-function reveal(e){for(var p=e.parentElement;p&&p!==r;p=p.parentElement){
-if(p.tagName==="DETAILS")p.open=true;}}
-r.addEventListener("mouseover",function(ev){var t=ev.target.closest("[data-s]");
-if(t&&r.contains(t))mark(t.dataset.s,"jxs-hl",true);});
-r.addEventListener("mouseout",function(ev){var t=ev.target.closest("[data-s]");
-if(t&&r.contains(t))mark(t.dataset.s,"jxs-hl",false);});
-r.addEventListener("click",function(ev){var t=ev.target.closest("[data-s]");
-if(!t||!r.contains(t))return;var k=t.dataset.s;
-if(pinned!==null)mark(pinned,"jxs-pin",false);
-pinned=(pinned===k)?null:k;if(pinned===null)return;mark(k,"jxs-pin",true);
-var side=t.classList.contains("jxs-s")?".jxs-e":".jxs-s";
-var first=r.querySelector(side+'[data-s="'+k+'"]');
-if(first){reveal(first);first.scrollIntoView({block:"nearest"});}});
-})();
 """
 
 
@@ -394,5 +374,5 @@ def _(view: JaxprView) -> str:
     return (
         f'<div class="jxs-jaxpr" id="{uid}"><style>{_CSS.replace("ID", uid)}</style>'
         f'{head}<div class="jxs-cols"><div class="jxs-code">{"".join(writer.parts)}'
-        f"</div>{panel}</div><script>{_JS.replace('ID', uid)}</script></div>"
+        f"</div>{panel}</div><script>{inline_script('jaxpr', uid)}</script></div>"
     )

@@ -23,13 +23,14 @@ def _record() -> dict:
 
 
 def test_labextension_is_built_from_the_current_sources():
-    """What record.mjs hashes: its src/**, package files, the graph viewer it
-    bundles, and both lockfiles."""
+    """What record.mjs hashes: its src/**, package files, webpack config, the graph
+    viewer it bundles, and both lockfiles."""
     lab = EXTENSION / "labextension"
     inputs = [
         *sorted(p for p in (lab / "src").rglob("*") if p.is_file()),
         lab / "package.json",
         lab / "package-lock.json",
+        lab / "webpack.config.js",
         *sorted(p for p in (EXTENSION / "src" / "graph").rglob("*") if p.is_file()),
         EXTENSION / "package-lock.json",
     ]

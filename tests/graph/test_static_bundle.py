@@ -91,6 +91,18 @@ def test_wheel_ships_the_static_bundle(tmp_path):
     for f in (
         "jaxscope/_static/graph.js",
         "jaxscope/_static/graph.css",
+        "jaxscope/_static/jaxpr.js",
+        "jaxscope/_static/hlo.js",
         "jaxscope/_static/BUILD.json",
     ):
         assert f in names
+
+
+@pytest.mark.parametrize("name", ["jaxpr", "hlo"])
+def test_inline_scripts_are_classic_scripts_that_can_sit_in_a_script_tag(name):
+    """The jaxpr and HLO displays inline these (jaxscope/_bundles.py)."""
+    js = (STATIC / f"{name}.js").read_text("utf-8")
+    assert js.startswith(f"var jaxscope_{name}=("), "an IIFE naming its exports"
+    assert not re.search(r"\bexport\s*\{|\bimport\s*[({\"']", js)
+    assert "</script" not in js.lower() and "<!--" not in js
+    assert "https://" not in js

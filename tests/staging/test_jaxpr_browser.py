@@ -112,3 +112,9 @@ def test_long_binder_lines_wrap_inside_the_code_column(page):
     line_height = page.locator(".jxs-e").first.bounding_box()["height"]
     assert box["height"] > 3 * line_height  # wrapped over several lines
     assert box["width"] <= column["width"] + 1  # within the column, no side scroll
+
+
+def test_the_inline_script_leaves_no_global_behind(page):
+    load(page, js.jaxpr(program)(jnp.ones(4)))
+    assert page.locator(".jxs-jaxpr[data-jxs-ready]").count() == 1
+    assert page.evaluate("typeof window.jaxscope_jaxpr") == "undefined"

@@ -148,7 +148,7 @@ def test_html_links_equations_and_source_lines(view):
     ids = set(re.findall(r'id="(jxs-jaxpr-[\w-]+)"', html))
     assert len(ids) == 1
     uid = ids.pop()
-    assert f"#{uid} .jxs-hl" in html and f'getElementById("{uid}")' in html
+    assert f"#{uid} .jxs-hl" in html and f'jaxscope_jaxpr.wire("{uid}")' in html
 
 
 def test_html_depth_closes_nested_details(view):

@@ -1,0 +1,128 @@
+// The side panel: what a selected node or group holds (inputs, outputs, params,
+// producers and consumers, source lines with a snippet of the code).
+
+import { el } from "./dom.js";
+
+// The most neighbours and source lines listed in one section.
+const LIST_MAX = 30;
+
+export class DetailPanel {
+  /**
+   * @param node the panel's element
+   * @param g the decoded payload
+   * @param actions {highlightLine(file, line), goTo(id)}: what its links do
+   */
+  constructor(node, g, actions) {
+    this.node = node;
+    this.g = g;
+    this.actions = actions;
+  }
+
+  clear() {
+    while (this.node.firstChild) this.node.removeChild(this.node.firstChild);
+  }
+
+  add(child) {
+    this.node.appendChild(child);
+  }
+
+  table(title, rows, cls) {
+    const box = el("div", "jsg-section " + (cls || ""));
+    box.appendChild(el("div", "jsg-section-title", title));
+    if (!rows.length) { box.appendChild(el("div", "jsg-empty", "none")); return box; }
+    const t = el("table", "jsg-table");
+    for (const [a, b] of rows) {
+      const tr = el("tr");
+      tr.append(el("td", "jsg-k", a), el("td", "jsg-v", b));
+      t.appendChild(tr);
+    }
+    box.appendChild(t);
+    return box;
+  }
+
+  sourceSection(source) {
+    const box = el("div", "jsg-section jsg-source");
+    box.appendChild(el("div", "jsg-section-title", "source"));
+    if (!source) { box.appendChild(el("div", "jsg-empty", "unknown")); return box; }
+    const link = el("a", "jsg-line-link", `${source.file}:${source.line}` + (source.fn ? ` (${source.fn})` : ""));
+    link.href = "#";
+    link.title = "highlight every node from this line";
+    link.addEventListener("click", (ev) => { ev.preventDefault(); this.actions.highlightLine(source.file, source.line); });
+    box.appendChild(link);
+    const lines = this.g.sources[source.file];
+    if (lines) {
+      const pre = el("pre", "jsg-snippet");
+      for (let l = source.line - 3; l <= source.line + 3; l++) {
+        const text = lines[String(l)];
+        if (text === undefined) continue;
+        const row = el("div", l === source.line ? "jsg-src-row jsg-src-current" : "jsg-src-row");
+        row.append(el("span", "jsg-lineno", String(l).padStart(4, " ") + "  "), document.createTextNode(text));
+        row.addEventListener("click", () => this.actions.highlightLine(source.file, l));
+        pre.appendChild(row);
+      }
+      box.appendChild(pre);
+    }
+    return box;
+  }
+
+  linesSection(leaves) {
+    const counts = new Map();
+    for (const i of leaves) {
+      const s = this.g.nodes[i].source;
+      if (!s) continue;
+      const key = s.file + "\u0000" + s.line;
+      counts.set(key, (counts.get(key) || 0) + 1);
+    }
+    const box = el("div", "jsg-section jsg-lines");
+    box.appendChild(el("div", "jsg-section-title", "source lines"));
+    const list = [...counts].sort((a, b) => b[1] - a[1]).slice(0, LIST_MAX);
+    for (const [key, n] of list) {
+      const [file, line] = key.split("\u0000");
+      const a = el("a", "jsg-line-link", `${file}:${line}  (${n})`);
+      a.href = "#";
+      a.addEventListener("click", (ev) => { ev.preventDefault(); this.actions.highlightLine(file, Number(line)); });
+      box.appendChild(a);
+    }
+    if (!list.length) box.appendChild(el("div", "jsg-empty", "unknown"));
+    return box;
+  }
+
+  neighbours(title, list, cls) {
+    const box = el("div", "jsg-section " + cls);
+    box.appendChild(el("div", "jsg-section-title", `${title} (${list.length})`));
+    for (const i of list.slice(0, LIST_MAX)) {
+      const m = this.g.nodes[i];
+      const a = el("a", "jsg-result", `${m.label}  ${m.outputs.map((o) => o[0]).join(" ")}` + (m.source ? `  line ${m.source.line}` : ""));
+      a.href = "#";
+      a.addEventListener("click", (ev) => { ev.preventDefault(); this.actions.goTo(m.id); });
+      box.appendChild(a);
+    }
+    if (list.length > LIST_MAX) box.appendChild(el("div", "jsg-empty", `\u2026 ${list.length - LIST_MAX} more`));
+    return box;
+  }
+
+  showNode(n, nUp, nDown, producers, consumers) {
+    this.clear();
+    this.add(el("div", "jsg-panel-title", n.kind === "eqn" ? n.primitive : `${n.kind} ${n.label}`));
+    if (n.scope) this.add(el("div", "jsg-scope", n.scope));
+    this.add(el("div", "jsg-reach", `${nUp} upstream \u00b7 ${nDown} downstream`));
+    this.add(this.table("inputs", n.inputs, "jsg-inputs"));
+    this.add(this.table("outputs", n.outputs, "jsg-outputs"));
+    if (producers && producers.length) this.add(this.neighbours("producers", producers, "jsg-producers"));
+    if (consumers && consumers.length) this.add(this.neighbours("consumers", consumers, "jsg-consumers"));
+    if (n.kind === "eqn") this.add(this.table("params", n.params, "jsg-params"));
+    this.add(this.sourceSection(n.source));
+  }
+
+  // A group or an artificial layer, and the source lines of the leaves inside.
+  showGroup(it, leaves) {
+    this.clear();
+    this.add(el("div", "jsg-panel-title", it.label));
+    this.add(el("div", "jsg-reach", `${it.kind} \u00b7 ${it.size} nodes`));
+    if (it.inputs) this.add(this.table("inputs", it.inputs, "jsg-inputs"));
+    if (it.outputs) this.add(this.table("outputs", it.outputs, "jsg-outputs"));
+    if (it.params && it.params.length) this.add(this.table("params", it.params, "jsg-params"));
+    if (it.source !== undefined) this.add(this.sourceSection(it.source));
+    this.add(this.linesSection(leaves));
+  }
+}

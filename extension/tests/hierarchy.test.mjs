@@ -1,0 +1,159 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { ROOT, decode } from "../src/graph/decode.js";
+import { AUX_MIN_GROUPS, Hierarchy } from "../src/graph/hierarchy.js";
+import { Payload, chain } from "./payload.mjs";
+
+const build = (p, opts) => new Hierarchy(decode(p.json()), opts);
+
+// x -> [enc: sin -> cos] -> [dec: [inner: exp]] -> out, in program order.
+function nested() {
+  const p = new Payload("model");
+  const enc = p.group({ label: "enc", size: 2 });
+  const dec = p.group({ label: "dec", size: 1 });
+  const inner = p.group({ label: "inner", parent: dec, size: 1 });
+  const x = p.node({ kind: 1, label: "x" });
+  const sin = p.node({ label: "sin", group: enc, source: ["m.py", 3, "f"] });
+  const cos = p.node({ label: "cos", group: enc, source: ["m.py", 4, "f"] });
+  const exp = p.node({ label: "exp", group: inner, source: ["m.py", 7, "f"] });
+  const out = p.node({ kind: 2, label: "out" });
+  p.edge(x, sin);
+  p.edge(sin, cos);
+  p.edge(cos, exp);
+  p.edge(exp, out);
+  return p;
+}
+
+test("each container holds its groups and nodes in program order", () => {
+  const h = build(nested());
+  assert.deepEqual(h.children.get(ROOT), ["n0", "g0", "g1", "n4"]);
+  assert.deepEqual(h.children.get("g0"), ["n1", "n2"]);
+  assert.deepEqual(h.children.get("g1"), ["g2"]);
+  assert.deepEqual(h.children.get("g2"), ["n3"]);
+  assert.equal(h.item.get(ROOT).label, "model");
+  assert.equal(h.parent.get("n3"), "g2");
+});
+
+test("ancestors and containers run outermost first, the top level excluded", () => {
+  const h = build(nested());
+  assert.deepEqual(h.ancestors[3], ["g1", "g2"]);
+  assert.deepEqual(h.containersOf("n3"), ["g1", "g2"]);
+  assert.deepEqual(h.containersOf("g2"), ["g1"]);
+  assert.deepEqual(h.containersOf("n0"), []);
+  assert.ok(h.isContainer("g1") && h.isContainer(ROOT) && !h.isContainer("n0"));
+});
+
+test("edges between leaves are lifted to the direct children of their common container", () => {
+  const h = build(nested());
+  const pairs = (c) => (h.lifted.get(c) || []).map((e) => `${e.a}>${e.b}`);
+  assert.deepEqual(pairs(ROOT), ["n0>g0", "g0>g1", "g1>n4"]);
+  assert.deepEqual(pairs("g0"), ["n1>n2"]);
+  assert.deepEqual(pairs("g1"), []);
+  assert.equal(h.lifted.get(ROOT)[0].type, "f32[]");
+});
+
+test("reach follows edges transitively, upstream and downstream, without the start", () => {
+  const h = build(nested());
+  assert.deepEqual([...h.reach(2, h.inn)].sort(), [0, 1]);
+  assert.deepEqual([...h.reach(2, h.out)].sort(), [3, 4]);
+  assert.equal(h.reach(0, h.inn).size, 0);
+});
+
+test("leavesOf lists the node indices inside a container, nested groups included", () => {
+  const h = build(nested());
+  assert.deepEqual(h.leavesOf("g1"), [3]);
+  assert.deepEqual(h.leavesOf(ROOT), [0, 1, 2, 3, 4]);
+});
+
+test("a level past chunkMax splits into artificial layers named by their source lines", () => {
+  const h = build(chain(25), { chunkMax: 10, chunkSize: 10 });
+  const top = h.children.get(ROOT);
+  assert.deepEqual(top, ["a0", "a1", "a2"]);
+  assert.deepEqual(top.map((id) => h.item.get(id).size), [10, 10, 6]);
+  // the input x has no source line; the chain's lines start at 10
+  assert.equal(h.item.get("a0").label, "lines 10\u201318");
+  assert.equal(h.item.get("a2").label, "lines 29\u201334");
+  assert.deepEqual(h.containersOf("n25"), ["a2"]);
+  assert.deepEqual(h.leavesOf("a1"), [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+});
+
+test("layers from one source line are told apart by their position", () => {
+  const p = new Payload("loop");
+  for (let i = 0; i < 6; i++) p.node({ label: "add", source: ["m.py", 5, "f"] });
+  const h = build(p, { chunkMax: 4, chunkSize: 3 });
+  assert.deepEqual(h.children.get(ROOT).map((id) => h.item.get(id).label),
+    ["line 5 \u00b7 part 1/2", "line 5 \u00b7 part 2/2"]);
+});
+
+test("a level with groups chunks only its long runs of loose equations", () => {
+  const p = new Payload("mixed");
+  const g = p.group({ label: "block", size: 1 });
+  p.node({ label: "exp", group: g });
+  for (let i = 0; i < 12; i++) p.node({ label: "add", source: ["m.py", 20 + i, "f"] });
+  const h = build(p, { chunkMax: 8, chunkSize: 5 });
+  const top = h.children.get(ROOT);
+  assert.equal(top[0], "g0");
+  assert.ok(top.slice(1).every((id) => h.item.get(id).kind === "chunk"));
+  assert.deepEqual(h.leavesOf(ROOT).length, 13);
+});
+
+test("a node feeding many groups gets a stub in each instead of long edges", () => {
+  const p = new Payload("mlp");
+  const w = p.node({ kind: 1, label: "w" });
+  const groups = [];
+  for (let i = 0; i < AUX_MIN_GROUPS; i++) {
+    const g = p.group({ label: "layer" + i, size: 1 });
+    groups.push(g);
+    p.edge(w, p.node({ label: "dot_general", group: g }), "w", "f32[4,4]");
+  }
+  const h = build(p);
+  assert.ok(h.aux.has(w));
+  assert.deepEqual(h.stubs.get("g0"), ["x0@g0"]);
+  assert.deepEqual(h.members("g0"), ["n1", "x0@g0"]);
+  assert.deepEqual(h.lifted.get("g0").map((e) => `${e.a}>${e.b}`), ["x0@g0>n1"]);
+  assert.equal(h.lifted.get(ROOT), undefined, "no long edge from w into the layers");
+  assert.equal(h.fanout(w), AUX_MIN_GROUPS);
+  assert.equal(h.item.get("x0@g3").label, "w");
+});
+
+test("fewer consuming groups than the threshold keep their ordinary edges", () => {
+  const p = new Payload("two");
+  const w = p.node({ kind: 1, label: "w" });
+  for (let i = 0; i < AUX_MIN_GROUPS - 1; i++) {
+    p.edge(w, p.node({ label: "mul", group: p.group({ label: "l" + i, size: 1 }) }));
+  }
+  const h = build(p);
+  assert.equal(h.aux.size, 0);
+  assert.equal(h.lifted.get(ROOT).length, AUX_MIN_GROUPS - 1);
+});
+
+test("the payload's own aux list wins over the viewer's threshold", () => {
+  const p = new Payload("given");
+  const w = p.node({ kind: 1, label: "w" });
+  p.edge(w, p.node({ label: "mul", group: p.group({ label: "l", size: 1 }) }));
+  const h = new Hierarchy(decode(p.json({ aux: [w], auxMinGroups: 4 })));
+  assert.deepEqual(h.stubs.get("g0"), ["x0@g0"]);
+});
+
+test("an operand a group consumes itself is an edge into that group", () => {
+  const p = new Payload("loop");
+  const x = p.node({ kind: 1, label: "x" });
+  const loop = p.group({ kind: "while", label: "while", size: 1 });
+  p.node({ label: "add", group: loop });
+  p.edge(x, -1 - loop, "x", "i32[]");
+  const h = build(p);
+  assert.deepEqual(h.lifted.get(ROOT).map((e) => `${e.a}>${e.b}`), ["n0>g0"]);
+  assert.deepEqual(h.out[0], [], "group destinations stay out of the node adjacency");
+});
+
+test("a level whose edges span far is split finer than chunkMax alone would", () => {
+  // 120 equations all reading the input: each edge spans up to 120 positions.
+  const p = new Payload("wide");
+  const x = p.node({ kind: 1, label: "x" });
+  for (let i = 0; i < 120; i++) p.edge(x, p.node({ label: "mul", source: ["m.py", 100 + i, "f"] }));
+  const h = build(p);
+  const top = h.children.get(ROOT);
+  assert.ok(top.length < 121 && top.every((id) => h.item.get(id).kind === "chunk"), top.join(","));
+  assert.equal(h.leavesOf(ROOT).length, 121);
+});
