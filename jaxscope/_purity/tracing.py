@@ -47,6 +47,7 @@ from jaxscope._purity.values import (
     ignorable,
     in_scope,
     lookup,
+    module_arrays,
     mutable_state,
     resolve_attrs,
     user_function,
@@ -196,7 +197,7 @@ def _reads_of(
             value = resolve_attrs(base, access.attrs)
             if is_tracer(value):
                 continue  # a value of the trace around this one, not a constant
-            skip = ignorable(value)
+            skip = ignorable(value) and module_arrays(value) is None
             if skip and access.mutator is None:
                 continue
             capture = stale.Capture(
