@@ -170,6 +170,8 @@ class Session(NotAHolder):
         with self._analysing(state):
             gc.collect()  # what only a garbage cycle holds is no leak
             hint = "pmap" if _cl.pmap_on_stack() else None
+            if hint is None and _cl.is_partial_eval_trace(trace):
+                hint = _cl.partial_eval_transformation_on_stack()
             if hint is not None:
                 self.provenance.note_hint(trace, hint)
             if not _check(state, trace, self.provenance):

@@ -124,7 +124,8 @@ def creation_traceback(tracer: Any) -> Any:
     tangent carries the line of the operation that made it).
 
     Relies on: ``Tracer._line_info`` (a ``SourceInfo``), ``BatchTracer.source_info``,
-    ``LinearizeTracer.tangent/primal``, ``JVPTracer.tangent/primal``,
+    ``JaxprTracer.recipe.source_info`` (partial evaluation: the equation that made
+    it), ``LinearizeTracer.tangent/primal``, ``JVPTracer.tangent/primal``,
     ``BatchTracer.val``.
     """
     base = tracer_type()
@@ -133,8 +134,13 @@ def creation_traceback(tracer: Any) -> Any:
     while todo and seen < 8:
         t = todo.pop(0)
         seen += 1
-        for attr in ("_line_info", "source_info"):
-            info = getattr(t, attr, None) if hasattr(type(t), attr) else None
+        infos = [
+            getattr(t, attr, None) if hasattr(type(t), attr) else None
+            for attr in ("_line_info", "source_info")
+        ]
+        if hasattr(type(t), "recipe"):
+            infos.append(getattr(getattr(t, "recipe", None), "source_info", None))
+        for info in infos:
             tb = getattr(info, "traceback", None)
             if tb is not None and _siu.user_frame(tb) is not None:
                 return tb
@@ -540,6 +546,52 @@ def api_transformation_on_stack() -> str | None:
             break
         frame = frame.f_back
     return found
+
+
+# (file suffix, function) of library code that traces a user's function with a
+# partial-evaluation trace of its own, and the transformation the user called
+_PARTIAL_EVAL_CALLERS = {
+    ("flax/core/axes_scan.py", "scan_fn"): "scan",  # Linen nn.scan's first pass
+}
+
+
+def partial_eval_transformation_on_stack() -> str | None:
+    """The transformation the user called that runs a partial-evaluation trace
+    (``JaxprTrace``) now: ``"scan"`` for Flax Linen's ``nn.scan``, whose first pass
+    over the body (finding the loop-invariant values) is such a trace; or None.
+
+    Relies on: ``flax/core/axes_scan.py``'s ``scan_fn`` (inside ``scan``) calling
+    ``pe.trace_to_jaxpr_nounits`` on the body (flax 0.12).
+    """
+    from jaxscope.compat.source import is_library_file, is_user_file
+
+    def users(filename: str) -> bool:
+        return is_user_file(filename) and not is_library_file(filename)
+
+    frame: Any = sys._getframe(1)
+    # the caller itself may be user code (the traced function): skip it
+    while frame is not None and users(frame.f_code.co_filename):
+        frame = frame.f_back
+    for _ in range(60):
+        if frame is None:
+            return None
+        filename = frame.f_code.co_filename.replace("\\", "/")
+        for (suffix, function), name in _PARTIAL_EVAL_CALLERS.items():
+            if filename.endswith(suffix) and frame.f_code.co_name == function:
+                return name
+        if users(filename):
+            return None
+        frame = frame.f_back
+    return None
+
+
+def is_partial_eval_trace(trace: Any) -> bool:
+    """Whether ``trace`` is a partial-evaluation trace (``JaxprTrace``), which carries
+    no name of the transformation that made it.
+
+    Relies on: the class name ``JaxprTrace``.
+    """
+    return type(trace).__name__ == "JaxprTrace"
 
 
 def pmap_on_stack() -> bool:

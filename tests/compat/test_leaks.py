@@ -341,3 +341,30 @@ def test_an_nnx_graph_names_the_module_path_of_each_static_attribute():
     assert paths["block"] == [("Net", "layers"), ("List", "0"), ("Block", "tag")]
     assert cl.nnx_graph_attributes([]) is None
     assert cl.nnx_graph_path(object(), 0) is None
+
+
+def test_a_partial_eval_trace_is_named_by_the_library_transformation_running_it():
+    linen = pytest.importorskip("flax.linen")
+    seen: list = []
+
+    class Cell(linen.Module):
+        @linen.compact
+        def __call__(self, carry, x):
+            trace = cl.trace_of(carry)
+            seen.append(
+                (
+                    cl.is_partial_eval_trace(trace),
+                    cl.partial_eval_transformation_on_stack(),
+                )
+            )
+            return carry + x, x
+
+    class Model(linen.Module):
+        @linen.compact
+        def __call__(self, xs):
+            return linen.scan(Cell, variable_broadcast="params")()(jnp.zeros(2), xs)
+
+    Model().init(jax.random.key(0), jnp.ones((3, 2)))
+    assert seen[0] == (True, "scan")  # nn.scan's first pass: partial evaluation
+    assert seen[1][0] is False  # then lax.scan's own trace
+    assert cl.partial_eval_transformation_on_stack() is None

@@ -5,10 +5,12 @@ with its attribute, and warm steps checked at the cost of JAX's own checking."""
 
 from __future__ import annotations
 
+import inspect
 import statistics
 import time
 
 import equinox as eqx
+import flax.linen as linen
 import jax
 import jax.numpy as jnp
 import optax
@@ -337,6 +339,51 @@ def test_pytest_option_fails_tests_that_leak_into_nnx_and_equinox_state(pytester
         "`Box` object (attribute `self.cache` of a `Cached` object (local variable "
         "`model` of `test_equinox`))"
     ) in out
+
+
+# ----------------------------------------------------------- Linen: inside nn.scan
+
+scan_outputs: list = []
+
+
+class RecurrentCell(linen.Module):
+    @linen.compact
+    def __call__(self, carry, x):
+        h = jnp.tanh(linen.Dense(4)(carry) + x)
+        scan_outputs.append(h)  # a leak, from each of nn.scan's two passes
+        return h, h
+
+
+class Recurrent(linen.Module):
+    @linen.compact
+    def __call__(self, xs):
+        scan = linen.scan(
+            RecurrentCell,
+            variable_broadcast="params",
+            split_rngs={"params": False},
+        )
+        return scan()(jnp.zeros(4), xs)
+
+
+CELL_LINE = inspect.unwrap(RecurrentCell.__call__).__code__.co_firstlineno + 2
+
+
+def test_leaks_inside_a_linen_scan_body_name_the_users_line_and_the_scan():
+    xs = jnp.ones((3, 4))
+    with js.check_leaks(raise_on_leak=False) as report:
+        params = Recurrent().init(jax.random.key(0), xs)
+        jax.jit(Recurrent().apply)(params, xs)
+    scan_outputs.clear()
+    # init and apply: nn.scan's pass that finds the loop-invariant values, then
+    # lax.scan's own trace
+    assert len(report) == 4, report.message()
+    for leak in report.leaks:
+        assert leak.transformation == "scan", leak.describe()
+        assert leak.created_at is not None and not leak.argument
+        assert (leak.created_at.function, leak.created_at.line) == (
+            "RecurrentCell.__call__",
+            CELL_LINE,
+        )
 
 
 # ------------------------------------------------- negative twins: state done right
