@@ -3,15 +3,19 @@
 ``holder_of(obj)`` names the user-visible place that keeps ``obj`` alive: a global
 (``global list `cache`[0]``), a module or class attribute, an attribute of an object
 (``attribute `self.state` of a `Model` object (global `m`)``), a closure cell, a
-default argument or a generator's local. JAX's own objects and module state (its
+default argument, a generator's local, or a local variable of a user function still
+running (``local `model` of `test_step```). JAX's own objects and module state (its
 caches: ``closure_convert`` keeps tracers there), tracers and jaxscope's bookkeeping
-(``NotAHolder``) are never holders.
+(``NotAHolder``) are never holders, with one exception once a transformation has
+returned (``final``): a pytree's static data (a static argument, or the attribute of a
+Flax NNX module carried in a ``GraphDef``), which jit keeps in its caches.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import gc
+import inspect
 import os
 import sys
 import types
@@ -43,7 +47,9 @@ class _Step:
 
 @dataclass(frozen=True, slots=True)
 class _Root:
-    kind: str  # global | module | closure | default | generator | class
+    kind: (
+        str  # global | module | closure | default | generator | class | local | static
+    )
     name: str
     owner: str = ""  # module name, function qualname
     owner_file: str = ""  # the module's file, for globals
@@ -109,7 +115,37 @@ class _Referrers(NotAHolder):
 
 
 class _Walker(_Referrers):
-    """Finds the named place (global, attribute, closure cell, ...) holding an object."""
+    """Finds the named place (global, attribute, closure cell, ...) holding an object.
+
+    ``final``: the transformation has returned, so a pytree's static data that holds
+    the object (jit's caches keep it) is a place of its own.
+    """
+
+    def __init__(self, final: bool = False) -> None:
+        super().__init__()
+        self.final = final
+        # id(value) -> (variable, function) of the user frames running now; read
+        # only when a walk finds no named place
+        self._locals: dict[int, tuple[str, str]] | None = None
+
+    def _local_root(self, obj: Any) -> _Root | None:
+        if self._locals is None:
+            self._locals = self._user_locals()
+        entry = self._locals.get(id(obj))
+        return _Root("local", entry[0], entry[1]) if entry is not None else None
+
+    def _user_locals(self) -> dict[int, tuple[str, str]]:
+        found: dict[int, tuple[str, str]] = {}
+        frame: Any = sys._getframe(1)
+        while frame is not None:
+            code = frame.f_code
+            if code.co_flags & inspect.CO_OPTIMIZED and _is_user_code(code):
+                namespace = frame.f_locals
+                self.ignore.add(id(namespace))
+                for name, value in list(namespace.items()):
+                    found.setdefault(id(value), (name, code.co_qualname))
+            frame = frame.f_back
+        return found
 
     def find(self, obj: Any) -> tuple[_Root | None, list[_Step]] | None:
         """(root, steps outermost first); root None for an unnamed user container;
@@ -125,6 +161,7 @@ class _Walker(_Referrers):
             return None
         parents = self.referrers(child)
         unnamed: tuple[_Root | None, list[_Step]] | None = None
+        static: tuple[_Root | None, list[_Step]] | None = None
         for i in range(len(parents)):  # no iterator object: it would refer to parents
             parent = parents[i]
             if id(parent) in on_path:
@@ -132,10 +169,21 @@ class _Walker(_Referrers):
             found = self._through(parent, child, depth, on_path | {id(child)})
             if found is None:
                 continue
-            if found[0] is not None:
+            root = found[0]
+            if root is not None and root.kind not in ("static", "local"):
                 return found
-            if unnamed is None:
+            if root is not None and root.kind == "local":
+                return found  # a running function's variable: as good as named
+            if root is not None and static is None:
+                static = found
+            if root is None and unnamed is None:
                 unnamed = found
+        if depth > 0 and not _cl.is_jax_internal(child):
+            local = self._local_root(child)
+            if local is not None:
+                return local, []
+        if static is not None:
+            return static
         if (
             unnamed is None
             and depth > 0
@@ -150,8 +198,12 @@ class _Walker(_Referrers):
     ) -> tuple[_Root | None, list[_Step]] | None:
         """The path to ``child`` through ``parent``."""
         tracer = _cl.tracer_type()
+        if _cl.is_pytree_static_data(parent):
+            return (_Root("static", ""), []) if self.final else None
         if isinstance(parent, tracer) or _cl.is_jax_internal(parent):
             return None
+        if _cl.is_nnx_static(parent):
+            return self._through_nnx_graph(parent, depth, on_path | {id(child)})
         if isinstance(parent, NotAHolder):
             return None
         if type(parent) is dict:
@@ -212,6 +264,32 @@ class _Walker(_Referrers):
             root = dataclasses.replace(root, held_by=(outer[0], outer[1]))
         return root, []
 
+    def _through_nnx_graph(
+        self, static: Any, depth: int, on_path: set[int]
+    ) -> tuple[_Root | None, list[_Step]] | None:
+        """A static attribute of a Flax NNX module, kept in a ``GraphDef``: the
+        module path of the attribute, then where the graph is held."""
+        for entry in self.referrers(static):
+            if not isinstance(entry, tuple):
+                continue
+            for attributes in self.referrers(entry):
+                if not isinstance(attributes, list):
+                    continue
+                for graph in self.referrers(attributes):
+                    if _cl.nnx_graph_attributes(graph) is not attributes:
+                        continue
+                    path = _cl.nnx_graph_path(graph, _index_of(attributes, entry))
+                    if not path:
+                        continue
+                    found = self._find(
+                        graph, depth + 1, on_path | {id(entry), id(attributes)}
+                    )
+                    if found is None:
+                        return None
+                    root, steps = found
+                    return root, [*steps, *map(_graph_step, path)]
+        return None
+
     def _above(
         self, parent: Any, step: _Step, depth: int, on_path: set[int]
     ) -> tuple[_Root | None, list[_Step]] | None:
@@ -263,9 +341,27 @@ class _Walker(_Referrers):
 _MISSING = object()
 
 
+def _graph_step(owner_key: tuple[str, str]) -> _Step:
+    owner, key = owner_key
+    if owner in ("dict", "Dict"):
+        return _Step(f"[{key!r}]", owner)
+    if key.isdigit():  # an index of a list, a tuple or an nnx.List
+        return _Step(f"[{key}]", owner)
+    return _Step(f".{key}", owner, attribute=True)
+
+
+def _is_user_code(code: types.CodeType) -> bool:
+    from jaxscope._source import is_library_file, is_user_file  # loads JAX
+
+    filename = code.co_filename
+    return is_user_file(filename) and not is_library_file(filename)
+
+
 def _anchored(root: _Root) -> bool:
-    """Whether ``root`` outlives every frame: not the closure of a function that
-    nothing but a frame holds."""
+    """Whether ``root`` outlives every frame: not a local variable, nor the closure
+    of a function that nothing but a frame holds."""
+    if root.kind == "local":
+        return False
     return root.kind != "closure" or root.held_by is not None
 
 
@@ -343,6 +439,10 @@ def _format_holder(found: tuple[_Root | None, list[_Step]], home_file: str = "")
         return f"module attribute {container}`{root.owner}.{root.name}`{accessors}"
     if root.kind == "class":
         return f"class attribute {container}`{root.name}`{accessors}"
+    if root.kind == "local":
+        return f"local variable {container}`{root.name}`{accessors} of `{root.owner}`"
+    if root.kind == "static":
+        return "static (non-array) data of a pytree, kept in JAX's caches"
     if root.kind == "closure":
         if not steps:
             text = f"nonlocal (closure) variable `{root.name}` of `{root.owner}`"
@@ -370,7 +470,7 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def holder_of(
-    obj: Any, ignore: tuple[Any, ...] = (), home_file: str = ""
+    obj: Any, ignore: tuple[Any, ...] = (), home_file: str = "", *, final: bool = False
 ) -> tuple[str, bool] | None:
     """(description, named) of the user-visible place holding ``obj``; None when only
     JAX's own objects hold it. ``named`` is False for a container nothing names.
@@ -379,7 +479,7 @@ def holder_of(
     the leak happened in; its module's globals are "global", others' "module
     attribute".
     """
-    walker = _Walker()
+    walker = _Walker(final)
     walker.ignore.update(id(x) for x in ignore)
     found = walker.find(obj)
     if found is None:

@@ -170,6 +170,8 @@ class Session(NotAHolder):
         with self._analysing(state):
             gc.collect()  # what only a garbage cycle holds is no leak
             hint = "pmap" if _cl.pmap_on_stack() else None
+            if hint is None and _cl.is_partial_eval_trace(trace):
+                hint = _cl.partial_eval_transformation_on_stack()
             if hint is not None:
                 self.provenance.note_hint(trace, hint)
             if not _check(state, trace, self.provenance):
@@ -223,16 +225,19 @@ def _check_pending(state: _Thread, provenance: _Provenance) -> None:
     try:
         gc.collect()
         for trace in state.alive_pending():
-            _check(state, trace, provenance)
+            _check(state, trace, provenance, final=True)
     except Exception as exc:  # the user's program must go on
         _warn(exc)
     finally:
         state.busy = False
 
 
-def _check(state: _Thread, trace: Any, provenance: _Provenance) -> bool:
+def _check(
+    state: _Thread, trace: Any, provenance: _Provenance, *, final: bool = False
+) -> bool:
     """Report each tracer of ``trace`` that a named, user-visible place holds; False
-    when some tracer of it is held by nothing named (yet)."""
+    when some tracer of it is held by nothing named (yet). ``final``: the block is
+    ending (its transformations have returned)."""
     tracer_cls = _cl.tracer_type()
     refs = gc.get_referrers(trace)
     tracers = [r for r in refs if isinstance(r, tracer_cls)]
@@ -242,7 +247,7 @@ def _check(state: _Thread, trace: Any, provenance: _Provenance) -> bool:
         tracer = tracers[i]
         if state.was_found(tracer):
             continue
-        leak = _leak(tracer, (tracers,), provenance)
+        leak = _leak(tracer, (tracers,), provenance, final=final)
         if leak is None:
             settled = False
             continue
@@ -252,14 +257,18 @@ def _check(state: _Thread, trace: Any, provenance: _Provenance) -> bool:
 
 
 def _leak(
-    tracer: Any, ignore: tuple[Any, ...] | None, provenance: _Provenance
+    tracer: Any,
+    ignore: tuple[Any, ...] | None,
+    provenance: _Provenance,
+    *,
+    final: bool = True,
 ) -> Leak | None:
     """The ``Leak`` record of ``tracer``; None if nothing user-visible holds it.
 
     ``ignore`` None: the tracer is being used (escaped), report it regardless.
     """
     hint = provenance.hint_of(_cl.trace_of(tracer))
-    return leak_of(tracer, provenance.traceback_of(tracer), ignore, hint)
+    return leak_of(tracer, provenance.traceback_of(tracer), ignore, hint, final=final)
 
 
 class _Provenance:
@@ -302,19 +311,25 @@ class _Provenance:
 
 
 def leak_of(
-    tracer: Any, tb: Any, ignore: tuple[Any, ...] | None, hint: str | None
+    tracer: Any,
+    tb: Any,
+    ignore: tuple[Any, ...] | None,
+    hint: str | None,
+    *,
+    final: bool = True,
 ) -> Leak | None:
     """The ``Leak`` record of ``tracer`` created at traceback ``tb`` (None: unknown);
     None if nothing user-visible holds it and it is not being used (``ignore`` None).
 
     ``ignore``: the caller's containers that hold the tracer; ``hint``: the
-    transformation seen on the stack when its trace was made.
+    transformation seen on the stack when its trace was made; ``final``: the
+    transformation has returned (a pytree's static data may hold the leak).
     """
     created_at = loc_of_traceback(tb) if tb is not None else None
     home_file = _raw_user_file(tb) if tb is not None else ""
     if not home_file:
         home_file = _file_of_src_info(_cl.traced_function(tracer))
-    holder = holder_of(tracer, ignore or (), home_file)
+    holder = holder_of(tracer, ignore or (), home_file, final=final)
     if holder is None or not holder[1]:
         # Only JAX's objects, or a container nothing names, hold it: JAX keeps such
         # containers alive around a finished trace, so they are not reported.

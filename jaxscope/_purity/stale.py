@@ -220,8 +220,11 @@ class _Pass:
         if value is not MISSING and not self.comparison.same(
             capture.fingerprint, value
         ):
-            verdict = self.comparison.describe(value)
             fp = capture.fingerprint
+            if fp.kind == "module":
+                verdict = self.comparison.module_change(fp, value)
+            else:
+                verdict = self.comparison.describe(value)
             if fp.kind == "array" and verdict == fp.summary:  # too large to show
                 verdict = f"{verdict} (contents changed)"
         self.verdicts[key] = verdict
@@ -303,6 +306,20 @@ def _stale(
 
 def _stale_finding(function: str, capture: Capture, current: str) -> PurityFinding:
     captured = capture.fingerprint.summary
+    if capture.fingerprint.kind == "module":
+        hint = (
+            f"{function} read the module {capture.label} without being passed it, so "
+            "its compiled code still uses the arrays it had when traced: pass "
+            f"{capture.label} to {function} as an argument (nnx.jit and "
+            "eqx.filter_jit trace a module argument's arrays as inputs)"
+        )
+    else:
+        hint = (
+            f"{function} was traced with {capture.label} = {captured} and its "
+            f"compiled code still uses that value: pass {capture.access.name} as an "
+            "argument (or mark it static), or call .clear_cache() on the jitted "
+            "function after changing it"
+        )
     return PurityFinding(
         kind=STALE,
         function=function,
@@ -310,10 +327,5 @@ def _stale_finding(function: str, capture: Capture, current: str) -> PurityFindi
         source=capture.source,
         captured=captured,
         current=current,
-        hint=(
-            f"{function} was traced with {capture.label} = {captured} and its "
-            f"compiled code still uses that value: pass {capture.access.name} as an "
-            "argument (or mark it static), or call .clear_cache() on the jitted "
-            "function after changing it"
-        ),
+        hint=hint,
     )

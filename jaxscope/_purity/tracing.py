@@ -47,6 +47,7 @@ from jaxscope._purity.values import (
     ignorable,
     in_scope,
     lookup,
+    module_arrays,
     mutable_state,
     resolve_attrs,
     user_function,
@@ -76,30 +77,53 @@ class _Pending:
     drawn: set[int] = field(default_factory=set)  # generators a wrapped call drew from
 
 
-_active_logs: list[PurityLog] = []
+# Weak references: a started log the program drops (no reference left) stops when
+# Python collects it, as ``stop()`` would (the notebook pattern ``log =
+# js.watch_purity(); log.start()`` run again must not leave the earlier log watching).
+_active_logs: list[weakref.ReferenceType[PurityLog]] = []
 _state = threading.local()
 _remove_listener: Callable[[], None] | None = None
-_registry_lock = threading.Lock()
+# re-entrant: a dropped log's collection may run the callback on a thread that holds it
+_registry_lock = threading.RLock()
 
 
 def attach(log: PurityLog) -> None:
-    """Give ``log`` the findings of every trace from now on (hooks JAX if first)."""
+    """Give ``log`` the findings of every trace from now on (hooks JAX if first);
+    ``log`` is held weakly (collected: detached)."""
     global _remove_listener
+    ref = weakref.ref(log, _collected)
     with _registry_lock:
-        _active_logs.append(log)
+        _active_logs.append(ref)
         if _remove_listener is None:
             _remove_listener = _cpurity.add_trace_listener(_on_enter, _on_exit)
 
 
 def detach(log: PurityLog) -> None:
     """Stop giving ``log`` findings (unhooks JAX if it was the last)."""
-    global _remove_listener
     with _registry_lock:
-        if log in _active_logs:
-            _active_logs.remove(log)
-        if not _active_logs and _remove_listener is not None:
-            _remove_listener()
-            _remove_listener = None
+        _active_logs[:] = [r for r in _active_logs if r() not in (log, None)]
+        _unhook_if_idle()
+
+
+def _collected(ref: weakref.ReferenceType[PurityLog]) -> None:
+    """A started log was collected without ``stop()``: stop it."""
+    with _registry_lock:
+        if ref in _active_logs:
+            _active_logs.remove(ref)
+        _unhook_if_idle()
+
+
+def _unhook_if_idle() -> None:
+    global _remove_listener
+    if not _active_logs and _remove_listener is not None:
+        remove, _remove_listener = _remove_listener, None
+        remove()
+
+
+def active_logs() -> list[PurityLog]:
+    """The logs watching now (strong references, for one use)."""
+    with _registry_lock:
+        return [log for r in _active_logs if (log := r()) is not None]
 
 
 # ----------------------------------------------------------------------------------
@@ -173,7 +197,7 @@ def _reads_of(
             value = resolve_attrs(base, access.attrs)
             if is_tracer(value):
                 continue  # a value of the trace around this one, not a constant
-            skip = ignorable(value)
+            skip = ignorable(value) and module_arrays(value) is None
             if skip and access.mutator is None:
                 continue
             capture = stale.Capture(
@@ -275,9 +299,7 @@ def _on_exit(pending: _Pending | None, completed: bool) -> None:
             stale.remember(pending.fn, record)
     except Exception:  # the watcher's own failure: this trace is not recorded
         return
-    with _registry_lock:
-        logs = list(_active_logs)
-    for log in logs:
+    for log in active_logs():
         log._record_trace(pending.fn, effects)
 
 

@@ -41,8 +41,8 @@ _SIMPLE = (bool, int, float, complex, str, bytes, type(None))
 
 @dataclass(frozen=True, slots=True)
 class Fingerprint:
-    kind: str  # "value" | "array" | "object"
-    value: Any = None  # a copy, for "value"
+    kind: str  # "value" | "array" | "object" | "module"
+    value: Any = None  # a copy, for "value"; weak references to the arrays, "module"
     ref: Any = None  # weakref (or None) for "array"/"object"
     ident: int = 0
     summary: str = ""
@@ -118,6 +118,34 @@ def array_digest(value: Any) -> Any:
         return None
 
 
+def module_arrays(value: Any) -> list[Any] | None:
+    """The arrays of a Flax NNX or Equinox module (its parameters and state), or
+    None for anything else. A jitted function that reads a module it was not passed
+    bakes these arrays in as constants."""
+    try:
+        nnx = sys.modules.get("flax.nnx")
+        if nnx is not None and isinstance(value, nnx.Module):
+            leaves = _tree_leaves(nnx.state(value))
+        else:
+            eqx = sys.modules.get("equinox")
+            if eqx is None or not isinstance(value, eqx.Module):
+                return None
+            leaves = _tree_leaves(value)
+    except Exception:  # a module the library cannot split: not watched as one
+        return None
+    return [leaf for leaf in leaves if is_array(leaf)]
+
+
+def _tree_leaves(tree: Any) -> list[Any]:
+    import jax
+
+    return list(jax.tree_util.tree_leaves(tree))
+
+
+def _describe_module(value: Any, arrays: list[Any]) -> str:
+    return f"{type(value).__name__} ({len(arrays)} arrays)"
+
+
 def describe_value(value: Any) -> str:
     """A short readable value: an array's few elements or its type, dtype and shape;
     anything else's repr, cut to 60 characters (``<TypeName>`` if repr fails)."""
@@ -143,6 +171,18 @@ def fingerprint(value: Any, check: Comparison | None = None) -> Fingerprint:
             ident=id(value),
             summary=describe_value(value),
             digest=(check or Comparison()).digest(value),
+        )
+    arrays = module_arrays(value)
+    if arrays is not None:
+        comparison = check or Comparison()
+        digests = tuple(comparison.digest(a) for a in arrays)
+        return Fingerprint(
+            "module",
+            value=tuple(_weak(a) for a in arrays),
+            ref=_weak(value),
+            ident=id(value),
+            summary=_describe_module(value, arrays),
+            digest=digests,
         )
     try:
         return Fingerprint("value", value=freeze(value), summary=describe_value(value))
@@ -203,7 +243,36 @@ class Comparison:
         except Exception:  # a value whose comparison fails is not reported
             return True
 
+    def _changed_arrays(self, fp: Fingerprint, arrays: list[Any]) -> int:
+        """How many of a module's ``arrays`` hold other contents than ``fp``
+        remembers. An array replaced by one of equal contents (``nnx.jit`` writes a
+        module's arrays back after each call) is unchanged; one too large to read
+        back is counted only when it is the same object."""
+        changed = 0
+        for ref, digest, array in zip(fp.value, fp.digest, arrays, strict=True):
+            if ref is not None and ref() is array:
+                continue
+            now = self.digest(array) if digest is not None else None
+            changed += now is not None and now != digest
+        return changed
+
+    def module_change(self, fp: Fingerprint, value: Any) -> str:
+        """How the module ``value`` differs from the one ``fp`` remembers."""
+        arrays = module_arrays(value)
+        if arrays is None:
+            return self.describe(value)
+        alive = fp.ref() if fp.ref is not None else None
+        if alive is not value or len(arrays) != len(fp.value):
+            return f"another {_describe_module(value, arrays)}"
+        changed = self._changed_arrays(fp, arrays)
+        return f"{type(value).__name__} ({changed} of {len(arrays)} arrays changed)"
+
     def _same(self, fp: Fingerprint, value: Any) -> bool:
+        if fp.kind == "module":
+            arrays = module_arrays(value)
+            if arrays is None or len(arrays) != len(fp.value):
+                return False
+            return self._changed_arrays(fp, arrays) == 0
         if fp.kind == "value":
             copy = self.frozen(value)
             return copy is not MISSING and bool(fp.value == copy)

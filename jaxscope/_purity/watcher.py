@@ -79,6 +79,11 @@ class PurityLog(Renderable):
     stopped repeatedly and accumulates, but cannot watch twice at once (``with log:
     with log:`` raises). ``findings`` lists side effects recorded during traces, then
     values that are stale right now.
+
+    A started log is held weakly: one the program drops without ``stop()`` (the
+    notebook cell ``log = js.watch_purity(); log.start()`` run again) stops when
+    Python collects it, and JAX is unhooked with the last log. Keep a reference for
+    as long as it should watch.
     """
 
     def __init__(self) -> None:
@@ -88,7 +93,8 @@ class PurityLog(Renderable):
         self._lock = threading.Lock()
 
     def start(self) -> PurityLog:
-        """Start watching (raises if this log is already watching)."""
+        """Start watching (raises if this log is already watching); watching ends
+        with ``stop()``, or when the log is collected."""
         if self._active:
             raise InvalidCallError(
                 "this purity log is already watching; call stop() before start(), "

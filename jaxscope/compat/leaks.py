@@ -27,6 +27,7 @@ from jaxscope.compat import PrivateModule, require
 _siu = PrivateModule("jax._src.source_info_util", "compat.leaks")
 _core = PrivateModule("jax._src.core", "compat.leaks")
 _custom = PrivateModule("jax._src.custom_derivatives", "compat.leaks")
+_tree = PrivateModule("jax._src.tree_util", "compat.leaks")
 
 Undo = Callable[[], None]
 
@@ -123,7 +124,8 @@ def creation_traceback(tracer: Any) -> Any:
     tangent carries the line of the operation that made it).
 
     Relies on: ``Tracer._line_info`` (a ``SourceInfo``), ``BatchTracer.source_info``,
-    ``LinearizeTracer.tangent/primal``, ``JVPTracer.tangent/primal``,
+    ``JaxprTracer.recipe.source_info`` (partial evaluation: the equation that made
+    it), ``LinearizeTracer.tangent/primal``, ``JVPTracer.tangent/primal``,
     ``BatchTracer.val``.
     """
     base = tracer_type()
@@ -132,8 +134,13 @@ def creation_traceback(tracer: Any) -> Any:
     while todo and seen < 8:
         t = todo.pop(0)
         seen += 1
-        for attr in ("_line_info", "source_info"):
-            info = getattr(t, attr, None) if hasattr(type(t), attr) else None
+        infos = [
+            getattr(t, attr, None) if hasattr(type(t), attr) else None
+            for attr in ("_line_info", "source_info")
+        ]
+        if hasattr(type(t), "recipe"):
+            infos.append(getattr(getattr(t, "recipe", None), "source_info", None))
+        for info in infos:
             tb = getattr(info, "traceback", None)
             if tb is not None and _siu.user_frame(tb) is not None:
                 return tb
@@ -164,6 +171,88 @@ def is_jax_internal(obj: Any) -> bool:
         "jax",
         "jaxlib",
     )
+
+
+def is_pytree_static_data(obj: Any) -> bool:
+    """Whether ``obj`` is a pytree structure (``PyTreeDef``) or JAX's wrapper of a
+    static value in one: what it refers to is a pytree's static (non-array) data,
+    which jit keeps in its caches (static arguments, output structures).
+
+    Relies on: ``jax.tree_util.PyTreeDef`` and ``jax._src.tree_util.Static`` (the
+    wrapper of ``jit``'s static arguments; optional).
+    """
+    import jax
+
+    if isinstance(obj, jax.tree_util.PyTreeDef):
+        return True
+    static = getattr(_tree, "Static", None)
+    return isinstance(static, type) and type(obj) is static
+
+
+def is_nnx_static(obj: Any) -> bool:
+    """Whether ``obj`` is Flax NNX's wrapper of a module's static attribute value
+    (``flax.nnx.graphlib.Static``), kept in a ``GraphDef``."""
+    cls = type(obj)
+    return cls.__name__ == "Static" and cls.__module__ == "flax.nnx.graphlib"
+
+
+def nnx_graph_attributes(obj: Any) -> list[Any] | None:
+    """The ``attributes`` list of a Flax NNX ``GraphDef``, or None for anything else.
+
+    Relies on: ``flax.nnx.graphlib.GraphDef.attributes``, a list of ``(key, kind)``.
+    """
+    cls = type(obj)
+    if cls.__name__ != "GraphDef" or cls.__module__ != "flax.nnx.graphlib":
+        return None
+    attributes = getattr(obj, "attributes", None)
+    return attributes if isinstance(attributes, list) else None
+
+
+def nnx_graph_path(graphdef: Any, index: int) -> list[tuple[str, str]] | None:
+    """``[(type name, key), ...]`` from the root module of a Flax NNX ``GraphDef`` to
+    its attribute number ``index`` (``[("Net", "block"), ("Block", "last_h")]``), or
+    None when the graph cannot be read.
+
+    Relies on (flax 0.12): ``GraphDef.nodes`` in depth-first order, each node with
+    ``num_attributes`` (``NodeDef``) owning that many entries of
+    ``GraphDef.attributes`` in order, an entry whose kind is ``NodeAttr`` followed by
+    its child node's; nodes without ``num_attributes`` (variables, references) own
+    none.
+    """
+    nodes = getattr(graphdef, "nodes", None)
+    attributes = nnx_graph_attributes(graphdef)
+    if not isinstance(nodes, list) or attributes is None:
+        return None
+    position = {"node": 0, "attribute": 0}
+
+    def walk(path: list[tuple[str, str]]) -> list[tuple[str, str]] | None:
+        if position["node"] >= len(nodes):
+            return None
+        node = nodes[position["node"]]
+        position["node"] += 1
+        count = getattr(node, "num_attributes", None)
+        if not isinstance(count, int):
+            return None
+        owner = getattr(getattr(node, "type", None), "__name__", "?")
+        for _ in range(count):
+            at = position["attribute"]
+            if at >= len(attributes):
+                return None
+            key, kind = attributes[at]
+            position["attribute"] += 1
+            step = [*path, (str(owner), str(key))]
+            if at == index:
+                return step
+            if type(kind).__name__ == "NodeAttr":
+                found = walk(step)
+                if found is not None:
+                    return found
+        return None
+
+    try:
+        return walk([])
+    except Exception:  # a graph of another Flax version: no path
+        return None
 
 
 def is_jax_module(name: str) -> bool:
@@ -457,6 +546,52 @@ def api_transformation_on_stack() -> str | None:
             break
         frame = frame.f_back
     return found
+
+
+# (file suffix, function) of library code that traces a user's function with a
+# partial-evaluation trace of its own, and the transformation the user called
+_PARTIAL_EVAL_CALLERS = {
+    ("flax/core/axes_scan.py", "scan_fn"): "scan",  # Linen nn.scan's first pass
+}
+
+
+def partial_eval_transformation_on_stack() -> str | None:
+    """The transformation the user called that runs a partial-evaluation trace
+    (``JaxprTrace``) now: ``"scan"`` for Flax Linen's ``nn.scan``, whose first pass
+    over the body (finding the loop-invariant values) is such a trace; or None.
+
+    Relies on: ``flax/core/axes_scan.py``'s ``scan_fn`` (inside ``scan``) calling
+    ``pe.trace_to_jaxpr_nounits`` on the body (flax 0.12).
+    """
+    from jaxscope.compat.source import is_library_file, is_user_file
+
+    def users(filename: str) -> bool:
+        return is_user_file(filename) and not is_library_file(filename)
+
+    frame: Any = sys._getframe(1)
+    # the caller itself may be user code (the traced function): skip it
+    while frame is not None and users(frame.f_code.co_filename):
+        frame = frame.f_back
+    for _ in range(60):
+        if frame is None:
+            return None
+        filename = frame.f_code.co_filename.replace("\\", "/")
+        for (suffix, function), name in _PARTIAL_EVAL_CALLERS.items():
+            if filename.endswith(suffix) and frame.f_code.co_name == function:
+                return name
+        if users(filename):
+            return None
+        frame = frame.f_back
+    return None
+
+
+def is_partial_eval_trace(trace: Any) -> bool:
+    """Whether ``trace`` is a partial-evaluation trace (``JaxprTrace``), which carries
+    no name of the transformation that made it.
+
+    Relies on: the class name ``JaxprTrace``.
+    """
+    return type(trace).__name__ == "JaxprTrace"
 
 
 def pmap_on_stack() -> bool:

@@ -20,7 +20,9 @@ _pe = PrivateModule("jax._src.interpreters.partial_eval", "compat.purity")
 
 # (on_enter(fun) -> token, on_exit(token, completed: bool)) pairs, in install order.
 _listeners: list[tuple[Callable[[Any], Any], Callable[[Any, bool], None]]] = []
-_lock = threading.Lock()
+# re-entrant: a listener may be removed from a garbage-collection callback that runs
+# on a thread holding the lock (its owner was collected)
+_lock = threading.RLock()
 
 
 class _TraceHook:
@@ -67,11 +69,12 @@ def add_trace_listener(
     Relies on: ``partial_eval.trace_to_jaxpr`` looked up as a module attribute by jit.
     """
     current = require(_pe, "trace_to_jaxpr", "compat.purity.add_trace_listener")
+    entry = (on_enter, on_exit)
     with _lock:
+        _listeners.append(entry)  # first: a removal run meanwhile keeps the hook
+        current = _pe.trace_to_jaxpr
         if not isinstance(current, _TraceHook):
             _pe.trace_to_jaxpr = _TraceHook(current)
-        entry = (on_enter, on_exit)
-        _listeners.append(entry)
 
     def remove() -> None:
         with _lock:

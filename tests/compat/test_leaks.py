@@ -305,3 +305,66 @@ def test_misuse_hook_prefixes_conversion_errors_and_is_undone():
     with pytest.raises(jax.errors.ConcretizationTypeError) as info:
         float(kept[0])
     assert not str(info.value).startswith("PREFIX")
+
+
+def test_pytree_static_data_is_a_treedef_or_a_static_argument_wrapper():
+    from jax._src import tree_util
+
+    treedef = jax.tree_util.tree_structure({"a": 1})
+    assert cl.is_pytree_static_data(treedef)
+    assert cl.is_pytree_static_data(tree_util.Static(3))
+    assert not cl.is_pytree_static_data((1, 2))
+    assert not cl.is_pytree_static_data(jnp.ones(2))
+
+
+def test_an_nnx_graph_names_the_module_path_of_each_static_attribute():
+    nnx = pytest.importorskip("flax.nnx")
+
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(2, 2, rngs=rngs)
+            self.tag = "block"
+
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.layers = nnx.List([Block(rngs)])
+            self.name = "net"
+
+    graphdef, _ = nnx.split(Net(nnx.Rngs(0)))
+    attributes = cl.nnx_graph_attributes(graphdef)
+    assert attributes is not None
+    paths = {}
+    for i, (_key, kind) in enumerate(attributes):
+        if cl.is_nnx_static(kind):
+            paths[kind.value] = cl.nnx_graph_path(graphdef, i)
+    assert paths["net"] == [("Net", "name")]
+    assert paths["block"] == [("Net", "layers"), ("List", "0"), ("Block", "tag")]
+    assert cl.nnx_graph_attributes([]) is None
+    assert cl.nnx_graph_path(object(), 0) is None
+
+
+def test_a_partial_eval_trace_is_named_by_the_library_transformation_running_it():
+    linen = pytest.importorskip("flax.linen")
+    seen: list = []
+
+    class Cell(linen.Module):
+        @linen.compact
+        def __call__(self, carry, x):
+            trace = cl.trace_of(carry)
+            seen.append(
+                (
+                    cl.is_partial_eval_trace(trace),
+                    cl.partial_eval_transformation_on_stack(),
+                )
+            )
+            return carry + x, x
+
+    class Model(linen.Module):
+        @linen.compact
+        def __call__(self, xs):
+            return linen.scan(Cell, variable_broadcast="params")()(jnp.zeros(2), xs)
+
+    Model().init(jax.random.key(0), jnp.ones((3, 2)))
+    assert seen[0] == (True, "scan")  # nn.scan's first pass: partial evaluation
+    assert seen[1][0] is False  # then lax.scan's own trace
+    assert cl.partial_eval_transformation_on_stack() is None

@@ -254,3 +254,97 @@ def test_percent_purity_reports_nothing_on_the_programs_cold_or_warm(ip):
         )
     run("x = 1")
     ip.run_line_magic("purity", "off")
+
+
+# ------------------------------------------------- modules a jitted function closes over
+
+_NNX_AUTOENCODER = """
+import jax, jax.numpy as jnp, optax
+from flax import nnx
+class AutoEncoder(nnx.Module):
+    def __init__(self, rngs):
+        self.encoder = nnx.Linear(3, 2, rngs=rngs)
+        self.decoder = nnx.Linear(2, 3, rngs=rngs)
+    def __call__(self, x):
+        return self.decoder(self.encoder(x))
+model = AutoEncoder(nnx.Rngs(0))
+optimizer = nnx.Optimizer(model, optax.sgd(0.5), wrt=nnx.Param)
+offset = jnp.zeros(3)
+@nnx.jit
+def train_step(model, optimizer, x):
+    loss_fn = lambda model: ((model(x) - x) ** 2).mean()
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    optimizer.update(model, grads)
+    return loss
+@nnx.jit
+def encode_decode(x):
+    return model(x) + offset
+@nnx.jit
+def reconstruct(model, x):
+    return model(x) + offset
+"""
+
+
+def test_a_module_an_nnx_jit_function_closes_over_is_stale_after_training(load):
+    m = load(_NNX_AUTOENCODER)
+    x = jnp.ones((1, 3))
+    with js.watch_purity() as plog:
+        m.encode_decode(x)
+        m.reconstruct(m.model, x)
+        assert js.stale(m.encode_decode) == []  # nothing trained yet
+        for _ in range(2):
+            m.train_step(m.model, m.optimizer, x)
+    # the compiled function still uses the weights of its trace
+    assert not jnp.allclose(m.encode_decode(x), m.model(x))
+    (finding,) = js.stale(m.encode_decode)
+    assert (finding.name, finding.captured, finding.current) == (
+        "model",
+        "AutoEncoder (4 arrays)",
+        "AutoEncoder (4 of 4 arrays changed)",
+    )
+    assert finding.source is not None and finding.source.function == "encode_decode"
+    assert "pass model to encode_decode as an argument" in finding.hint
+    assert [f.name for f in plog.findings] == ["model"]
+    # the twin that takes the module as an argument follows the training
+    assert js.stale(m.reconstruct) == []
+    assert jnp.allclose(m.reconstruct(m.model, x), m.model(x))
+
+
+def test_a_module_or_array_closed_over_that_does_not_change_is_not_stale(load):
+    m = load(_NNX_AUTOENCODER)
+    x = jnp.ones((1, 3))
+    with js.watch_purity() as plog:
+        m.encode_decode(x)
+        m.encode_decode(x + 1)
+        m.model.eval()  # a flag, not an array
+    assert plog.findings == [] and js.stale(m.encode_decode) == []
+
+
+_EQX_CLOSURES = """
+import equinox as eqx, jax, jax.numpy as jnp, optax
+model = eqx.nn.Linear(3, 3, key=jax.random.key(0))
+predict = eqx.filter_jit(lambda x: model(x))
+def make_predict(model):
+    return eqx.filter_jit(lambda x: model(x))
+frozen_predict = make_predict(model)
+def train(model, x):
+    grads = eqx.filter_grad(lambda m: (m(x) ** 2).sum())(model)
+    optim = optax.sgd(0.5)
+    updates, _ = optim.update(grads, optim.init(eqx.filter(model, eqx.is_array)))
+    return eqx.apply_updates(model, updates)
+"""
+
+
+def test_an_equinox_module_global_replaced_by_apply_updates_is_stale(load):
+    m = load(_EQX_CLOSURES)
+    x = jnp.ones(3)
+    with js.watch_purity():
+        m.predict(x)
+        m.frozen_predict(x)
+    m.model = m.train(m.model, x)  # the global now names the trained module
+    assert not jnp.allclose(m.predict(x), m.model(x))  # the old weights, baked in
+    (finding,) = js.stale(m.predict)
+    assert (finding.name, finding.current) == ("model", "another Linear (2 arrays)")
+    # a closure cell holding the old module: Python itself would use that object
+    # on every call, and so does the compiled function
+    assert js.stale(m.frozen_predict) == []

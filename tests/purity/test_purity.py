@@ -217,6 +217,33 @@ def test_watcher_is_zero_cost_when_stopped_and_restores_jax():
     assert not cpurity.trace_hook_installed()
 
 
+def test_a_started_log_dropped_without_stop_stops_when_collected():
+    # the notebook pattern: a cell `log = js.watch_purity(); log.start()` run 3 times
+    for _ in range(3):
+        log = js.watch_purity()
+        log.start()
+    kept = weakref.ref(log)
+    del log
+    gc.collect()
+    assert kept() is None
+    assert not cpurity.trace_hook_installed()
+    jax.jit(lambda x: x + 1)(jnp.ones(3))  # traced with no log left: nothing runs
+    assert not cpurity.trace_hook_installed()
+
+
+def test_a_log_held_by_the_user_keeps_watching_after_collection(load):
+    m = load("import jax\nlog = []\ndef g(x):\n    log.append(1)\n    return x\n")
+    held = js.watch_purity().start()
+    dropped = js.watch_purity().start()
+    del dropped
+    gc.collect()
+    assert cpurity.trace_hook_installed()
+    jax.jit(m.g)(1.0)
+    held.stop()
+    assert [f.name for f in held.side_effects] == ["log.append"]
+    assert not cpurity.trace_hook_installed()
+
+
 def test_nested_watchers_each_see_traces_inside_them(load):
     m = load(
         "import jax\nlog = []\ndef g(x):\n    log.append(1)\n    return x\nfn = jax.jit(g)\nfn2 = jax.jit(lambda x: g(x) + 1)\n"
