@@ -303,7 +303,7 @@ class CallGroups:
                 last = tuple(self.open)
             self.opens.append(last)
         self.paths = paths if paths is not None else [[] for _ in steps]
-        self.runs = self._scope_runs()
+        self.runs = self._scope_runs() if paths is not None else [()] * len(steps)
         self.scopes: dict[tuple[str | None, tuple[tuple[str, bool], ...]], str] = {}
         self.memo: dict[tuple[int, int], str | None] = {}
 
