@@ -315,7 +315,13 @@ class CallGroups:
         active: list[_Run] = []
         names: list[tuple[str, bool]] = []
         last: tuple[_Run, ...] = ()
+        last_path: ScopePath | None = None  # the last scoped equation's
         for opens, path in zip(self.opens, self.paths, strict=True):
+            if path is last_path and len(active) == len(path):  # its runs go on
+                for run in active:
+                    run.narrow(opens)
+                out.append(last)
+                continue
             if not path:
                 for k, run in enumerate(active):
                     if not run.shares(opens):
@@ -335,6 +341,7 @@ class CallGroups:
                 a is not b for a, b in zip(last, active, strict=True)
             ):
                 last = tuple(active)
+            last_path = path
             out.append(last)
         return out
 
