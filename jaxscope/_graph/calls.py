@@ -1,4 +1,4 @@
-"""Groups of the user's own function calls, for equations that no name scope places.
+"""Groups of the user's own function calls, nested with the name scopes.
 
 Flax NNX modules and plain helper functions leave nothing in JAX's name stack, but
 each equation's traceback still holds the user's call chain: ``loss_fn`` →
@@ -7,16 +7,25 @@ that called it) becomes a group, labelled after the callee (``Block`` for a
 ``__call__`` method, ``MLP.encode`` for another method, ``loss_fn`` for a function),
 with ``(backward)`` where the equations are the transpose of that call. A call into
 an installed library from the user's code is one too, labelled as the user wrote it
-(``self.lin``, ``optimizer.update``); the library's calls inside it are not. Beside
-name scopes (Linen, Equinox, ``jax.named_scope``), a call that holds a scoped equation
-is no group, as it would cut across the scopes.
+(``self.lin``, ``optimizer.update``); the library's calls inside it are not.
+
+Name scopes (``jax.named_scope``, Linen module paths, Equinox's ``eqx.nn`` layers,
+the einsum scopes Flax's attention opens) and calls nest, neither hiding the other:
+a scope sits inside the calls all its equations share, the calls made before it
+opened (``loss_fn > Net > Block > self.attn > BNTS,BSNH->BTNH``; ``loss > MLP >
+Dense_0`` for Linen). A scope is known by the consecutive equations holding it (a
+*run*): two blocks' einsum scopes are two groups, each in its own block.
 
 Tracebacks name code, not frames, so two calls from one line (``for block in
 self.blocks: x = block(x)``) look alike. A new call is recognised when the callee's
 line goes back (forward, in the backward pass) and no statement or loop of the callee
 holds both lines. Repeated calls are numbered ``Block #1``, ``Block #2``, ..., in
 reverse in the backward pass, which visits them in reverse. Calls of lambdas and
-comprehensions, and calls holding fewer than two nodes or groups, are left out.
+comprehensions are left out, and so are the calls that add nothing: those holding
+fewer than two nodes or groups (one scope that names them, such as Linen's ``MLP``
+scope in the call of ``MLP.__call__``), except a library call around one group of
+nested jaxprs (``optimizer.update`` around an ``optax.MultiSteps`` ``cond``,
+``diffrax.diffeqsolve`` around its ``jit``).
 """
 
 from __future__ import annotations
@@ -37,8 +46,13 @@ if TYPE_CHECKING:
 # (caller's file, line, column; callee's file, qualname; backward): the call site
 # and the callee. Columns tell apart ``scale(a) + scale(b)``.
 CallKey = tuple[str, int, int, str, str, bool]
-# (label, parent, (caller's file, caller's line), callee's qualname, backward) -> id
-NewGroup = Callable[[str, "str | None", tuple[str, int], str, bool], str]
+# (label, parent, (caller's file, caller's line), callee's qualname, backward,
+#  a library's callee) -> id
+NewGroup = Callable[[str, "str | None", tuple[str, int], str, bool, bool], str]
+# (label, parent, scope path as JAX prints it, backward) -> id
+NewScope = Callable[[str, "str | None", str, bool], str]
+# (name, backward) of each name scope, outermost first (``model.scope_path``)
+ScopePath = list[tuple[str, bool]]
 
 
 def call_label(qualname: str) -> str:
@@ -134,10 +148,14 @@ def _parse(filename: str) -> _Parsed | None:
 
 @dataclass(slots=True)
 class _Open:
+    """A call made anew (one instance), open while its equations follow."""
+
     key: CallKey
-    gid: str
+    caller: SourceLoc
+    callee: SourceLoc
     line: int  # the callee's line its last equation came from
-    backward: bool  # this group or one around it is backward
+    # its group under each parent it is drawn in (a scope may hold it)
+    gids: dict[str | None, str] = field(default_factory=dict)
 
 
 Step = tuple[CallKey, "SourceLoc", "SourceLoc"]  # (key, caller, callee)
@@ -212,13 +230,44 @@ def _step(caller: SourceLoc, callee: SourceLoc, backward: bool) -> Step:
     return (key, caller, callee)
 
 
-class CallGroups:
-    """Places the equations of one region in call groups (see the module docstring).
+class _Run:
+    """Consecutive equations of one scope (one time it was opened): ``depth`` is how
+    many calls they all share, those made before the scope opened (or more: the
+    calls it holds all its equations in)."""
 
-    ``steps`` holds each equation's ``call_steps``; ``scoped`` marks those placed by
-    name scopes instead; ``backward`` when the region is inside a backward pass that
-    is already labelled.
-    ``new_group(label, parent, call_site, function, backward)`` adds a group and
+    __slots__ = ("depth", "ref")
+
+    def __init__(self, opens: tuple[_Open, ...]) -> None:
+        self.ref = opens
+        self.depth = len(opens)
+
+    def shares(self, opens: tuple[_Open, ...]) -> bool:
+        """Whether ``opens`` is in every call the run's equations share."""
+        if opens is self.ref:
+            return True
+        ref, depth = self.ref, self.depth
+        return len(opens) >= depth and all(opens[k] is ref[k] for k in range(depth))
+
+    def narrow(self, opens: tuple[_Open, ...]) -> None:
+        """Takes in an equation in ``opens``: the calls shared are the common ones."""
+        if opens is self.ref:
+            return
+        ref, depth = self.ref, min(self.depth, len(opens))
+        k = 0
+        while k < depth and opens[k] is ref[k]:
+            k += 1
+        self.depth = k
+
+
+class CallGroups:
+    """Places the equations of one region in call groups and name scopes, nested
+    (see the module docstring).
+
+    ``steps`` holds each equation's ``call_steps``; ``paths`` its name scopes
+    (``scope_path``), None where the region has none; ``backward`` when the region
+    is inside a backward pass that is already labelled.
+    ``new_group(label, parent, call_site, function, backward, library)`` adds a call
+    group, ``new_scope(label, parent, scope, backward)`` a scope group, and each
     returns its id; ``label`` already says ``(backward)`` where it should.
 
     The calls every equation shares, each made once, are what led to the region
@@ -230,38 +279,73 @@ class CallGroups:
         self,
         shapes: Shapes,
         new_group: NewGroup,
+        new_scope: NewScope,
         steps: list[list[Step]],
         backward: bool = False,
-        scoped: list[bool] | None = None,
+        paths: list[ScopePath] | None = None,
     ) -> None:
         self.backward = backward  # the region is in a backward pass, which says so
         self.shapes = shapes
         self.new_group = new_group
-        self.steps = steps
+        self.new_scope = new_scope
         self.open: list[_Open] = []
-        self.skip = self._shared_calls()
+        skip = self._shared_calls(steps)
         self.open = []  # the dry run's
-        # Beside name scopes, a call that holds a scoped equation is no group (it
-        # would cut across the scopes); an equation keeps the calls outside it.
-        self.placed: list[list[Step] | None] = [s[self.skip :] for s in steps]
-        if scoped is not None:
-            holds_scopes = {
-                step[0][:5]
-                for steps_, in_scope in zip(self.placed, scoped, strict=True)
-                if in_scope and steps_ is not None
-                for step in steps_
-            }
-            for k, steps_ in enumerate(self.placed):
-                if scoped[k] or steps_ is None:
-                    self.placed[k] = None
-                    continue
-                keep = 0
-                while keep < len(steps_) and steps_[keep][0][:5] not in holds_scopes:
-                    keep += 1
-                self.placed[k] = steps_[:keep]
+        # The calls each equation is in, outermost first: one tuple per change.
+        self.opens: list[tuple[_Open, ...]] = []
+        last: tuple[_Open, ...] = ()
+        for s in steps:
+            placed = s[skip:]
+            if not placed:
+                del self.open[:]
+                last = ()
+            elif self._advance(placed) < len(placed) or len(last) != len(self.open):
+                last = tuple(self.open)
+            self.opens.append(last)
+        self.paths = paths if paths is not None else [[] for _ in steps]
+        self.runs = self._scope_runs() if paths is not None else [()] * len(steps)
+        self.scopes: dict[tuple[str | None, tuple[tuple[str, bool], ...]], str] = {}
+        self.memo: dict[tuple[int, int], str | None] = {}
 
-    def _shared_calls(self) -> int:
-        placed = self.steps
+    def _scope_runs(self) -> list[tuple[_Run, ...]]:
+        """Each equation's scope runs, one per scope of its path. A run goes on
+        while equations hold its scope, or hold no scope but are in the calls the
+        run shares (a backward pass's bookkeeping between a scope's equations)."""
+        out: list[tuple[_Run, ...]] = []
+        active: list[_Run] = []
+        names: list[tuple[str, bool]] = []
+        last: tuple[_Run, ...] = ()
+        last_path: ScopePath | None = None  # the last scoped equation's
+        for opens, path in zip(self.opens, self.paths, strict=True):
+            if path is last_path and len(active) == len(path):  # its runs go on
+                for run in active:
+                    run.narrow(opens)
+                out.append(last)
+                continue
+            if not path:
+                for k, run in enumerate(active):
+                    if not run.shares(opens):
+                        del active[k:], names[k:]
+                        break
+                out.append(())
+                continue
+            k = 0
+            while k < len(active) and k < len(path) and names[k] == path[k]:
+                active[k].narrow(opens)
+                k += 1
+            del active[k:], names[k:]
+            for entry in path[k:]:
+                active.append(_Run(opens))
+                names.append(entry)
+            if len(last) != len(active) or any(
+                a is not b for a, b in zip(last, active, strict=True)
+            ):
+                last = tuple(active)
+            last_path = path
+            out.append(last)
+        return out
+
+    def _shared_calls(self, placed: list[list[Step]]) -> int:
         if not placed:
             return 0
         # Compared without their direction: the forward and the backward pass of a
@@ -273,29 +357,72 @@ class CallGroups:
         ):
             shared += 1
         # A dry run: the shallowest depth at which a call is made anew.
-        new_group, self.new_group = self.new_group, lambda *_: ""
-        try:
-            for k, steps in enumerate(placed):
-                made = self._advance(steps[:shared], None, directed=False)
-                if k and made < min(len(steps), shared):
-                    shared = made
-        finally:
-            self.new_group = new_group
+        for k, steps in enumerate(placed):
+            made = self._advance(steps[:shared], directed=False)
+            if k and made < min(len(steps), shared):
+                shared = made
         return shared
 
     def parent(self, index: int, container: str | None) -> str | None:
-        """The innermost call group of equation ``index`` of the region, made where
-        it is new, or ``container`` when it is in no call."""
-        steps = self.placed[index]
-        if not steps:
-            del self.open[:]
-            return container
-        self._advance(steps, container)
-        return self.open[-1].gid if self.open else container
+        """The innermost group of equation ``index`` of the region, its call groups
+        and scopes made where they are new, or ``container`` when it is in none."""
+        opens, runs = self.opens[index], self.runs[index]
+        memo = (id(opens), id(runs))  # both kept in self.opens, self.runs
+        if memo in self.memo:
+            return self.memo[memo]
+        parent, around, depth = container, self.backward, 0
+        path = self.paths[index]
+        for j, run in enumerate(runs):
+            while depth < run.depth:
+                parent, around = self._call(opens[depth], parent, around)
+                depth += 1
+            parent, around = self._scope(tuple(path[: j + 1]), parent, around)
+        while depth < len(opens):
+            parent, around = self._call(opens[depth], parent, around)
+            depth += 1
+        self.memo[memo] = parent
+        return parent
 
-    def _advance(
-        self, steps: list[Step], container: str | None, directed: bool = True
-    ) -> int:
+    def _call(self, entry: _Open, parent: str | None, around: bool) -> tuple[str, bool]:
+        backward = entry.key[5]
+        gid = entry.gids.get(parent)
+        if gid is None:
+            caller, callee = entry.caller, entry.callee
+            label = call_label(entry.key[4])
+            library = is_library_file(callee.file)
+            if library:  # the user's words: ``self.lin``
+                label = self.shapes.called(caller) or label
+            if backward and not around:  # only the outermost backward call says so
+                label += " (backward)"
+            gid = entry.gids[parent] = self.new_group(
+                label,
+                parent,
+                (caller.file, caller.line),
+                callee.function or "",
+                backward,
+                library,
+            )
+        return gid, around or backward
+
+    def _scope(
+        self,
+        key: tuple[tuple[str, bool], ...],
+        parent: str | None,
+        around: bool,
+    ) -> tuple[str, bool]:
+        name, backward = key[-1]
+        gid = self.scopes.get((parent, key))
+        if gid is None:
+            label = name or "backward"
+            if name and backward and not around:  # only the outermost says so
+                label = f"{name} (backward)"
+            scope = "/".join(n for n, _ in key if n)
+            gid = self.scopes[parent, key] = self.new_scope(
+                label, parent, scope, backward
+            )
+        return gid, around or backward
+
+    def _advance(self, steps: list[Step], directed: bool = True) -> int:
         """Continues the open calls ``steps`` shares and opens the rest; returns the
         depth of the first call opened (``len(steps)`` when none). Not ``directed``:
         a call goes on from the forward into the backward pass."""
@@ -317,22 +444,7 @@ class CallGroups:
             depth += 1
         del open_[depth:]
         for key, caller, callee in steps[depth:]:
-            parent = open_[-1].gid if open_ else container
-            around = open_[-1].backward if open_ else self.backward
-            backward = key[5]
-            label = call_label(key[4])
-            if is_library_file(callee.file):  # the user's words: ``self.lin``
-                label = self.shapes.called(caller) or label
-            if backward and not around:  # only the outermost backward call says so
-                label += " (backward)"
-            gid = self.new_group(
-                label,
-                parent,
-                (caller.file, caller.line),
-                callee.function or "",
-                backward,
-            )
-            open_.append(_Open(key, gid, callee.line, backward or around))
+            open_.append(_Open(key, caller, callee, callee.line))
         return depth
 
     def _reentered(self, entry: _Open, callee: SourceLoc, backward: bool) -> bool:
@@ -344,9 +456,15 @@ class CallGroups:
 
 
 def finish(
-    groups: list[GraphGroup], call_ids: set[str], members: dict[str, int]
+    groups: list[GraphGroup],
+    call_ids: set[str],
+    members: dict[str, int],
+    library_calls: set[str],
 ) -> tuple[list[GraphGroup], dict[str, str | None]]:
-    """Numbers repeated calls and dissolves calls with fewer than two members.
+    """Numbers repeated calls and dissolves the calls that add nothing: one holding
+    fewer than two members (nodes and groups directly in it), except a library
+    call around one group of nested jaxprs (``optimizer.update`` around optax's
+    ``cond``), which names what the user called.
 
     Returns the groups kept and, for each dissolved group, the group that takes its
     members (the nearest kept ancestor).
@@ -359,18 +477,38 @@ def finish(
         return gid
 
     # Innermost first: a call left with one member once its own children dissolved
-    # counts what moved up into it.
+    # counts what moved up into it. ``inside``: the kept groups directly in each.
+    inside: dict[str | None, list[GraphGroup]] = {}
+    says_backward: set[str] = set()  # kept groups to label " (backward)" anew
     for g in reversed(groups):
+        kids = inside.pop(g.id, [])
         if g.id in call_ids and members.get(g.id, 0) < 2:
-            gone[g.id] = g.parent
-            if g.parent is not None:
-                members[g.parent] = members.get(g.parent, 0) + members.get(g.id, 0) - 1
+            wraps = (
+                len(kids) == 1
+                and kids[0].kind not in ("call", "scope")
+                and g.id in library_calls
+            )
+            if not wraps:
+                gone[g.id] = g.parent
+                if g.parent is not None:
+                    members[g.parent] = (
+                        members.get(g.parent, 0) + members.get(g.id, 0) - 1
+                    )
+                inside.setdefault(g.parent, []).extend(kids)
+                if g.label.endswith(" (backward)"):  # its backward child says so now
+                    says_backward.update(
+                        k.id for k in kids if k.backward and k.label != "backward"
+                    )
+                continue
+        inside.setdefault(g.parent, []).append(g)
     out: list[GraphGroup] = []
     siblings: dict[tuple[str | None, str, bool], list[int]] = {}
     for g in groups:
         if g.id in gone:
             continue
         g = fill_in(g, parent=kept(g.parent))
+        if g.id in says_backward and not g.label.endswith(" (backward)"):
+            g = fill_in(g, label=f"{g.label} (backward)")
         if g.id in call_ids:
             siblings.setdefault((g.parent, g.label, g.backward), []).append(len(out))
         out.append(g)

@@ -24,9 +24,10 @@ Name scopes come from the name stack JAX records per equation (``jax.named_scope
 Flax Linen module paths such as ``MLP/Dense_0``, Equinox module names). Transforms in
 it split a scope: under ``transpose`` (the backward pass of ``jax.grad``) a scope is a
 group of its own, labelled ``layer0 (backward)``, apart from its forward ``layer0``.
-Equations no name scope holds (all of a Flax NNX or plain-function program, a Linen
-step's optimizer update) are grouped by the user's calls (``kind="call"``:
-``loss_fn``, ``Block #2``, ``self.linear1``, ``tx.update``; see ``calls``).
+The user's calls are groups too (``kind="call"``: ``loss_fn``, ``Block #2``,
+``self.linear1``, ``tx.update``), nested with the name scopes: a scope inside the
+calls its equations share (``loss_fn > Net > self.attn > BNTS,BSNH->BTNH``; see
+``calls``).
 A group of an equation with nested jaxprs is named after the function traced into it
 (``scan(rnn_cell)``, ``while(body)``, ``cond(neg, pos)``), or after its source line
 when that function is a lambda (``scan @ model.py:42``).
@@ -339,42 +340,6 @@ class _Groups:
         self.index[group.id] = len(self.items)
         self.items.append(group)
 
-    def scope(
-        self,
-        container: str | None,
-        path: list[tuple[str, bool]],
-        cache: dict[tuple[tuple[str, bool], ...], str],
-    ) -> str | None:
-        """The innermost of the scope groups ``path`` under ``container`` (made once
-        per region; ``cache`` holds the region's), or ``container`` with no scopes.
-
-        A scope of the backward pass is a group apart from its forward namesake.
-        """
-        parent = container
-        for depth in range(1, len(path) + 1):
-            key = tuple(path[:depth])
-            gid = cache.get(key)
-            if gid is None:
-                gid = f"s{len(self.items)}"
-                cache[key] = gid
-                name, backward = path[depth - 1]
-                # Only the outermost backward scope says so; those inside it inherit.
-                starts = backward and (depth == 1 or not path[depth - 2][1])
-                label = f"{name} (backward)" if starts else name
-                self.add(
-                    GraphGroup(
-                        id=gid,
-                        kind="scope",
-                        label=label if name else "backward",
-                        parent=parent,
-                        size=0,
-                        scope="/".join(n for n, _ in key if n),
-                        backward=backward,
-                    )
-                )
-            parent = gid
-        return parent
-
     def sized(self, nodes: list[GraphNode]) -> list[GraphGroup]:
         """The groups with ``size`` (the nodes inside each, at any depth) and
         ``lines`` (the source lines those nodes come from)."""
@@ -433,6 +398,7 @@ class _Builder:
         self.steps = calls.CallSteps()
         self.shapes = calls.Shapes(raw_files)
         self.call_ids: set[str] = set()
+        self.library_calls: set[str] = set()  # call groups of a library's function
         # call group -> the nodes and groups directly in it
         self.members: dict[str, int] = {}
 
@@ -443,9 +409,12 @@ class _Builder:
         call_site: tuple[str, int],
         function: str,
         backward: bool,
+        library: bool,
     ) -> str:
         gid = f"k{len(self.groups.items)}"
         self.call_ids.add(gid)
+        if library:
+            self.library_calls.add(gid)
         self.placed(parent)
         self.groups.add(
             GraphGroup(
@@ -457,6 +426,24 @@ class _Builder:
                 source=SourceLoc(file=call_site[0], line=call_site[1]),
                 backward=backward,
                 function=function,
+            )
+        )
+        return gid
+
+    def scope_group(
+        self, label: str, parent: str | None, scope: str, backward: bool
+    ) -> str:
+        gid = f"s{len(self.groups.items)}"
+        self.placed(parent)
+        self.groups.add(
+            GraphGroup(
+                id=gid,
+                kind="scope",
+                label=label,
+                parent=parent,
+                size=0,
+                scope=scope,
+                backward=backward,
             )
         )
         return gid
@@ -480,18 +467,17 @@ class _Builder:
         """The nodes and groups of ``region`` inside ``container``; ``backward`` when
         the region is part of a backward pass (its equations' name stacks are relative
         to the equation holding it, so they do not say so)."""
-        scopes: dict[tuple[tuple[str, bool], ...], str] = {}
         paths = [self.scope_path(info) for info in region.eqns]
-        # Name scopes (jax.named_scope, Linen and Equinox modules) place the equations
-        # they hold; the others, and every equation of a region with no scope at all
-        # (Flax NNX, plain functions), are grouped by the user's calls.
-        scoped = any(paths)
+        # Name scopes (jax.named_scope, Linen and Equinox modules, those a library
+        # opens) and the user's calls nest: each scope inside the calls its
+        # equations all share (see ``calls``).
         in_calls = calls.CallGroups(
             self.shapes,
             self.call_group,
+            self.scope_group,
             [self.steps.of(info, backward) for info in region.eqns],
             backward,
-            [bool(path) for path in paths] if scoped else None,
+            paths if any(paths) else None,
         )
         for i, (name, aval) in enumerate(region.constvars):
             nid = f"c{_path_id(region.path)}_{i}" if region.path else f"c{i}"
@@ -508,18 +494,10 @@ class _Builder:
         nested = region.children
         append = self.nodes.append
         consume, producers = self.wires.consume, self.wires.producers
-        scope = self.groups.scope
-        # id of a scope path (scope_path's, kept) -> its innermost group here
-        innermost: dict[int, str | None] = {}
+        parent_of, placed = in_calls.parent, self.placed
         for index, info in enumerate(region.eqns):
-            path = paths[index]
-            if path:
-                parent = innermost.get(id(path), container)
-                if parent is container:
-                    parent = innermost[id(path)] = scope(container, path, scopes)
-            else:
-                parent = in_calls.parent(index, container)
-                self.placed(parent)
+            parent = parent_of(index, container)
+            placed(parent)
             children = nested.get(index)
             if children:
                 self.group(info, children, parent, backward)
@@ -630,7 +608,10 @@ def _build_graph(model: JaxprModel, title: str) -> GraphModel:
     nodes = builder.nodes
     if builder.call_ids:
         kept, moved = calls.finish(
-            builder.groups.items, builder.call_ids, builder.members
+            builder.groups.items,
+            builder.call_ids,
+            builder.members,
+            builder.library_calls,
         )
         builder.groups = _Groups()
         for group in kept:

@@ -114,7 +114,7 @@ def test_lambdas_and_single_equation_calls_make_no_group():
     assert len([n for n in g.nodes if n.kind == "eqn"]) == 7
 
 
-def test_calls_around_named_scopes_make_no_group_and_calls_beside_them_do():
+def test_a_call_that_only_wraps_a_scope_adds_no_group_and_calls_beside_it_do():
     def scoped_layer(w, x):
         with jax.named_scope("block"):
             return _layer(w, x)
@@ -130,6 +130,55 @@ def test_calls_around_named_scopes_make_no_group_and_calls_beside_them_do():
         ("call", "_layer", None),
     ]
     assert [gr.size for gr in g.groups] == [2, 2]
+
+
+def _scoped_helper(w, x):
+    x = 2.0 * x
+    with jax.named_scope("inner"):
+        x = _layer(w, x)
+    return x + 1.0
+
+
+def test_calls_and_named_scopes_nest_neither_hides_the_other():
+    def f(x):
+        x = _scoped_helper(jnp.ones((3, 3)), x)
+        return jnp.sum(_stack([jnp.ones((3, 3))] * 2, x))
+
+    g = js.graph(jax.grad(f))(jnp.ones(3))
+    by_id = {gr.id: gr for gr in g.groups}
+    tree = [
+        (gr.kind, gr.label, by_id[gr.parent].label if gr.parent else None)
+        for gr in g.groups
+    ]
+    assert tree == [
+        ("call", "_scoped_helper", None),
+        ("scope", "inner", "_scoped_helper"),
+        ("call", "_stack", None),
+        ("call", "_layer #1", "_stack"),
+        ("call", "_layer #2", "_stack"),
+        ("call", "_stack (backward)", None),
+        ("call", "_layer #2", "_stack (backward)"),
+        ("call", "_layer #1", "_stack (backward)"),
+        ("call", "_scoped_helper (backward)", None),
+        ("scope", "inner", "_scoped_helper (backward)"),
+    ]
+    assert [gr.size for gr in g.groups if gr.label == "inner"] == [3, 4]
+
+
+def test_a_backward_call_that_only_wraps_a_scope_passes_its_label_on():
+    def f(x):
+        return jnp.sum(_only_scope(x))
+
+    g = js.graph(jax.grad(f))(jnp.ones(3))
+    assert [(gr.kind, gr.label, gr.parent) for gr in g.groups] == [
+        ("scope", "block", None),
+        ("scope", "block (backward)", None),
+    ]
+
+
+def _only_scope(x):
+    with jax.named_scope("block"):
+        return jnp.tanh(jnp.sin(x) * 2.0)
 
 
 def test_call_labels():

@@ -57,14 +57,22 @@ def _inside(g, group_id):
 
 def test_transformer_train_step_opens_as_forward_and_backward_layers():
     g = js.graph(tf_step)(_params(), jnp.ones((4, 8)))
+    # the user's model function holds its layers' scopes, in each pass
     top = [gr for gr in g.groups if gr.parent is None]
-    assert [gr.label for gr in top] == [
-        *(f"layer{i}" for i in range(6)),
-        *(f"layer{i} (backward)" for i in reversed(range(6))),
+    assert [(gr.kind, gr.label) for gr in top] == [
+        ("call", "_transformer"),
+        ("call", "_transformer (backward)"),
     ]
-    for gr in top:
+    forward, backward = (
+        [gr for gr in g.groups if gr.parent == call.id] for call in top
+    )
+    assert [gr.label for gr in forward] == [f"layer{i}" for i in range(6)]
+    assert [gr.label for gr in backward] == [f"layer{i}" for i in reversed(range(6))]
+    for gr in forward + backward:
         assert gr.kind == "scope"
-        assert gr.backward == gr.label.endswith("(backward)")
+        assert gr.backward == (gr in backward)
+        # the layer's calls are inside it
+        assert [c.label for c in g.groups if c.parent == gr.id and c.kind == "call"]
         inside = _inside(g, gr.id)
         assert len(inside) == gr.size > 0
         # every equation of a forward layer is forward, and the other way round
@@ -376,10 +384,18 @@ def test_linen_train_step_keeps_module_paths_and_groups_the_optimizer_by_its_cal
 
     g = js.graph(train_step)(params, tx.init(params))
     top = [(gr.kind, gr.label) for gr in g.groups if gr.parent is None]
-    assert top[:2] == [("scope", "MLP"), ("scope", "MLP (backward)")]
-    # the call that holds the model's scopes (loss) is no group; the optimizer's are
-    assert ("call", "tx.update") in top and ("call", "optax.apply_updates") in top
-    assert not [label for kind, label in top if kind == "call" and "loss" in label]
+    # the loss function holds the model's module paths, in each pass
+    assert top == [
+        ("call", "loss"),
+        ("call", "loss (backward)"),
+        ("call", "tx.update"),
+        ("call", "optax.apply_updates"),
+    ]
+    scopes = [(d, gr.label, gr.backward) for d, gr in _tree(g) if gr.kind == "scope"]
+    assert sorted(scopes) == sorted(
+        [(1, "MLP", b) for b in (False, True)]
+        + [(2, f"Dense_{i}", b) for i in (0, 1) for b in (False, True)]
+    )
     update = next(gr for gr in g.groups if gr.label == "tx.update")
     assert update.size > 20 and not _inside_scope(g, update)
 
