@@ -15,7 +15,6 @@ code causes (a jaxscope feature calling a jitted function) is not the user's.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import sys
@@ -99,7 +98,8 @@ class _Frame:
 class _State:
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.logs: list[RecompileLog] = []
+        # weakly held: a log the user dropped without stop() stops when collected
+        self.logs: list[weakref.ref[RecompileLog]] = []
         self.local = threading.local()
         self.generation = 0
         self.history = CompileHistory()
@@ -121,6 +121,11 @@ class _State:
             stack.pop()
         return stack
 
+    def live_logs(self) -> list[RecompileLog]:
+        """The logs watching now (those still referenced by someone)."""
+        with self.lock:
+            return [log for ref in self.logs if (log := ref()) is not None]
+
     def refresh_hooks(self) -> None:
         if self.logs:
             if not self.hooks.installed:
@@ -131,14 +136,23 @@ class _State:
 
     def attach(self, log: RecompileLog) -> None:
         with self.lock:
-            self.logs.append(log)
+            self.logs.append(weakref.ref(log, self._collected))
             self.refresh_hooks()
 
     def detach(self, log: RecompileLog) -> None:
         with self.lock:
-            with contextlib.suppress(ValueError):
-                self.logs.remove(log)
+            self.logs = [ref for ref in self.logs if ref() not in (log, None)]
             self.refresh_hooks()
+
+    def _collected(self, ref: weakref.ref[RecompileLog]) -> None:
+        """A watching log nobody references any more: it stops (hooks removed if it
+        was the last). Runs from the garbage collector; never raises."""
+        try:
+            with self.lock:
+                self.logs = [r for r in self.logs if r is not ref]
+                self.refresh_hooks()
+        except Exception as exc:  # never break the code the collector interrupted
+            _internal_error("stopping a dropped log", exc)
 
 
 def _internal_error(where: str, exc: Exception) -> None:
@@ -361,7 +375,7 @@ def _end(fun: Any, error: BaseException | None) -> None:
     if frame.internal:
         if frame.compiles and not frame.nested:
             with STATE.lock:
-                for log in STATE.logs:
+                for log in STATE.live_logs():
                     log._add_internal(frame.compiles)
         return
     if not frame.nested:
@@ -371,7 +385,7 @@ def _end(fun: Any, error: BaseException | None) -> None:
 def _record(frame: _Frame) -> None:
     """Classify a finished top-level miss and give its event to every active log."""
     with STATE.lock:
-        logs = list(STATE.logs)
+        logs = STATE.live_logs()
         if not logs:
             return
         if not (frame.traces or frame.compiles):

@@ -73,6 +73,11 @@ class RecompileLog(Renderable):
     ``log.start()`` / ``log.stop()``; it may be started and stopped repeatedly and
     accumulates. Watchers nest: each records what happens while it is active; one log
     cannot watch twice at once (``with log: with log:`` raises).
+
+    jaxscope holds a started log only weakly: a log dropped without ``stop()`` (the
+    notebook cell ``log = js.watch_recompiles(); log.start()`` run again rebinds
+    ``log``) stops when it is garbage collected, and JAX is unpatched once no log
+    watches. Keep a reference for as long as it should watch.
     """
 
     __slots__ = (
@@ -92,7 +97,8 @@ class RecompileLog(Renderable):
         self._lock = threading.Lock()
 
     def start(self) -> RecompileLog:
-        """Start watching (raises if this log is already watching)."""
+        """Start watching (raises if this log is already watching); watches until
+        ``stop()`` or until the log is garbage collected."""
         with _STATE.lock:
             if self.active:
                 raise RecompileWatchError(

@@ -186,3 +186,34 @@ def test_jitted_function_under_vmap_is_one_event_with_the_batched_compile():
     (ev,) = log.events_of("mapped")
     assert ev.traced and ev.compiled
     assert ev.signature == (("x", "f32[3]"),)  # what the function sees per example
+
+
+def test_a_started_log_dropped_without_stop_stops_when_collected():
+    # the notebook pattern: `log = js.watch_recompiles(); log.start()` run three times
+    f = jax.jit(lambda x: x * 3)
+    for _ in range(3):
+        log = js.watch_recompiles()
+        log.start()
+    assert hooks_installed()
+    f(jnp.ones(5))
+    assert len(log.events) == 1  # the one kept still watches
+    del log
+    gc.collect()
+    assert not hooks_installed()  # no log left: JAX is no longer patched
+    from jaxscope._recompiles.state import STATE
+
+    assert STATE.live_logs() == []
+
+
+def test_a_dropped_log_does_not_stop_the_ones_still_held():
+    f = jax.jit(lambda x: x - 3)
+    kept = js.watch_recompiles().start()
+    js.watch_recompiles().start()  # dropped at once
+    gc.collect()
+    try:
+        assert hooks_installed()
+        f(jnp.ones(6))
+        assert len(kept.events) == 1
+    finally:
+        kept.stop()
+    assert not hooks_installed()
