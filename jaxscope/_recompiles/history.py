@@ -22,6 +22,7 @@ from jaxscope._recompiles.causes import diff, dtype_cause, placement_cause
 from jaxscope._recompiles.records import Cause
 from jaxscope._recompiles.signature import Leaf, Signature
 from jaxscope._records import SourceLoc
+from jaxscope._source import display_filename
 
 HISTORY_LIMIT = 64
 
@@ -35,6 +36,7 @@ class Miss(Protocol):
     compiles: int
     call_site: SourceLoc | None
     eager_key: tuple[str, str, int] | None
+    eager_api: str
     earlier: list[Signature] | None
     traced_before: bool | None  # None: whether JAX traced it before is unknown
     lowered_before: list[tuple[str, ...]] | None
@@ -139,6 +141,9 @@ class CompileHistory:
     ) -> list[Cause]:
         """The first compile of ``owner`` seen: recorded, then explained."""
         code = _code_key(user) if user is not None else None
+        if code is not None and miss.fun_name.endswith(")"):
+            # grad(loss) and loss itself, both jitted, are two functions of one code
+            code = (code[0], code[1], f"{code[2]} as {miss.fun_name}")
         earlier = self.code_seen[code] if code is not None else 0
         if code is not None:
             self.code_seen[code] += 1
@@ -152,6 +157,8 @@ class CompileHistory:
         """The causes of a miss of a transformed computation run outside jit."""
         key, sig, name = miss.eager_key, miss.sig, miss.fun_name
         assert key is not None and sig is not None
+        if miss.eager_api:
+            return self._classify_primitive(miss, key, sig)
         fix = (
             f"jit the transformed function once (e.g. jax.jit(jax.grad({key[0]}))) "
             "so the whole computation compiles together and is cached"
@@ -168,6 +175,61 @@ class CompileHistory:
         return causes or [
             _cause("other", name, f"recompiled with identical arguments: {fix}")
         ]
+
+    def _classify_primitive(
+        self, miss: Miss, key: tuple[str, str, int], sig: Signature
+    ) -> list[Cause]:
+        """The causes of a ``lax.while_loop``/``cond``/``scan`` run outside jit
+        compiling: ``key`` is its (first) function's name and source. The same
+        arguments again mean the function was traced anew: a new function object
+        (defined on each call, as libraries' line searches do)."""
+        body, file, line = key
+        where = f"{display_filename(file)}:{line}"
+        owner = _package_of(file)
+        made = (
+            f"{body} (defined in {owner} at {where})" if owner else f"{body} ({where})"
+        )
+        site = f" from {miss.call_site}" if miss.call_site else ""
+        fix = (
+            f"jit the function{site} that calls it (e.g. jax.jit around the training "
+            "step), so the whole step compiles once and is cached"
+        )
+        if not owner:
+            fix = f"define {body} once, outside the loop, and reuse it; or {fix}"
+        history = self.eager.get(key)
+        if not history:
+            self.eager[key] = [sig]
+            hint = (
+                f"{miss.eager_api} ran outside jit on {made} and compiled on its "
+                f"own: {fix}"
+            )
+            return [_cause("first_call", miss.fun_name, hint)]
+        causes = _closest(history, sig, miss.fun_name)
+        if causes:
+            return causes
+        hint = (
+            f"{made} is a new function object on each call, so {miss.eager_api} "
+            f"outside jit traces and compiles it again every time: {fix}"
+        )
+        return [
+            _cause(
+                "redefined_function",
+                body,
+                hint,
+                f"{body} compiled before",
+                f"a new {body} (same name, new function object)",
+            )
+        ]
+
+
+def _package_of(file: str) -> str:
+    """The installed package ``file`` belongs to (``"optax"``), ``""`` for the
+    user's own files."""
+    parts = file.replace("\\", "/").split("/")
+    for i, part in enumerate(parts[:-1]):
+        if part in ("site-packages", "dist-packages"):
+            return parts[i + 1].removesuffix(".py")
+    return ""
 
 
 def _identical(miss: Miss, from_jax: bool) -> list[Cause]:

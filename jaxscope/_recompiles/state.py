@@ -53,6 +53,7 @@ class _Frame:
         "by_jaxscope",
         "call_site",
         "compiles",
+        "eager_api",
         "eager_key",
         "earlier",
         "fun_id",
@@ -86,6 +87,7 @@ class _Frame:
         self.sig: Signature | None = None
         self.call_site: SourceLoc | None = None
         self.eager_key: tuple[str, str, int] | None = None
+        self.eager_api = ""  # "lax.while_loop": an eager primitive's own compile
         self.earlier: list[Signature] | None = None  # from JAX's trace cache
         self.traced_before: bool | None = False  # None: JAX's cache unreadable now
         self.lowered_before: list[tuple[str, ...]] | None = None
@@ -230,14 +232,25 @@ def _start(
     frame = _Frame(id(fun), STATE.generation, nested=bool(stack))
     stack.append(frame)
     frame.internal = _crec.is_jax_internal(fun)
+    if frame.nested:
+        return
     # jax.pmap: a jit of a JAX-made wrapper around the user's function
     user = _crec.pmap_user_function(fun) if frame.internal else None
+    transform = "pmap" if user is not None else ""
+    if frame.internal and user is None:
+        # jax.jit(jax.grad(loss)): a jit of JAX's grad_f around the user's function
+        made = _crec.transformed_user_function(fun)
+        if made is not None:
+            transform, user = made
+        elif (eager := _crec.eager_primitive(fun)) is not None:
+            _start_eager_primitive(frame, eager, args)
+            return
     library = None if frame.internal else _clib.library_jit_call(fun)
     if library is not None:
         user = library.user_fn
     if user is not None:
         frame.internal = False
-    if frame.internal or frame.nested:
+    if frame.internal:
         return
     frame.call_site, frame.by_jaxscope = _call_origin(sys._getframe(2))
     if frame.by_jaxscope:
@@ -248,7 +261,7 @@ def _start(
     owner = user if library is not None else fun
     frame.owner_ref = _weak(owner)
     name = qualname(user if user is not None else fun)
-    frame.fun_name = f"pmap({name})" if library is None and user is not None else name
+    frame.fun_name = f"{transform}({name})" if transform else name
     try:
         frame.sig = signature_of(jit_info, args, kwargs, user, library)
     except Exception as exc:  # never break the user's call
@@ -260,6 +273,24 @@ def _start(
         )
     if not STATE.history.knows(owner):
         _read_jax_caches(frame, fun, jit_info, user, library)
+
+
+def _start_eager_primitive(
+    frame: _Frame, eager: _crec.EagerPrimitive, args: tuple[Any, ...]
+) -> None:
+    """A ``lax.while_loop``/``cond``/``scan`` run outside jit on functions that are
+    not JAX's (often a library's, defined anew on each call): JAX compiles it on its
+    own, an event of the user's line that called into it."""
+    frame.call_site, frame.by_jaxscope = _call_origin(sys._getframe(3))
+    if frame.by_jaxscope:
+        return
+    frame.internal = False
+    name, file, line = eager.bodies[0]
+    names = ", ".join(dict.fromkeys(body[0] for body in eager.bodies))
+    frame.fun_name = f"{eager.api}({names})"
+    frame.eager_key = (name, file, line)
+    frame.eager_api = eager.api
+    frame.sig = eager_signature(args)
 
 
 def _read_jax_caches(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -269,6 +270,112 @@ def is_jax_internal(fun: Any) -> bool:
         fun = inner
         seen += 1
     return False
+
+
+# JAX's names of the functions its transformations return -> the transformation.
+_TRANSFORM_NAMES = {
+    "grad_f": "grad",
+    "grad_f_aux": "grad",
+    "value_and_grad_f": "value_and_grad",
+    "vmap_f": "vmap",
+    "jacfun": "jacobian",
+    "fun_remat": "checkpoint",
+    "hessian": "hessian",
+}
+
+
+def transformed_user_function(fun: Any) -> tuple[str, Any] | None:
+    """``("grad", loss)`` for a function a JAX transformation made of a user
+    function (``jax.jit(jax.grad(loss))`` jits JAX's ``grad_f``); None otherwise.
+
+    Relies on: the functions ``jax.grad``/``value_and_grad``/``vmap``/``jacfwd``/
+    ``jacrev``/``checkpoint`` return (maybe inside ``traceback_util``'s wrapper) being
+    closures in JAX's files that hold the function they transform in a cell (``fun``,
+    or another of JAX's closures such as ``value_and_grad_f``).
+    """
+    transform = ""
+    for depth in range(8):
+        code = getattr(fun, "__code__", None)
+        if code is None:
+            return None
+        if not is_jax_file(code.co_filename):
+            return (transform or "transformed", fun) if depth else None
+        transform = transform or _TRANSFORM_NAMES.get(code.co_name, "")
+        fun = _held_function(fun)
+        if fun is None:
+            return None
+    return None
+
+
+def _held_function(fun: Any) -> Any:
+    """The function a closure holds in its ``fun``/``f`` cell, else in its only cell
+    holding a function; None if none."""
+    code = fun.__code__
+    cells = dict(
+        zip(code.co_freevars, getattr(fun, "__closure__", None) or (), strict=False)
+    )
+    held = []
+    for name, cell in cells.items():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if name in ("fun", "f") and callable(value):
+            return value
+        if hasattr(value, "__code__"):
+            held.append(value)
+    return held[0] if len(held) == 1 else None
+
+
+# Primitives with functions as parameters -> the lax call that binds them.
+_PRIMITIVE_APIS = {"while": "lax.while_loop", "cond": "lax.cond", "scan": "lax.scan"}
+
+
+class EagerPrimitive(NamedTuple):
+    """One primitive JAX compiles on its own because it ran outside jit, with the
+    functions its jaxprs were traced from: ``api`` ``"lax.while_loop"``; ``bodies``
+    ``(("step_fn", "/path/linesearch.py", 1217), ...)``, those not defined in JAX."""
+
+    api: str
+    bodies: tuple[tuple[str, str, int], ...]
+
+
+def eager_primitive(fun: Any) -> EagerPrimitive | None:
+    """What ``fun`` runs when it is JAX's jit of a single higher-order primitive
+    (``lax.while_loop``/``cond``/``scan`` called outside jit) whose functions are
+    not JAX's; None for any other function (``jnp.sin(x)`` outside jit included).
+
+    Relies on: ``dispatch.xla_primitive_callable``'s ``prim_fun`` (attribute
+    ``_apply_primitive``; closure cells ``prim`` and ``params``) and the jaxprs in
+    ``params`` (``ClosedJaxpr``, alone or in tuples) carrying ``debug_info``.
+    """
+    if not getattr(fun, "_apply_primitive", False):
+        return None
+    code = getattr(fun, "__code__", None)
+    cells: dict[str, Any] = dict(
+        zip(getattr(code, "co_freevars", ()), fun.__closure__ or (), strict=False)
+    )
+    try:
+        prim = cells["prim"].cell_contents
+        params = cells["params"].cell_contents
+    except (KeyError, ValueError):
+        return None
+    bodies: list[tuple[str, str, int]] = []
+    for value in params.values() if isinstance(params, dict) else ():
+        for jaxpr in value if isinstance(value, tuple) else (value,):
+            match = _SOURCE.match(jaxpr_source(jaxpr))
+            if match is None or is_jax_file(match.group("file")):
+                continue
+            body = (match.group("fn"), match.group("file"), int(match.group("line")))
+            if body not in bodies:
+                bodies.append(body)
+    if not bodies:
+        return None
+    name = str(getattr(prim, "name", ""))
+    return EagerPrimitive(_PRIMITIVE_APIS.get(name, name), tuple(bodies))
+
+
+_SOURCE = re.compile(r"^(?P<fn>.*?) at (?P<file>.*):(?P<line>\d+)$")
 
 
 def pmap_user_function(fun: Any) -> Any:

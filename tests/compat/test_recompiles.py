@@ -223,3 +223,55 @@ def test_jax_09s_trace_cache_is_listed_only_while_no_other_thread_can_trace():
         release.set()
         worker.join()
     assert crec.trace_cache_readable()
+
+
+def test_transformed_user_function_finds_the_function_inside_jax_transforms():
+    def loss(w):
+        return jnp.sum(w**2)
+
+    assert crec.transformed_user_function(jax.grad(loss)) == ("grad", loss)
+    assert crec.transformed_user_function(jax.value_and_grad(loss)) == (
+        "value_and_grad",
+        loss,
+    )
+    assert crec.transformed_user_function(jax.vmap(loss)) == ("vmap", loss)
+    assert crec.transformed_user_function(jax.jacrev(loss)) == ("jacobian", loss)
+    assert crec.transformed_user_function(jax.checkpoint(loss)) == ("checkpoint", loss)
+    assert crec.transformed_user_function(jnp.sum) is None  # JAX's own
+    assert crec.transformed_user_function(loss) is None
+
+
+def _jitted_of_next_miss(call):
+    """The function JAX jits for the first cache miss ``call`` makes."""
+    seen = []
+    hooks = crec.MissHooks(
+        on_start=lambda fun, ji, args, kwargs: seen.append(fun),
+        on_end=lambda fun, err: None,
+        on_test_event=lambda what: None,
+        on_duration=lambda s: None,
+    )
+    hooks.install()
+    try:
+        call()
+    finally:
+        hooks.uninstall()
+    return seen
+
+
+def test_eager_primitive_names_the_loop_and_the_functions_it_runs():
+    def cond(c):
+        return c < 3.0
+
+    def body(c):
+        return c + 1.0
+
+    funs = _jitted_of_next_miss(lambda: jax.lax.while_loop(cond, body, 0.0))
+    found = [crec.eager_primitive(f) for f in funs]
+    loops = [e for e in found if e is not None]
+    assert [e.api for e in loops] == ["lax.while_loop"]
+    assert [b[0] for b in loops[0].bodies] == ["cond", "body"]
+    assert loops[0].bodies[1][2] == body.__code__.co_firstlineno
+    # an elementwise op outside jit, and a user's jit, are not eager loops
+    funs = _jitted_of_next_miss(lambda: jnp.sin(jnp.arange(7.0)))
+    assert funs and all(crec.eager_primitive(f) is None for f in funs)
+    assert crec.eager_primitive(jax.jit(body)) is None
