@@ -39,6 +39,7 @@ class Miss(Protocol):
     eager_api: str
     earlier: list[Signature] | None
     traced_before: bool | None  # None: whether JAX traced it before is unknown
+    traced_only: bool  # JAX traced it before (js.jaxpr, .trace), never compiled it
     lowered_before: list[tuple[str, ...]] | None
 
 
@@ -311,6 +312,12 @@ def _first_cause(miss: Miss, earlier: int, defined_at: SourceLoc | None) -> Caus
     (whose earlier arguments could not be read), a function object re-made from code
     that compiled ``earlier`` times already, or really the first."""
     name = miss.fun_name
+    if miss.traced_only:
+        hint = (
+            f"the first compile of {name}: it was traced before (jax.make_jaxpr, "
+            "js.jaxpr, %jaxpr, .trace) but not compiled; expected once per function"
+        )
+        return _cause("first_call", name, hint)
     if miss.traced_before:
         hint = (
             f"{name} was compiled before this watcher started, with other "

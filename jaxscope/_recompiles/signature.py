@@ -478,6 +478,43 @@ def eager_signature(args: tuple[Any, ...]) -> Signature:
     )
 
 
+def with_input_types(
+    sig: Signature, types: tuple[tuple[str, str, bool], ...]
+) -> Signature | None:
+    """``sig`` with its array leaves of the types of an earlier compile's inputs
+    (``types``, in JAX's flat order, maybe after hoisted constants); None where the
+    count of array leaves does not line up. Options and donation are unknown there."""
+    keyword = sorted((a for a in sig.args if a.keyword), key=lambda a: a.base)
+    ordered = [a for a in sig.args if not a.keyword] + keyword
+    n = sum(
+        isinstance(leaf, Leaf)
+        for arg in ordered
+        if arg.static is None
+        for _, leaf in arg.leaves
+    )
+    if n == 0 or len(types) < n:
+        return None
+    it = iter(types[len(types) - n :])
+    replaced = {}
+    for arg in ordered:
+        if arg.static is not None:
+            continue
+        leaves = tuple(
+            (
+                path,
+                Leaf(*_typed(next(it)), None, "") if isinstance(leaf, Leaf) else leaf,
+            )
+            for path, leaf in arg.leaves
+        )
+        replaced[id(arg)] = dataclasses.replace(arg, leaves=leaves)
+    args = tuple(replaced.get(id(a), a) for a in sig.args)
+    return Signature(None, None, sig.config, args, sig.api)
+
+
+def _typed(t: tuple[str, str, bool]) -> tuple[str, str, bool]:
+    return str(t[0]), str(t[1]), bool(t[2])
+
+
 # ------------------------------------------------------------------ JAX's cache
 
 

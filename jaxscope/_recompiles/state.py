@@ -32,6 +32,7 @@ from jaxscope._recompiles.signature import (
     eager_signature,
     signature_from_key,
     signature_of,
+    with_input_types,
 )
 from jaxscope._records import SourceLoc
 from jaxscope._source import display_filename, loc_of_code, loc_of_function
@@ -69,6 +70,7 @@ class _Frame:
         "sig",
         "start",
         "traced_before",
+        "traced_only",
         "traces",
         "user_ref",
     )
@@ -90,6 +92,7 @@ class _Frame:
         self.eager_api = ""  # "lax.while_loop": an eager primitive's own compile
         self.earlier: list[Signature] | None = None  # from JAX's trace cache
         self.traced_before: bool | None = False  # None: JAX's cache unreadable now
+        self.traced_only = False  # traced before the watcher, never compiled
         self.lowered_before: list[tuple[str, ...]] | None = None
         self.traces = 0
         self.lowers = 0
@@ -307,13 +310,40 @@ def _read_jax_caches(
         # user's function is among its static arguments
         holding = library.user_fn if library.api == "eqx.filter_jit" else None
         frame.traced_before = _crec.traced_before(fun, holding)
+        if frame.traced_before and frame.sig is not None:
+            # what was compiled, from the inputs of its lowerings, in the user's names
+            lowered = _crec.lowered_input_types(
+                getattr(jit_info, "fun_sourceinfo", None)
+            )
+            if lowered is not None:
+                earlier = [with_input_types(frame.sig, t) for t in lowered]
+                frame.earlier = [e for e in earlier if e is not None] or None
+                frame.traced_only = not lowered
         return
     keys = _crec.earlier_trace_keys(fun)
+    if keys:
+        # only what was lowered compiled: js.jaxpr or .trace alone compiles nothing
+        lowered = _crec.lowered_input_types(getattr(jit_info, "fun_sourceinfo", None))
+        if lowered is not None:
+            keys = [k for k in keys if _was_lowered(k.avals, lowered)]
+            frame.traced_only = not keys
     if keys:
         pmap_user = user if user is not fun else None
         frame.earlier = [signature_from_key(k, pmap_user, jit_info) for k in keys]
     else:
         frame.traced_before = _crec.traced_before(fun)
+
+
+def _was_lowered(
+    avals: tuple[tuple[str, str, bool], ...],
+    lowered: list[tuple[tuple[str, str, bool], ...]],
+) -> bool:
+    """Whether a trace with inputs ``avals`` is among the lowered ones (whose
+    inputs start with the trace's hoisted constants)."""
+    n = len(avals)
+    return any(
+        len(inputs) >= n and inputs[len(inputs) - n :] == avals for inputs in lowered
+    )
 
 
 def _on_run(fun: Any, jaxpr: Any) -> None:

@@ -791,6 +791,34 @@ def aval_type(aval: Any) -> tuple[str, str, bool]:
     return shape, dtype_s, bool(getattr(aval, "weak_type", False))
 
 
+def lowered_input_types(
+    fun_sourceinfo: Any,
+) -> list[tuple[tuple[str, str, bool], ...]] | None:
+    """The input types (``aval_type``, consts first) of every traced computation of
+    the function at ``fun_sourceinfo`` (``"step at /path/train.py:3"``) that JAX's
+    lowering cache holds: the traces that were lowered, and so compiled or about to
+    be, not those only looked at (``.trace``, ``jax.make_jaxpr``, ``js.jaxpr``).
+    None where this JAX's cache cannot be read.
+
+    Relies on: ``pjit._pjit_lower`` (a ``weakref_lru_cache``) whose ``cache_keys()``
+    start with a weak reference to the ``ClosedJaxpr``, whose
+    ``jaxpr.debug_info.func_src_info`` is ``PjitInfo.fun_sourceinfo``.
+    """
+    keys_fn = getattr(getattr(_pjit, "_pjit_lower", None), "cache_keys", None)
+    if keys_fn is None or not fun_sourceinfo:
+        return None
+    out = []
+    for key in keys_fn():
+        try:
+            closed = key[0]()
+            if jaxpr_source(closed) != fun_sourceinfo:
+                continue
+            out.append(tuple(aval_type(a) for a in closed.in_avals))
+        except Exception:  # a key of another shape: not one we can read
+            continue
+    return out
+
+
 def lowerings(jaxpr: Any) -> list[tuple[str, ...]]:
     """How JAX's lowering cache holds ``jaxpr`` (a traced jit) lowered: per lowering,
     the placement of each input as ``describe_sharding`` spells it, ``""`` where JAX

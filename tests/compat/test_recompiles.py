@@ -275,3 +275,15 @@ def test_eager_primitive_names_the_loop_and_the_functions_it_runs():
     funs = _jitted_of_next_miss(lambda: jnp.sin(jnp.arange(7.0)))
     assert funs and all(crec.eager_primitive(f) is None for f in funs)
     assert crec.eager_primitive(jax.jit(body)) is None
+
+
+def test_lowered_input_types_lists_compiled_traces_not_looks():
+    def lowered_fn(x):
+        return x * 5
+
+    f = jax.jit(lowered_fn)
+    f.trace(jnp.ones((2, 3)))  # a look: traced, never lowered
+    f(jnp.ones((4, 3)))
+    info = f"lowered_fn at {__file__}:{lowered_fn.__code__.co_firstlineno}"
+    assert crec.lowered_input_types(info) == [(("4,3", "f32", False),)]
+    assert crec.lowered_input_types("") is None
