@@ -242,6 +242,15 @@ NNX_JIT = Flavor(
 )
 
 
+EQX_PMAP = Flavor(api="eqx.filter_pmap", static_leaf=EQX_JIT.static_leaf)
+_FLAVORS = {
+    "eqx.filter_jit": EQX_JIT,
+    "eqx.filter_pmap": EQX_PMAP,
+    "nnx.jit": NNX_JIT,
+    "jax.pmap": Flavor(api="jax.pmap"),
+}
+
+
 def dynamic_arg(
     base: str,
     keyword: bool,
@@ -438,8 +447,8 @@ def signature_of(
     if library is not None:
         args, kwargs, sig = library.args, library.kwargs, library.signature
         static_nums = library.static_argnums
-        flavor = EQX_JIT if library.api == "eqx.filter_jit" else NNX_JIT
-        if library.api == "eqx.filter_jit":
+        flavor = _FLAVORS.get(library.api, JAX_JIT)
+        if library.api != "nnx.jit":  # the inner jit's donation is of other arguments
             donate_nums, donate_names = (), ()
     positional, varargs = _parameters(sig, user, len(args))
     n = len(args)
@@ -463,6 +472,8 @@ def signature_of(
         if key in donate_names or (idx >= 0 and idx in donated_idx):
             donated.append(f"{key} (keyword)")
     options = tuple(sorted(_crec.jit_options(jit_info).items()))
+    if flavor.api.endswith("pmap"):  # options pmap derived from its own structure
+        options = None
     return Signature(
         options, tuple(donated), _crec.trace_config(), tuple(out), flavor.api
     )

@@ -249,7 +249,10 @@ def _start(
             _start_eager_primitive(frame, eager, args)
             return
     library = None if frame.internal else _clib.library_jit_call(fun)
-    if library is not None:
+    if transform == "pmap":
+        # named as the user passed them (params['w'], xs), not pmap's flat_args[i]
+        library = _clib.pmap_call(user, fun, args)
+    if library is not None and library.user_fn is not None:
         user = library.user_fn
     if user is not None:
         frame.internal = False
@@ -305,6 +308,17 @@ def _read_jax_caches(
 ) -> None:
     """What JAX's caches hold of a function no watcher saw compile: its earlier
     traces, as signatures where they can be read at the user's level."""
+    if library is not None and library.api in _PMAPS:
+        # one jitted function per pmap structure: its traces, typed in this call's names
+        keys = _crec.earlier_trace_keys(fun) or []
+        lowered = _crec.lowered_input_types(getattr(jit_info, "fun_sourceinfo", None))
+        if keys and lowered is not None:
+            keys = [k for k in keys if _was_lowered(k.avals, lowered)]
+            frame.traced_only = not keys
+        if frame.sig is not None:
+            earlier = [with_input_types(frame.sig, k.avals) for k in keys]
+            frame.earlier = [e for e in earlier if e is not None] or None
+        return
     if library is not None:
         # Equinox's inner function is shared by every filter_jit of that name; the
         # user's function is among its static arguments
@@ -344,6 +358,9 @@ def _was_lowered(
     return any(
         len(inputs) >= n and inputs[len(inputs) - n :] == avals for inputs in lowered
     )
+
+
+_PMAPS = ("jax.pmap", "eqx.filter_pmap")
 
 
 def _on_run(fun: Any, jaxpr: Any) -> None:

@@ -403,6 +403,27 @@ def pmap_user_function(fun: Any) -> Any:
     return user if user is not None and not is_jax_internal(user) else None
 
 
+def pmap_in_tree(fun: Any) -> Any:
+    """The ``PyTreeDef`` of ``(args, kwargs)`` that ``jax.pmap``'s jitted wrapper
+    ``fun`` rebuilds from its flat arguments, or None.
+
+    Relies on: (jax 0.10) ``fun.__wrapped__`` being the inner ``_fun`` of
+    ``jax._src.pmap._cached_shard_map``, closing over ``in_tree``.
+    """
+    inner = getattr(fun, "__wrapped__", None)
+    code = getattr(inner, "__code__", None)
+    if code is None or os.path.basename(code.co_filename) != "pmap.py":
+        return None
+    closure = getattr(inner, "__closure__", None) or ()
+    if "in_tree" not in code.co_freevars or not closure:
+        return None
+    try:
+        tree = closure[code.co_freevars.index("in_tree")].cell_contents
+    except (ValueError, IndexError):
+        return None
+    return tree if hasattr(tree, "num_leaves") else None
+
+
 def _pmap_wrapped_fun(inner: Any) -> Any:
     """The ``WrappedFun`` inside pmap's jitted function's ``__wrapped__``, or None."""
     code = getattr(inner, "__code__", None)

@@ -287,3 +287,21 @@ def test_lowered_input_types_lists_compiled_traces_not_looks():
     info = f"lowered_fn at {__file__}:{lowered_fn.__code__.co_firstlineno}"
     assert crec.lowered_input_types(info) == [(("4,3", "f32", False),)]
     assert crec.lowered_input_types("") is None
+
+
+def test_pmap_in_tree_rebuilds_the_users_arguments():
+    from jaxscope.compat import libraries as clib
+
+    def in_tree_fn(params, xs):
+        return params["w"] * xs
+
+    seen = _jitted_of_next_miss(
+        lambda: jax.pmap(in_tree_fn)({"w": jnp.ones((2, 3))}, jnp.ones((2, 3)))
+    )
+    pmapped = [f for f in seen if crec.pmap_user_function(f) is in_tree_fn]
+    assert pmapped
+    tree = crec.pmap_in_tree(pmapped[0])
+    assert tree is not None and tree.num_leaves == 2
+    call = clib.pmap_call(in_tree_fn, pmapped[0], (1, 2))
+    assert call is not None and call.args == ({"w": 1}, 2) and call.kwargs == {}
+    assert crec.pmap_in_tree(jax.jit(in_tree_fn)) is None
