@@ -10,8 +10,12 @@ function to say why: ``Cause(kind, path, before, after, hint)``.
 
 JAX's own eager op dispatch (``jnp.ones(4)`` outside jit compiles
 ``jit(broadcast_in_dim)``) and functions defined inside JAX are never user events; they
-are only counted in ``RecompileLog.internal_compiles``. ``jax.pmap`` (in jax 0.10 a jit
-of a JAX-made ``shard_map`` wrapper) is reported as ``pmap(<user function>)``. Explicit
+are only counted in ``RecompileLog.internal_compiles``. What JAX jits around a user's
+function is the user's: ``jax.pmap`` (in jax 0.10 a jit of a JAX-made ``shard_map``
+wrapper) is reported as ``pmap(<user function>)`` with the user's argument names,
+``jax.jit(jax.grad(loss))`` as ``grad(loss)``, and a ``lax.while_loop``/``cond``/
+``scan`` run outside jit on functions not JAX's own (a library's line search, say) as
+``lax.while_loop(<its functions>)`` at the user's line that called into it. Explicit
 ahead-of-time ``f.trace(...)``/``f.lower(...).compile()`` are not call misses and are
 not recorded. Watchers are process-wide: a watcher sees the misses of every thread while
 it is active, and the compile history used to explain a miss is shared by all watchers
