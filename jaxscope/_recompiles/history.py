@@ -190,10 +190,10 @@ class CompileHistory:
         made = (
             f"{body} (defined in {owner} at {where})" if owner else f"{body} ({where})"
         )
-        site = f" from {miss.call_site}" if miss.call_site else ""
+        site = f" (at {miss.call_site})" if miss.call_site else ""
         fix = (
-            f"jit the function{site} that calls it (e.g. jax.jit around the training "
-            "step), so the whole step compiles once and is cached"
+            f"jit your code that calls it{site}, e.g. with jax.jit around the "
+            "training step, so the whole step compiles once and is cached"
         )
         if not owner:
             fix = f"define {body} once, outside the loop, and reuse it; or {fix}"
