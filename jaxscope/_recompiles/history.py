@@ -23,6 +23,7 @@ from jaxscope._recompiles.records import Cause
 from jaxscope._recompiles.signature import Leaf, Signature
 from jaxscope._records import SourceLoc
 from jaxscope._source import display_filename
+from jaxscope.compat import source as _csource
 
 HISTORY_LIMIT = 64
 
@@ -152,7 +153,10 @@ class CompileHistory:
             self._remember(owner, [miss.sig])
         if not miss.traces and miss.compiles:
             return _compile_only(miss)
-        return [_first_cause(miss, earlier, defined_at)]
+        library = ""
+        if code is not None and _csource.is_library_file(code[0]):
+            library = _package_of(code[0]) or "a library"
+        return [_first_cause(miss, earlier, defined_at, library)]
 
     def classify_eager(self, miss: Miss) -> list[Cause]:
         """The causes of a miss of a transformed computation run outside jit."""
@@ -307,7 +311,9 @@ def _flat_leaves(sig: Signature) -> list[tuple[str, Leaf]]:
     ]
 
 
-def _first_cause(miss: Miss, earlier: int, defined_at: SourceLoc | None) -> Cause:
+def _first_cause(
+    miss: Miss, earlier: int, defined_at: SourceLoc | None, library: str = ""
+) -> Cause:
     """A first compile seen: of a function JAX traced before the watcher started
     (whose earlier arguments could not be read), a function object re-made from code
     that compiled ``earlier`` times already, or really the first."""
@@ -326,6 +332,15 @@ def _first_cause(miss: Miss, earlier: int, defined_at: SourceLoc | None) -> Caus
         )
         return _cause("other", name, hint, "compiled before", "again")
     where = str(defined_at) if defined_at else "its definition"
+    if earlier and library:
+        site = f" (at {miss.call_site})" if miss.call_site else ""
+        hint = (
+            f"{library} creates a new {name} at {where} and jits it on each call, so "
+            f"it never hits the cache: jit your code that calls it{site}, e.g. with "
+            "jax.jit around the training step, so the whole step compiles once"
+        )
+        before = f"{earlier} earlier function object(s) from {where}"
+        return _cause("redefined_function", name, hint, before, "a new function object")
     if earlier:
         site = f" (called at {miss.call_site})" if miss.call_site else ""
         hint = (

@@ -194,3 +194,28 @@ def test_the_pytest_marker_counts_library_and_transformed_compiles(pytester):
         ]
     )
     assert sys.executable
+
+
+def test_a_library_jitting_a_new_function_per_call_says_to_jit_the_callers_code(
+    tmp_path, monkeypatch
+):
+    lib = tmp_path / "steplib"
+    lib.mkdir()
+    (lib / "__init__.py").write_text(
+        "import jax\n\ndef scale(x):\n    return jax.jit(lambda v: v * 2.0)(x)\n"
+    )
+    monkeypatch.setenv("JAXSCOPE_LIBRARY_PATHS", str(lib))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import steplib
+
+    def loop():
+        for _ in range(2):
+            steplib.scale(jnp.ones(3))
+
+    log, misses = _watched_with_jax_explaining(loop)
+    assert len(log.events) == len(misses) == 2
+    cause = log.events[1].causes[0]
+    assert cause.kind == "redefined_function"
+    assert "jit your code that calls it" in cause.hint and "hoist" not in cause.hint
+    assert log.events[1].call_site is not None
+    assert log.events[1].call_site.file == js_file(__file__)
