@@ -493,8 +493,8 @@ def with_input_types(
     sig: Signature, types: tuple[tuple[str, str, bool], ...]
 ) -> Signature | None:
     """``sig`` with its array leaves of the types of an earlier compile's inputs
-    (``types``, in JAX's flat order, maybe after hoisted constants); None where the
-    count of array leaves does not line up. Options and donation are unknown there."""
+    (``types``, in JAX's flat order); None where the count of array leaves differs
+    (never guess an alignment). Options and donation are unknown there."""
     keyword = sorted((a for a in sig.args if a.keyword), key=lambda a: a.base)
     ordered = [a for a in sig.args if not a.keyword] + keyword
     n = sum(
@@ -503,9 +503,9 @@ def with_input_types(
         if arg.static is None
         for _, leaf in arg.leaves
     )
-    if n == 0 or len(types) < n:
+    if n == 0 or len(types) != n:
         return None
-    it = iter(types[len(types) - n :])
+    it = iter(types)
     replaced = {}
     for arg in ordered:
         if arg.static is not None:
