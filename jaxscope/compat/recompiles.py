@@ -408,12 +408,14 @@ def pmap_in_tree(fun: Any) -> Any:
     ``fun`` rebuilds from its flat arguments, or None.
 
     Relies on: (jax 0.10) ``fun.__wrapped__`` being the inner ``_fun`` of
-    ``jax._src.pmap._cached_shard_map``, closing over ``in_tree``.
+    ``jax._src.pmap._cached_shard_map``, closing over ``in_tree``; (jax 0.9) the
+    call running under ``pmap``'s ``wrapped`` (in ``jax/_src/pmap.py``) whose local
+    ``p`` has ``in_tree``.
     """
     inner = getattr(fun, "__wrapped__", None)
     code = getattr(inner, "__code__", None)
     if code is None or os.path.basename(code.co_filename) != "pmap.py":
-        return None
+        return _pmap_in_tree_09() if _pmap_wrapped_fun(inner) is not None else None
     closure = getattr(inner, "__closure__", None) or ()
     if "in_tree" not in code.co_freevars or not closure:
         return None
@@ -422,6 +424,22 @@ def pmap_in_tree(fun: Any) -> Any:
     except (ValueError, IndexError):
         return None
     return tree if hasattr(tree, "num_leaves") else None
+
+
+def _pmap_in_tree_09() -> Any:
+    frame = sys._getframe(2)
+    for _ in range(40):
+        if frame is None:
+            return None
+        code = frame.f_code
+        if (
+            code.co_name == "wrapped"
+            and os.path.basename(code.co_filename) == "pmap.py"
+        ):
+            tree = getattr(frame.f_locals.get("p"), "in_tree", None)
+            return tree if hasattr(tree, "num_leaves") else None
+        frame = frame.f_back
+    return None
 
 
 def _pmap_wrapped_fun(inner: Any) -> Any:

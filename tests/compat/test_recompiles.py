@@ -295,13 +295,25 @@ def test_pmap_in_tree_rebuilds_the_users_arguments():
     def in_tree_fn(params, xs):
         return params["w"] * xs
 
-    seen = _jitted_of_next_miss(
-        lambda: jax.pmap(in_tree_fn)({"w": jnp.ones((2, 3))}, jnp.ones((2, 3)))
-    )
-    pmapped = [f for f in seen if crec.pmap_user_function(f) is in_tree_fn]
-    assert pmapped
-    tree = crec.pmap_in_tree(pmapped[0])
+    calls = []
+
+    def on_start(fun, jit_info, args, kwargs):  # read while the miss runs
+        if crec.pmap_user_function(fun) is in_tree_fn:
+            calls.append(
+                (crec.pmap_in_tree(fun), clib.pmap_call(in_tree_fn, fun, args))
+            )
+
+    hooks = crec.MissHooks(on_start, lambda f, e: None, lambda w: None, lambda s: None)
+    hooks.install()
+    try:
+        jax.pmap(in_tree_fn)({"w": jnp.ones((2, 3))}, jnp.ones((2, 3)))
+    finally:
+        hooks.uninstall()
+    ((tree, call),) = calls
     assert tree is not None and tree.num_leaves == 2
-    call = clib.pmap_call(in_tree_fn, pmapped[0], (1, 2))
-    assert call is not None and call.args == ({"w": 1}, 2) and call.kwargs == {}
+    assert call is not None and call.api == "jax.pmap"
+    assert (
+        jax.tree.structure(call.args) == jax.tree.structure(({"w": 0}, 0))
+        and call.kwargs == {}
+    )
     assert crec.pmap_in_tree(jax.jit(in_tree_fn)) is None
