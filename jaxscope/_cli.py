@@ -91,6 +91,7 @@ def _watchers(opts: argparse.Namespace) -> list[tuple[str, Watcher]]:
 
 def _print_report(name: str, report: Any, out: TextIO) -> None:
     from jaxscope._display import to_text
+    from jaxscope._recompiles.records import event_hints
 
     if name == "leaks":
         message = getattr(report, "message", None)
@@ -108,9 +109,8 @@ def _print_report(name: str, report: Any, out: TextIO) -> None:
             out.write("recompiles after the first compile:\n")
             for e in events:
                 out.write(f"  {e}\n")
-                for c in e.causes:
-                    if c.hint:
-                        out.write(f"      hint: {c.hint}\n")
+                for hint in event_hints(e):
+                    out.write(f"      hint: {hint}\n")
     out.flush()
 
 

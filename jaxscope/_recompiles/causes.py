@@ -406,11 +406,22 @@ def _static_leaf(
             return []
         sub, before, after, new_object = _static_change(a, b)
         where = where + join(sub)
+        if new_object:  # the same text: what differs is the object itself
+            kind = "function" if after.startswith("<function ") else "object"
+            hint = (
+                f"{api} treats every non-array leaf as static and compares "
+                f"{where} by identity: it is a new {kind} with the same name on "
+                f"each call ({after}), so each call compiles again: define it once, "
+                "outside the loop (or the function that makes it), and reuse it"
+            )
+            after = f"{after} (new {kind}, same name)"
+            return [
+                Cause(
+                    kind="static_arg", path=where, before=before, after=after, hint=hint
+                )
+            ]
         fix = (
-            "a new object on each call never hits the cache: create it once and "
-            "reuse it"
-            if new_object
-            else "if it is data, make it a JAX array (jnp.asarray) so it is traced; "
+            "if it is data, make it a JAX array (jnp.asarray) so it is traced; "
             "if it is configuration, keep it fixed between calls (mark such fields "
             "eqx.field(static=True))"
         )

@@ -22,6 +22,8 @@ from jaxscope._recompiles.causes import diff, dtype_cause, placement_cause
 from jaxscope._recompiles.records import Cause
 from jaxscope._recompiles.signature import Leaf, Signature
 from jaxscope._records import SourceLoc
+from jaxscope._source import display_filename
+from jaxscope.compat import source as _csource
 
 HISTORY_LIMIT = 64
 
@@ -35,8 +37,10 @@ class Miss(Protocol):
     compiles: int
     call_site: SourceLoc | None
     eager_key: tuple[str, str, int] | None
+    eager_api: str
     earlier: list[Signature] | None
     traced_before: bool | None  # None: whether JAX traced it before is unknown
+    traced_only: bool  # JAX traced it before (js.jaxpr, .trace), never compiled it
     lowered_before: list[tuple[str, ...]] | None
 
 
@@ -139,6 +143,9 @@ class CompileHistory:
     ) -> list[Cause]:
         """The first compile of ``owner`` seen: recorded, then explained."""
         code = _code_key(user) if user is not None else None
+        if code is not None and miss.fun_name.endswith(")"):
+            # grad(loss) and loss itself, both jitted, are two functions of one code
+            code = (code[0], code[1], f"{code[2]} as {miss.fun_name}")
         earlier = self.code_seen[code] if code is not None else 0
         if code is not None:
             self.code_seen[code] += 1
@@ -146,12 +153,17 @@ class CompileHistory:
             self._remember(owner, [miss.sig])
         if not miss.traces and miss.compiles:
             return _compile_only(miss)
-        return [_first_cause(miss, earlier, defined_at)]
+        library = ""
+        if code is not None and _csource.is_library_file(code[0]):
+            library = _package_of(code[0]) or "a library"
+        return [_first_cause(miss, earlier, defined_at, library)]
 
     def classify_eager(self, miss: Miss) -> list[Cause]:
         """The causes of a miss of a transformed computation run outside jit."""
         key, sig, name = miss.eager_key, miss.sig, miss.fun_name
         assert key is not None and sig is not None
+        if miss.eager_api:
+            return self._classify_primitive(miss, key, sig)
         fix = (
             f"jit the transformed function once (e.g. jax.jit(jax.grad({key[0]}))) "
             "so the whole computation compiles together and is cached"
@@ -168,6 +180,61 @@ class CompileHistory:
         return causes or [
             _cause("other", name, f"recompiled with identical arguments: {fix}")
         ]
+
+    def _classify_primitive(
+        self, miss: Miss, key: tuple[str, str, int], sig: Signature
+    ) -> list[Cause]:
+        """The causes of a ``lax.while_loop``/``cond``/``scan`` run outside jit
+        compiling: ``key`` is its (first) function's name and source. The same
+        arguments again mean the function was traced anew: a new function object
+        (defined on each call, as libraries' line searches do)."""
+        body, file, line = key
+        where = f"{display_filename(file)}:{line}"
+        owner = _package_of(file)
+        made = (
+            f"{body} (defined in {owner} at {where})" if owner else f"{body} ({where})"
+        )
+        site = f" (at {miss.call_site})" if miss.call_site else ""
+        fix = (
+            f"jit your code that calls it{site}, e.g. with jax.jit around the "
+            "training step, so the whole step compiles once and is cached"
+        )
+        if not owner:
+            fix = f"define {body} once, outside the loop, and reuse it; or {fix}"
+        history = self.eager.get(key)
+        if not history:
+            self.eager[key] = [sig]
+            hint = (
+                f"{miss.eager_api} ran outside jit on {made} and compiled on its "
+                f"own: {fix}"
+            )
+            return [_cause("first_call", miss.fun_name, hint)]
+        causes = _closest(history, sig, miss.fun_name)
+        if causes:
+            return causes
+        hint = (
+            f"{made} is a new function object on each call, so {miss.eager_api} "
+            f"outside jit traces and compiles it again every time: {fix}"
+        )
+        return [
+            _cause(
+                "redefined_function",
+                body,
+                hint,
+                f"{body} compiled before",
+                f"a new {body} (same name, new function object)",
+            )
+        ]
+
+
+def _package_of(file: str) -> str:
+    """The installed package ``file`` belongs to (``"optax"``), ``""`` for the
+    user's own files."""
+    parts = file.replace("\\", "/").split("/")
+    for i, part in enumerate(parts[:-1]):
+        if part in ("site-packages", "dist-packages"):
+            return parts[i + 1].removesuffix(".py")
+    return ""
 
 
 def _identical(miss: Miss, from_jax: bool) -> list[Cause]:
@@ -244,11 +311,19 @@ def _flat_leaves(sig: Signature) -> list[tuple[str, Leaf]]:
     ]
 
 
-def _first_cause(miss: Miss, earlier: int, defined_at: SourceLoc | None) -> Cause:
+def _first_cause(
+    miss: Miss, earlier: int, defined_at: SourceLoc | None, library: str = ""
+) -> Cause:
     """A first compile seen: of a function JAX traced before the watcher started
     (whose earlier arguments could not be read), a function object re-made from code
     that compiled ``earlier`` times already, or really the first."""
     name = miss.fun_name
+    if miss.traced_only:
+        hint = (
+            f"the first compile of {name}: it was traced before (jax.make_jaxpr, "
+            "js.jaxpr, %jaxpr, .trace) but not compiled; expected once per function"
+        )
+        return _cause("first_call", name, hint)
     if miss.traced_before:
         hint = (
             f"{name} was compiled before this watcher started, with other "
@@ -257,6 +332,15 @@ def _first_cause(miss: Miss, earlier: int, defined_at: SourceLoc | None) -> Caus
         )
         return _cause("other", name, hint, "compiled before", "again")
     where = str(defined_at) if defined_at else "its definition"
+    if earlier and library:
+        site = f" (at {miss.call_site})" if miss.call_site else ""
+        hint = (
+            f"{library} creates a new {name} at {where} and jits it on each call, so "
+            f"it never hits the cache: jit your code that calls it{site}, e.g. with "
+            "jax.jit around the training step, so the whole step compiles once"
+        )
+        before = f"{earlier} earlier function object(s) from {where}"
+        return _cause("redefined_function", name, hint, before, "a new function object")
     if earlier:
         site = f" (called at {miss.call_site})" if miss.call_site else ""
         hint = (

@@ -183,13 +183,13 @@ def _report(
     Paths under the rootdir are shown relative to it, as pytest shows test files;
     control characters of user strings are spelled out.
     """
+    from jaxscope._recompiles.records import event_hints
+
     lines = [title]
     for events in offenders.values():
         for e in events:
             lines.append(f"  {_describe(e)}")
-            for c in e.causes:
-                if c.kind != "first_call" and c.hint:
-                    lines.append(f"      hint: {c.hint}")
+            lines.extend(f"      hint: {hint}" for hint in event_hints(e))
     from jaxscope._display import printable
 
     text = printable("\n".join(lines))

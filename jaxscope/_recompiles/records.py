@@ -140,9 +140,10 @@ class RecompileSummary(Renderable):
                 traces=sum(1 for e in evs if e.traced),
                 compiles=sum(1 for e in evs if e.compiled),
                 seconds=sum(e.seconds for e in evs),
-                top_causes=Counter(c.kind for e in evs for c in e.causes).most_common(
-                    3
-                ),
+                # per compile: shapes of x and y changing together are one shape event
+                top_causes=Counter(
+                    kind for e in evs for kind in dict.fromkeys(e.kinds)
+                ).most_common(3),
             )
             for key, evs in groups.items()
         ]
@@ -203,6 +204,24 @@ def describe_cause(cause: Cause) -> str:
     if cause.before or cause.after:
         head = f"{head}: {cause.before} → {cause.after}"
     return printable(head)
+
+
+def event_hints(event: RecompileEvent, first_call: bool = False) -> list[str]:
+    """The hints to show for ``event``: one per kind of cause (the first cause's,
+    naming the other arguments it holds for: ``"… (the same for y)"``); those of a
+    first compile only with ``first_call``."""
+    by_kind: dict[str, list[Cause]] = {}
+    for c in event.causes:
+        if c.hint and (first_call or c.kind != "first_call"):
+            by_kind.setdefault(c.kind, []).append(c)
+    hints = []
+    for causes in by_kind.values():
+        hint = causes[0].hint
+        others = [c.path for c in causes[1:] if c.path and c.path != causes[0].path]
+        if others:
+            hint = f"{hint} (the same for {', '.join(dict.fromkeys(others))})"
+        hints.append(hint)
+    return hints
 
 
 def describe_event(event: RecompileEvent) -> str:

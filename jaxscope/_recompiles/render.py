@@ -19,6 +19,7 @@ from jaxscope._recompiles.records import (
     RecompileSummary,
     SummaryRow,
     describe_cause,
+    event_hints,
 )
 from jaxscope._recompiles.watcher import RecompileLog
 from jaxscope._records import SourceLoc
@@ -97,10 +98,8 @@ def _events_text(
     for event in shown:
         parts.append(_event_text(event))
         if hints:
-            for cause in event.causes:
-                if cause.kind != "first_call" and cause.hint:
-                    hint = _shown(cause.hint, event)
-                    parts.append(plain(f"    hint: {hint}", style="dim"))
+            for hint in event_hints(event):
+                parts.append(plain(f"    hint: {_shown(hint, event)}", style="dim"))
     return Group(*parts)
 
 
@@ -209,12 +208,18 @@ def _event_html(event: RecompileEvent) -> str:
         else ""
     )
     items = []
+    hints = iter(event_hints(event, first_call=True))
+    hinted: set[str] = set()
     for c in event.causes:
+        hint = ""
+        if c.hint and c.kind not in hinted:  # one hint per kind, as event_hints
+            hinted.add(c.kind)
+            hint = next(hints, "")
         items.append(
             f'<li><span class="cause">{_e(_shown(describe_cause(c), event))}</span>'
             + (
-                f'<br><span class="hint">{_e(_shown(c.hint, event))}</span>'
-                if c.hint
+                f'<br><span class="hint">{_e(_shown(hint, event))}</span>'
+                if hint
                 else ""
             )
             + "</li>"

@@ -242,6 +242,15 @@ NNX_JIT = Flavor(
 )
 
 
+EQX_PMAP = Flavor(api="eqx.filter_pmap", static_leaf=EQX_JIT.static_leaf)
+_FLAVORS = {
+    "eqx.filter_jit": EQX_JIT,
+    "eqx.filter_pmap": EQX_PMAP,
+    "nnx.jit": NNX_JIT,
+    "jax.pmap": Flavor(api="jax.pmap"),
+}
+
+
 def dynamic_arg(
     base: str,
     keyword: bool,
@@ -438,8 +447,8 @@ def signature_of(
     if library is not None:
         args, kwargs, sig = library.args, library.kwargs, library.signature
         static_nums = library.static_argnums
-        flavor = EQX_JIT if library.api == "eqx.filter_jit" else NNX_JIT
-        if library.api == "eqx.filter_jit":
+        flavor = _FLAVORS.get(library.api, JAX_JIT)
+        if library.api != "nnx.jit":  # the inner jit's donation is of other arguments
             donate_nums, donate_names = (), ()
     positional, varargs = _parameters(sig, user, len(args))
     n = len(args)
@@ -463,6 +472,8 @@ def signature_of(
         if key in donate_names or (idx >= 0 and idx in donated_idx):
             donated.append(f"{key} (keyword)")
     options = tuple(sorted(_crec.jit_options(jit_info).items()))
+    if flavor.api.endswith("pmap"):  # options pmap derived from its own structure
+        options = None
     return Signature(
         options, tuple(donated), _crec.trace_config(), tuple(out), flavor.api
     )
@@ -476,6 +487,43 @@ def eager_signature(args: tuple[Any, ...]) -> Signature:
         _crec.trace_config(),
         tuple(dynamic_arg(f"args[{i}]", False, a) for i, a in enumerate(args)),
     )
+
+
+def with_input_types(
+    sig: Signature, types: tuple[tuple[str, str, bool], ...]
+) -> Signature | None:
+    """``sig`` with its array leaves of the types of an earlier compile's inputs
+    (``types``, in JAX's flat order); None where the count of array leaves differs
+    (never guess an alignment). Options and donation are unknown there."""
+    keyword = sorted((a for a in sig.args if a.keyword), key=lambda a: a.base)
+    ordered = [a for a in sig.args if not a.keyword] + keyword
+    n = sum(
+        isinstance(leaf, Leaf)
+        for arg in ordered
+        if arg.static is None
+        for _, leaf in arg.leaves
+    )
+    if n == 0 or len(types) != n:
+        return None
+    it = iter(types)
+    replaced = {}
+    for arg in ordered:
+        if arg.static is not None:
+            continue
+        leaves = tuple(
+            (
+                path,
+                Leaf(*_typed(next(it)), None, "") if isinstance(leaf, Leaf) else leaf,
+            )
+            for path, leaf in arg.leaves
+        )
+        replaced[id(arg)] = dataclasses.replace(arg, leaves=leaves)
+    args = tuple(replaced.get(id(a), a) for a in sig.args)
+    return Signature(None, None, sig.config, args, sig.api)
+
+
+def _typed(t: tuple[str, str, bool]) -> tuple[str, str, bool]:
+    return str(t[0]), str(t[1]), bool(t[2])
 
 
 # ------------------------------------------------------------------ JAX's cache

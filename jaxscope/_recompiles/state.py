@@ -15,7 +15,6 @@ code causes (a jaxscope feature calling a jitted function) is not the user's.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import sys
@@ -33,6 +32,7 @@ from jaxscope._recompiles.signature import (
     eager_signature,
     signature_from_key,
     signature_of,
+    with_input_types,
 )
 from jaxscope._records import SourceLoc
 from jaxscope._source import display_filename, loc_of_code, loc_of_function
@@ -54,6 +54,7 @@ class _Frame:
         "by_jaxscope",
         "call_site",
         "compiles",
+        "eager_api",
         "eager_key",
         "earlier",
         "fun_id",
@@ -69,6 +70,7 @@ class _Frame:
         "sig",
         "start",
         "traced_before",
+        "traced_only",
         "traces",
         "user_ref",
     )
@@ -87,8 +89,10 @@ class _Frame:
         self.sig: Signature | None = None
         self.call_site: SourceLoc | None = None
         self.eager_key: tuple[str, str, int] | None = None
+        self.eager_api = ""  # "lax.while_loop": an eager primitive's own compile
         self.earlier: list[Signature] | None = None  # from JAX's trace cache
         self.traced_before: bool | None = False  # None: JAX's cache unreadable now
+        self.traced_only = False  # traced before the watcher, never compiled
         self.lowered_before: list[tuple[str, ...]] | None = None
         self.traces = 0
         self.lowers = 0
@@ -99,7 +103,8 @@ class _Frame:
 class _State:
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.logs: list[RecompileLog] = []
+        # weakly held: a log the user dropped without stop() stops when collected
+        self.logs: list[weakref.ref[RecompileLog]] = []
         self.local = threading.local()
         self.generation = 0
         self.history = CompileHistory()
@@ -121,6 +126,11 @@ class _State:
             stack.pop()
         return stack
 
+    def live_logs(self) -> list[RecompileLog]:
+        """The logs watching now (those still referenced by someone)."""
+        with self.lock:
+            return [log for ref in self.logs if (log := ref()) is not None]
+
     def refresh_hooks(self) -> None:
         if self.logs:
             if not self.hooks.installed:
@@ -131,14 +141,23 @@ class _State:
 
     def attach(self, log: RecompileLog) -> None:
         with self.lock:
-            self.logs.append(log)
+            self.logs.append(weakref.ref(log, self._collected))
             self.refresh_hooks()
 
     def detach(self, log: RecompileLog) -> None:
         with self.lock:
-            with contextlib.suppress(ValueError):
-                self.logs.remove(log)
+            self.logs = [ref for ref in self.logs if ref() not in (log, None)]
             self.refresh_hooks()
+
+    def _collected(self, ref: weakref.ref[RecompileLog]) -> None:
+        """A watching log nobody references any more: it stops (hooks removed if it
+        was the last). Runs from the garbage collector; never raises."""
+        try:
+            with self.lock:
+                self.logs = [r for r in self.logs if r is not ref]
+                self.refresh_hooks()
+        except Exception as exc:  # never break the code the collector interrupted
+            _internal_error("stopping a dropped log", exc)
 
 
 def _internal_error(where: str, exc: Exception) -> None:
@@ -216,14 +235,28 @@ def _start(
     frame = _Frame(id(fun), STATE.generation, nested=bool(stack))
     stack.append(frame)
     frame.internal = _crec.is_jax_internal(fun)
+    if frame.nested:
+        return
     # jax.pmap: a jit of a JAX-made wrapper around the user's function
     user = _crec.pmap_user_function(fun) if frame.internal else None
+    transform = "pmap" if user is not None else ""
+    if frame.internal and user is None:
+        # jax.jit(jax.grad(loss)): a jit of JAX's grad_f around the user's function
+        made = _crec.transformed_user_function(fun)
+        if made is not None:
+            transform, user = made
+        elif (eager := _crec.eager_primitive(fun)) is not None:
+            _start_eager_primitive(frame, eager, args)
+            return
     library = None if frame.internal else _clib.library_jit_call(fun)
-    if library is not None:
+    if transform == "pmap":
+        # named as the user passed them (params['w'], xs), not pmap's flat_args[i]
+        library = _clib.pmap_call(user, fun, args)
+    if library is not None and library.user_fn is not None:
         user = library.user_fn
     if user is not None:
         frame.internal = False
-    if frame.internal or frame.nested:
+    if frame.internal:
         return
     frame.call_site, frame.by_jaxscope = _call_origin(sys._getframe(2))
     if frame.by_jaxscope:
@@ -234,7 +267,7 @@ def _start(
     owner = user if library is not None else fun
     frame.owner_ref = _weak(owner)
     name = qualname(user if user is not None else fun)
-    frame.fun_name = f"pmap({name})" if library is None and user is not None else name
+    frame.fun_name = f"{transform}({name})" if transform else name
     try:
         frame.sig = signature_of(jit_info, args, kwargs, user, library)
     except Exception as exc:  # never break the user's call
@@ -248,6 +281,24 @@ def _start(
         _read_jax_caches(frame, fun, jit_info, user, library)
 
 
+def _start_eager_primitive(
+    frame: _Frame, eager: _crec.EagerPrimitive, args: tuple[Any, ...]
+) -> None:
+    """A ``lax.while_loop``/``cond``/``scan`` run outside jit on functions that are
+    not JAX's (often a library's, defined anew on each call): JAX compiles it on its
+    own, an event of the user's line that called into it."""
+    frame.call_site, frame.by_jaxscope = _call_origin(sys._getframe(3))
+    if frame.by_jaxscope:
+        return
+    frame.internal = False
+    name, file, line = eager.bodies[0]
+    names = ", ".join(dict.fromkeys(body[0] for body in eager.bodies))
+    frame.fun_name = f"{eager.api}({names})"
+    frame.eager_key = (name, file, line)
+    frame.eager_api = eager.api
+    frame.sig = eager_signature(args)
+
+
 def _read_jax_caches(
     frame: _Frame,
     fun: Any,
@@ -257,18 +308,59 @@ def _read_jax_caches(
 ) -> None:
     """What JAX's caches hold of a function no watcher saw compile: its earlier
     traces, as signatures where they can be read at the user's level."""
+    if library is not None and library.api in _PMAPS:
+        # one jitted function per pmap structure: its traces, typed in this call's names
+        keys = _crec.earlier_trace_keys(fun) or []
+        lowered = _crec.lowered_input_types(getattr(jit_info, "fun_sourceinfo", None))
+        if keys and lowered is not None:
+            keys = [k for k in keys if _was_lowered(k.avals, lowered)]
+            frame.traced_only = not keys
+        if frame.sig is not None:
+            earlier = [with_input_types(frame.sig, k.avals) for k in keys]
+            frame.earlier = [e for e in earlier if e is not None] or None
+        return
     if library is not None:
         # Equinox's inner function is shared by every filter_jit of that name; the
         # user's function is among its static arguments
         holding = library.user_fn if library.api == "eqx.filter_jit" else None
         frame.traced_before = _crec.traced_before(fun, holding)
+        if frame.traced_before and frame.sig is not None:
+            # what was compiled, from the inputs of its lowerings, in the user's names
+            lowered = _crec.lowered_input_types(
+                getattr(jit_info, "fun_sourceinfo", None)
+            )
+            if lowered is not None:
+                earlier = [with_input_types(frame.sig, t) for t in lowered]
+                frame.earlier = [e for e in earlier if e is not None] or None
+                frame.traced_only = not lowered
         return
     keys = _crec.earlier_trace_keys(fun)
+    if keys:
+        # only what was lowered compiled: js.jaxpr or .trace alone compiles nothing
+        lowered = _crec.lowered_input_types(getattr(jit_info, "fun_sourceinfo", None))
+        if lowered is not None:
+            keys = [k for k in keys if _was_lowered(k.avals, lowered)]
+            frame.traced_only = not keys
     if keys:
         pmap_user = user if user is not fun else None
         frame.earlier = [signature_from_key(k, pmap_user, jit_info) for k in keys]
     else:
         frame.traced_before = _crec.traced_before(fun)
+
+
+def _was_lowered(
+    avals: tuple[tuple[str, str, bool], ...],
+    lowered: list[tuple[tuple[str, str, bool], ...]],
+) -> bool:
+    """Whether a trace with inputs ``avals`` is among the lowered ones (whose
+    inputs start with the trace's hoisted constants)."""
+    n = len(avals)
+    return any(
+        len(inputs) >= n and inputs[len(inputs) - n :] == avals for inputs in lowered
+    )
+
+
+_PMAPS = ("jax.pmap", "eqx.filter_pmap")
 
 
 def _on_run(fun: Any, jaxpr: Any) -> None:
@@ -361,7 +453,7 @@ def _end(fun: Any, error: BaseException | None) -> None:
     if frame.internal:
         if frame.compiles and not frame.nested:
             with STATE.lock:
-                for log in STATE.logs:
+                for log in STATE.live_logs():
                     log._add_internal(frame.compiles)
         return
     if not frame.nested:
@@ -371,7 +463,7 @@ def _end(fun: Any, error: BaseException | None) -> None:
 def _record(frame: _Frame) -> None:
     """Classify a finished top-level miss and give its event to every active log."""
     with STATE.lock:
-        logs = list(STATE.logs)
+        logs = STATE.live_logs()
         if not logs:
             return
         if not (frame.traces or frame.compiles):

@@ -10,8 +10,12 @@ function to say why: ``Cause(kind, path, before, after, hint)``.
 
 JAX's own eager op dispatch (``jnp.ones(4)`` outside jit compiles
 ``jit(broadcast_in_dim)``) and functions defined inside JAX are never user events; they
-are only counted in ``RecompileLog.internal_compiles``. ``jax.pmap`` (in jax 0.10 a jit
-of a JAX-made ``shard_map`` wrapper) is reported as ``pmap(<user function>)``. Explicit
+are only counted in ``RecompileLog.internal_compiles``. What JAX jits around a user's
+function is the user's: ``jax.pmap`` (in jax 0.10 a jit of a JAX-made ``shard_map``
+wrapper) is reported as ``pmap(<user function>)`` with the user's argument names,
+``jax.jit(jax.grad(loss))`` as ``grad(loss)``, and a ``lax.while_loop``/``cond``/
+``scan`` run outside jit on functions not JAX's own (a library's line search, say) as
+``lax.while_loop(<its functions>)`` at the user's line that called into it. Explicit
 ahead-of-time ``f.trace(...)``/``f.lower(...).compile()`` are not call misses and are
 not recorded. Watchers are process-wide: a watcher sees the misses of every thread while
 it is active, and the compile history used to explain a miss is shared by all watchers
@@ -73,6 +77,11 @@ class RecompileLog(Renderable):
     ``log.start()`` / ``log.stop()``; it may be started and stopped repeatedly and
     accumulates. Watchers nest: each records what happens while it is active; one log
     cannot watch twice at once (``with log: with log:`` raises).
+
+    jaxscope holds a started log only weakly: a log dropped without ``stop()`` (the
+    notebook cell ``log = js.watch_recompiles(); log.start()`` run again rebinds
+    ``log``) stops when it is garbage collected, and JAX is unpatched once no log
+    watches. Keep a reference for as long as it should watch.
     """
 
     __slots__ = (
@@ -92,7 +101,8 @@ class RecompileLog(Renderable):
         self._lock = threading.Lock()
 
     def start(self) -> RecompileLog:
-        """Start watching (raises if this log is already watching)."""
+        """Start watching (raises if this log is already watching); watches until
+        ``stop()`` or until the log is garbage collected."""
         with _STATE.lock:
             if self.active:
                 raise RecompileWatchError(

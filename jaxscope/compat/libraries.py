@@ -139,6 +139,50 @@ def library_jit_call(fun: Any) -> LibraryJitCall | None:
     return None
 
 
+def pmap_call(user: Any, fun: Any, flat_args: tuple[Any, ...]) -> LibraryJitCall | None:
+    """The user's call behind a ``jax.pmap`` or ``eqx.filter_pmap`` miss, with its
+    arguments as the user passed them; ``user``: the function ``pmap`` maps (what
+    ``recompiles.pmap_user_function`` found), ``fun``: the jitted function,
+    ``flat_args``: its flat arguments. None where they cannot be rebuilt.
+
+    Relies on (equinox 0.13.8): ``eqx.filter_pmap`` mapping Equinox's
+    ``fun_wrapped`` (module ``equinox._vmap_pmap``), called under
+    ``_PmapWrapper._call(self, is_lower, args, kwargs)`` whose ``self.__wrapped__``
+    is the user's function (``kwargs`` deleted there after use); for ``jax.pmap``, ``recompiles.pmap_in_tree``.
+    """
+    code = getattr(user, "__code__", None)
+    if code is not None and code.co_name == "fun_wrapped":
+        if getattr(user, "__module__", "") != "equinox._vmap_pmap":
+            return None
+        for frame in _frames():
+            if frame.f_code.co_name != "_call":
+                continue
+            if frame.f_globals.get("__name__") != "equinox._vmap_pmap":
+                continue
+            local = frame.f_locals
+            wrapper, args = local.get("self"), local.get("args")
+            kwargs = local.get("kwargs", {})  # _call deletes it once read
+            inner = getattr(wrapper, "__wrapped__", None)
+            if not isinstance(args, tuple) or not isinstance(kwargs, dict):
+                return None
+            return LibraryJitCall(
+                "eqx.filter_pmap", inner, _signature(inner), args, dict(kwargs)
+            )
+        return None
+    from jaxscope.compat.recompiles import pmap_in_tree
+
+    in_tree = pmap_in_tree(fun)
+    if in_tree is None or in_tree.num_leaves != len(flat_args):
+        return None
+    try:
+        args, kwargs = jax.tree_util.tree_unflatten(in_tree, list(flat_args))
+    except Exception:  # a structure that will not rebuild
+        return None
+    if not isinstance(args, (tuple, list)) or not isinstance(kwargs, dict):
+        return None
+    return LibraryJitCall("jax.pmap", user, _signature(user), tuple(args), kwargs)
+
+
 def _frames() -> Any:
     frame = sys._getframe(2)
     for _ in range(_STACK_LIMIT):

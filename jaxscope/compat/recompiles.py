@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -271,6 +272,112 @@ def is_jax_internal(fun: Any) -> bool:
     return False
 
 
+# JAX's names of the functions its transformations return -> the transformation.
+_TRANSFORM_NAMES = {
+    "grad_f": "grad",
+    "grad_f_aux": "grad",
+    "value_and_grad_f": "value_and_grad",
+    "vmap_f": "vmap",
+    "jacfun": "jacobian",
+    "fun_remat": "checkpoint",
+    "hessian": "hessian",
+}
+
+
+def transformed_user_function(fun: Any) -> tuple[str, Any] | None:
+    """``("grad", loss)`` for a function a JAX transformation made of a user
+    function (``jax.jit(jax.grad(loss))`` jits JAX's ``grad_f``); None otherwise.
+
+    Relies on: the functions ``jax.grad``/``value_and_grad``/``vmap``/``jacfwd``/
+    ``jacrev``/``checkpoint`` return (maybe inside ``traceback_util``'s wrapper) being
+    closures in JAX's files that hold the function they transform in a cell (``fun``,
+    or another of JAX's closures such as ``value_and_grad_f``).
+    """
+    transform = ""
+    for depth in range(8):
+        code = getattr(fun, "__code__", None)
+        if code is None:
+            return None
+        if not is_jax_file(code.co_filename):
+            return (transform or "transformed", fun) if depth else None
+        transform = transform or _TRANSFORM_NAMES.get(code.co_name, "")
+        fun = _held_function(fun)
+        if fun is None:
+            return None
+    return None
+
+
+def _held_function(fun: Any) -> Any:
+    """The function a closure holds in its ``fun``/``f`` cell, else in its only cell
+    holding a function; None if none."""
+    code = fun.__code__
+    cells = dict(
+        zip(code.co_freevars, getattr(fun, "__closure__", None) or (), strict=False)
+    )
+    held = []
+    for name, cell in cells.items():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if name in ("fun", "f") and callable(value):
+            return value
+        if hasattr(value, "__code__"):
+            held.append(value)
+    return held[0] if len(held) == 1 else None
+
+
+# Primitives with functions as parameters -> the lax call that binds them.
+_PRIMITIVE_APIS = {"while": "lax.while_loop", "cond": "lax.cond", "scan": "lax.scan"}
+
+
+class EagerPrimitive(NamedTuple):
+    """One primitive JAX compiles on its own because it ran outside jit, with the
+    functions its jaxprs were traced from: ``api`` ``"lax.while_loop"``; ``bodies``
+    ``(("step_fn", "/path/linesearch.py", 1217), ...)``, those not defined in JAX."""
+
+    api: str
+    bodies: tuple[tuple[str, str, int], ...]
+
+
+def eager_primitive(fun: Any) -> EagerPrimitive | None:
+    """What ``fun`` runs when it is JAX's jit of a single higher-order primitive
+    (``lax.while_loop``/``cond``/``scan`` called outside jit) whose functions are
+    not JAX's; None for any other function (``jnp.sin(x)`` outside jit included).
+
+    Relies on: ``dispatch.xla_primitive_callable``'s ``prim_fun`` (attribute
+    ``_apply_primitive``; closure cells ``prim`` and ``params``) and the jaxprs in
+    ``params`` (``ClosedJaxpr``, alone or in tuples) carrying ``debug_info``.
+    """
+    if not getattr(fun, "_apply_primitive", False):
+        return None
+    code = getattr(fun, "__code__", None)
+    cells: dict[str, Any] = dict(
+        zip(getattr(code, "co_freevars", ()), fun.__closure__ or (), strict=False)
+    )
+    try:
+        prim = cells["prim"].cell_contents
+        params = cells["params"].cell_contents
+    except (KeyError, ValueError):
+        return None
+    bodies: list[tuple[str, str, int]] = []
+    for value in params.values() if isinstance(params, dict) else ():
+        for jaxpr in value if isinstance(value, tuple) else (value,):
+            match = _SOURCE.match(jaxpr_source(jaxpr))
+            if match is None or is_jax_file(match.group("file")):
+                continue
+            body = (match.group("fn"), match.group("file"), int(match.group("line")))
+            if body not in bodies:
+                bodies.append(body)
+    if not bodies:
+        return None
+    name = str(getattr(prim, "name", ""))
+    return EagerPrimitive(_PRIMITIVE_APIS.get(name, name), tuple(bodies))
+
+
+_SOURCE = re.compile(r"^(?P<fn>.*?) at (?P<file>.*):(?P<line>\d+)$")
+
+
 def pmap_user_function(fun: Any) -> Any:
     """The user's function behind ``jax.pmap``'s jitted ``shard_map`` wrapper, or None.
 
@@ -294,6 +401,45 @@ def pmap_user_function(fun: Any) -> Any:
             break
         user = nxt
     return user if user is not None and not is_jax_internal(user) else None
+
+
+def pmap_in_tree(fun: Any) -> Any:
+    """The ``PyTreeDef`` of ``(args, kwargs)`` that ``jax.pmap``'s jitted wrapper
+    ``fun`` rebuilds from its flat arguments, or None.
+
+    Relies on: (jax 0.10) ``fun.__wrapped__`` being the inner ``_fun`` of
+    ``jax._src.pmap._cached_shard_map``, closing over ``in_tree``; (jax 0.9) the
+    call running under ``pmap``'s ``wrapped`` (in ``jax/_src/pmap.py``) whose local
+    ``p`` has ``in_tree``.
+    """
+    inner = getattr(fun, "__wrapped__", None)
+    code = getattr(inner, "__code__", None)
+    if code is None or os.path.basename(code.co_filename) != "pmap.py":
+        return _pmap_in_tree_09() if _pmap_wrapped_fun(inner) is not None else None
+    closure = getattr(inner, "__closure__", None) or ()
+    if "in_tree" not in code.co_freevars or not closure:
+        return None
+    try:
+        tree = closure[code.co_freevars.index("in_tree")].cell_contents
+    except (ValueError, IndexError):
+        return None
+    return tree if hasattr(tree, "num_leaves") else None
+
+
+def _pmap_in_tree_09() -> Any:
+    frame = sys._getframe(2)
+    for _ in range(40):
+        if frame is None:
+            return None
+        code = frame.f_code
+        if (
+            code.co_name == "wrapped"
+            and os.path.basename(code.co_filename) == "pmap.py"
+        ):
+            tree = getattr(frame.f_locals.get("p"), "in_tree", None)
+            return tree if hasattr(tree, "num_leaves") else None
+        frame = frame.f_back
+    return None
 
 
 def _pmap_wrapped_fun(inner: Any) -> Any:
@@ -682,6 +828,34 @@ def aval_type(aval: Any) -> tuple[str, str, bool]:
     dtype = getattr(aval, "dtype", None)
     dtype_s = short_dtype(dtype) if dtype is not None else type(aval).__name__
     return shape, dtype_s, bool(getattr(aval, "weak_type", False))
+
+
+def lowered_input_types(
+    fun_sourceinfo: Any,
+) -> list[tuple[tuple[str, str, bool], ...]] | None:
+    """The input types (``aval_type``, consts first) of every traced computation of
+    the function at ``fun_sourceinfo`` (``"step at /path/train.py:3"``) that JAX's
+    lowering cache holds: the traces that were lowered, and so compiled or about to
+    be, not those only looked at (``.trace``, ``jax.make_jaxpr``, ``js.jaxpr``).
+    None where this JAX's cache cannot be read.
+
+    Relies on: ``pjit._pjit_lower`` (a ``weakref_lru_cache``) whose ``cache_keys()``
+    start with a weak reference to the ``ClosedJaxpr``, whose
+    ``jaxpr.debug_info.func_src_info`` is ``PjitInfo.fun_sourceinfo``.
+    """
+    keys_fn = getattr(getattr(_pjit, "_pjit_lower", None), "cache_keys", None)
+    if keys_fn is None or not fun_sourceinfo:
+        return None
+    out = []
+    for key in keys_fn():
+        try:
+            closed = key[0]()
+            if jaxpr_source(closed) != fun_sourceinfo:
+                continue
+            out.append(tuple(aval_type(a) for a in closed.in_avals))
+        except Exception:  # a key of another shape: not one we can read
+            continue
+    return out
 
 
 def lowerings(jaxpr: Any) -> list[tuple[str, ...]]:

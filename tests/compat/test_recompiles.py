@@ -223,3 +223,97 @@ def test_jax_09s_trace_cache_is_listed_only_while_no_other_thread_can_trace():
         release.set()
         worker.join()
     assert crec.trace_cache_readable()
+
+
+def test_transformed_user_function_finds_the_function_inside_jax_transforms():
+    def loss(w):
+        return jnp.sum(w**2)
+
+    assert crec.transformed_user_function(jax.grad(loss)) == ("grad", loss)
+    assert crec.transformed_user_function(jax.value_and_grad(loss)) == (
+        "value_and_grad",
+        loss,
+    )
+    assert crec.transformed_user_function(jax.vmap(loss)) == ("vmap", loss)
+    assert crec.transformed_user_function(jax.jacrev(loss)) == ("jacobian", loss)
+    assert crec.transformed_user_function(jax.checkpoint(loss)) == ("checkpoint", loss)
+    assert crec.transformed_user_function(jnp.sum) is None  # JAX's own
+    assert crec.transformed_user_function(loss) is None
+
+
+def _jitted_of_next_miss(call):
+    """The function JAX jits for the first cache miss ``call`` makes."""
+    seen = []
+    hooks = crec.MissHooks(
+        on_start=lambda fun, ji, args, kwargs: seen.append(fun),
+        on_end=lambda fun, err: None,
+        on_test_event=lambda what: None,
+        on_duration=lambda s: None,
+    )
+    hooks.install()
+    try:
+        call()
+    finally:
+        hooks.uninstall()
+    return seen
+
+
+def test_eager_primitive_names_the_loop_and_the_functions_it_runs():
+    def cond(c):
+        return c < 3.0
+
+    def body(c):
+        return c + 1.0
+
+    funs = _jitted_of_next_miss(lambda: jax.lax.while_loop(cond, body, 0.0))
+    found = [crec.eager_primitive(f) for f in funs]
+    loops = [e for e in found if e is not None]
+    assert [e.api for e in loops] == ["lax.while_loop"]
+    assert [b[0] for b in loops[0].bodies] == ["cond", "body"]
+    assert loops[0].bodies[1][2] == body.__code__.co_firstlineno
+    # an elementwise op outside jit, and a user's jit, are not eager loops
+    funs = _jitted_of_next_miss(lambda: jnp.sin(jnp.arange(7.0)))
+    assert funs and all(crec.eager_primitive(f) is None for f in funs)
+    assert crec.eager_primitive(jax.jit(body)) is None
+
+
+def test_lowered_input_types_lists_compiled_traces_not_looks():
+    def lowered_fn(x):
+        return x * 5
+
+    f = jax.jit(lowered_fn)
+    f.trace(jnp.ones((2, 3)))  # a look: traced, never lowered
+    f(jnp.ones((4, 3)))
+    info = f"lowered_fn at {__file__}:{lowered_fn.__code__.co_firstlineno}"
+    assert crec.lowered_input_types(info) == [(("4,3", "f32", False),)]
+    assert crec.lowered_input_types("") is None
+
+
+def test_pmap_in_tree_rebuilds_the_users_arguments():
+    from jaxscope.compat import libraries as clib
+
+    def in_tree_fn(params, xs):
+        return params["w"] * xs
+
+    calls = []
+
+    def on_start(fun, jit_info, args, kwargs):  # read while the miss runs
+        if crec.pmap_user_function(fun) is in_tree_fn:
+            calls.append(
+                (crec.pmap_in_tree(fun), clib.pmap_call(in_tree_fn, fun, args))
+            )
+
+    hooks = crec.MissHooks(on_start, lambda f, e: None, lambda w: None, lambda s: None)
+    hooks.install()
+    try:
+        jax.pmap(in_tree_fn)({"w": jnp.ones((2, 3))}, jnp.ones((2, 3)))
+    finally:
+        hooks.uninstall()
+    ((tree, call),) = calls
+    assert tree is not None and tree.num_leaves == 2
+    assert call is not None and call.api == "jax.pmap"
+    assert (
+        jax.tree.structure(call.args) == jax.tree.structure(({"w": 0}, 0))
+        and call.kwargs == {}
+    )
+    assert crec.pmap_in_tree(jax.jit(in_tree_fn)) is None

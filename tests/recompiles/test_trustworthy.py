@@ -66,6 +66,66 @@ def test_jaxpr_magic_then_recompiles_on_reports_a_first_call(ip):
     assert "compiled before this watcher" not in str(cap.outputs[0].data)
 
 
+def test_a_trace_only_look_at_one_shape_then_a_call_at_another_is_a_first_compile():
+    # js.jaxpr on f32[24,3], then the first real call on f32[8,3]: nothing compiled
+    def looked_at_24(x):
+        return (x * 2).sum()
+
+    def traced_24(x):
+        return (x * 3).sum()
+
+    step, other = jax.jit(looked_at_24), jax.jit(traced_24)
+    x24, x8 = jnp.ones((24, 3)), jnp.ones((8, 3))
+    other.trace(x24)
+    with js.watch_recompiles() as log:
+        js.jaxpr(step)(x24)  # a look while watching, too
+        step(x8)
+        other(x8)
+    assert [_kinds(e) for e in log.events] == [["first_call"], ["first_call"]]
+    assert all("traced before" in e.causes[0].hint for e in log.events)
+
+
+def test_a_look_after_a_compile_does_not_stand_in_for_the_compile():
+    def compiled_32(x):
+        return (x * 4).sum()
+
+    step = jax.jit(compiled_32)
+    step(jnp.ones((32, 3)))
+    js.jaxpr(step)(jnp.ones((24, 3)))
+    with js.watch_recompiles() as log:
+        step(jnp.ones((8, 3)))
+    (ev,) = log.events
+    assert [(c.kind, c.before, c.after) for c in ev.causes] == [
+        ("shape", "f32[32,3]", "f32[8,3]")
+    ]
+
+
+def test_nnx_jit_compiled_before_watching_then_a_new_shape_is_a_shape_cause():
+    from flax import nnx
+
+    class Head(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(3, 2, rngs=rngs)
+
+        def __call__(self, x):
+            return self.lin(x)
+
+    model = Head(nnx.Rngs(0))
+
+    @nnx.jit
+    def nnx_step(model, x):
+        return model(x).sum()
+
+    nnx_step(model, jnp.ones((24, 3)))
+    with js.watch_recompiles() as log:
+        nnx_step(model, jnp.ones((8, 3)))
+        nnx_step(model, jnp.ones((8, 3)))  # a hit: nothing
+    (ev,) = log.events
+    assert [(c.kind, c.path, c.before, c.after) for c in ev.causes] == [
+        ("shape", "x", "f32[24,3]", "f32[8,3]")
+    ]
+
+
 def test_compiled_before_watching_then_called_on_another_device_is_a_device_cause():
     f = jax.jit(lambda x: x - 4)
     x = jnp.ones(3)

@@ -11,6 +11,8 @@ import jax.numpy as jnp
 import pytest
 
 import jaxscope as js
+from jaxscope._display import to_text
+from jaxscope._recompiles.records import RecompileEvents, event_hints
 from jaxscope._recompiles.watcher import (
     RecompileWatchError,
     hooks_installed,
@@ -186,3 +188,57 @@ def test_jitted_function_under_vmap_is_one_event_with_the_batched_compile():
     (ev,) = log.events_of("mapped")
     assert ev.traced and ev.compiled
     assert ev.signature == (("x", "f32[3]"),)  # what the function sees per example
+
+
+def test_a_started_log_dropped_without_stop_stops_when_collected():
+    # the notebook pattern: `log = js.watch_recompiles(); log.start()` run three times
+    f = jax.jit(lambda x: x * 3)
+    log = js.watch_recompiles().start()
+    for _ in range(2):
+        log = js.watch_recompiles()
+        log.start()
+    assert hooks_installed()
+    f(jnp.ones(5))
+    assert len(log.events) == 1  # the one kept still watches
+    del log
+    gc.collect()
+    assert not hooks_installed()  # no log left: JAX is no longer patched
+    from jaxscope._recompiles.state import STATE
+
+    assert STATE.live_logs() == []
+
+
+def test_a_dropped_log_does_not_stop_the_ones_still_held():
+    f = jax.jit(lambda x: x - 3)
+    kept = js.watch_recompiles().start()
+    js.watch_recompiles().start()  # dropped at once
+    gc.collect()
+    try:
+        assert hooks_installed()
+        f(jnp.ones(6))
+        assert len(kept.events) == 1
+    finally:
+        kept.stop()
+    assert not hooks_installed()
+
+
+def test_top_causes_count_compiles_and_one_hint_per_kind():
+    # sgd_step of the study: x and y change shape together, once; lr weak-types once
+    @jax.jit
+    def sgd_step(w, x, y, lr):
+        return w - lr * (x @ w - y).mean()
+
+    w = jnp.ones(4)
+    x, y = jnp.ones((8, 4)), jnp.ones(8)
+    with js.watch_recompiles() as log:
+        sgd_step(w, x, y, 0.1)
+        sgd_step(w, x[:4], y[:4], 0.1)
+        sgd_step(w, x[:4], y[:4], jnp.float32(0.1))
+    (row,) = log.summary().rows
+    assert dict(row.top_causes) == {"first_call": 1, "shape": 1, "weak_type": 1}
+    shape_event = log.events[1]
+    assert shape_event.kinds == ["shape", "shape"]
+    (hint,) = event_hints(shape_event)
+    assert hint.startswith("x changes shape") and hint.endswith("(the same for y)")
+    text = to_text(RecompileEvents(log.events))
+    assert text.count("hint:") == 2  # one for the shapes, one for the weak type
