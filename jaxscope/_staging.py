@@ -20,10 +20,36 @@ from jaxscope._format import a_an, qualname, short_repr, unwrap
 from jaxscope._source import user_frames_of_exception
 from jaxscope.compat import jaxpr as _cjaxpr
 from jaxscope.compat import libraries as _clib
+from jaxscope.compat import sharding as _csharding
 
 R = TypeVar("R")
 _DEPENDS_ON = re.compile(r"depends on the value of the argument ([^\s.]+)")
 _ALLOWED_SCALARS = (bool, int, float, complex, np.generic)
+
+
+def may_be_static(value: Any) -> bool:
+    """Whether an argument seen inside a trace came from a Python value that
+    ``static_argnums`` could take: every leaf a Python scalar (its tracer is
+    weakly typed; a bool flag traces as ``bool[]``) or a plain hashable, in
+    hashable containers (tuples, not lists or dicts). Arrays never may."""
+    try:
+        leaves, treedef = jax.tree_util.tree_flatten(value)
+        hash(jax.tree_util.tree_unflatten(treedef, [0] * len(leaves)))
+    except Exception:
+        return False
+    return all(_python_leaf(leaf) for leaf in leaves)
+
+
+def _python_leaf(leaf: Any) -> bool:
+    if isinstance(leaf, (bool, int, float, complex, str)) or leaf is None:
+        return True
+    if not _csharding.is_tracer(leaf):
+        return False
+    aval = getattr(leaf, "aval", None)
+    if getattr(aval, "shape", None) != ():
+        return False
+    dtype = getattr(aval, "dtype", None)
+    return bool(getattr(aval, "weak_type", False)) or str(dtype) == "bool"
 
 
 def _describe(value: Any) -> str:

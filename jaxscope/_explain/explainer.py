@@ -42,6 +42,7 @@ from jaxscope._explain.frames import (
 )
 from jaxscope._explain.hints import Facts, explanation
 from jaxscope._explain.known import untraceable_path
+from jaxscope._explain.library_hints import library_facts
 from jaxscope._explain.messages import (
     Tracing,
     clean_message,
@@ -65,6 +66,7 @@ from jaxscope._explain.wrappers import (
 )
 from jaxscope._format import short_repr
 from jaxscope._records import SourceLoc
+from jaxscope._staging import may_be_static
 from jaxscope.compat import errors as _cerrors
 
 __all__ = [
@@ -256,6 +258,7 @@ class _Traced:
     code: types.CodeType | None
     wrapper: str
     fields: tuple[FieldFix, ...]
+    statics: tuple[str, ...] = ()
 
 
 def _traced(found: list[Entry], text: str) -> _Traced:
@@ -272,13 +275,17 @@ def _traced(found: list[Entry], text: str) -> _Traced:
             arguments=equinox_arguments(tracing.arguments, code, frame),
         )
     fields: list[FieldFix] = []
+    statics: list[str] = []
     if frame is not None:
         for arg in tracing.arguments:
             base = re.split(r"[\[.]", arg, maxsplit=1)[0]
-            fix = field_fix(arg, frame.f_locals.get(base))
+            value = frame.f_locals.get(base, MISSING)
+            fix = field_fix(arg, value)
             if fix is not None:
                 fields.append(fix)
-    return _Traced(tracing, code, wrapper, tuple(fields))
+            if value is not MISSING and base not in statics and may_be_static(value):
+                statics.append(base)
+    return _Traced(tracing, code, wrapper, tuple(fields), tuple(statics))
 
 
 def _untraceable_fields(
@@ -343,6 +350,8 @@ def _explain(exc: BaseException) -> ErrorReport:
                 else None
             ),
             capture=captured_object(found) if kind == ErrorKind.TRACE_LEVEL else None,
+            statics=traced.statics,
+            library=library_facts(exc, users, inner, where.site),
         )
     )
     frames = [loc(e) for e in users]

@@ -45,6 +45,19 @@ _UNHASHABLE_STATIC = KnownMessage(
     "dict) or make it a regular traced argument",
 )
 
+_STATIC_ARRAY = KnownMessage(
+    ErrorKind.STATIC_ARG,
+    "A static argument here holds arrays, and arrays cannot be static (they are not "
+    "hashable, and a static value would compile once per value): remove that "
+    "argument from static_argnums / static_argnames so jit traces it, and write the "
+    "code that branches on its values with arrays (jnp.where, jax.lax.cond)",
+)
+# An array in the static value: its type, or an array's repr inside a container.
+_ARRAY_IN_STATIC = re.compile(
+    r"object of type <class '[\w.]*(?:ArrayImpl|ndarray|Array|Tracer)'>"
+    r"|\b(?:Array|array)\(|Traced<"
+)
+
 
 def known_message(
     first: str,
@@ -78,7 +91,7 @@ def known_message(
             "(e.g. jax.vmap(f, in_axes=(0, None)))",
         )
     if first.startswith("Non-hashable static arguments"):
-        return _UNHASHABLE_STATIC
+        return _STATIC_ARRAY if _ARRAY_IN_STATIC.search(text) else _UNHASHABLE_STATIC
     if first.startswith("Error interpreting argument to"):
         return _untraceable_argument(first, fields)
     if first.startswith("cannot reshape array"):

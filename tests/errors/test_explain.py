@@ -200,7 +200,7 @@ def test_bool_conversion_under_jit_names_argument_and_its_real_index(catch, line
 def test_bool_conversion_on_keyword_only_argument_offers_static_argnames(
     catch, line_of
 ):
-    report = js.explain(catch(jax.jit(scale), jnp.ones(3), mode=jnp.int32(2)))
+    report = js.explain(catch(jax.jit(scale), jnp.ones(3), mode=2))
     assert report.user_frame.line == line_of(scale)
     assert report.arguments == ("mode",)
     assert "jax.jit(scale, static_argnames='mode')" in report.hint
