@@ -104,16 +104,16 @@ def static_hint(
     decorator = jit_decorator(code)
     if decorator == "partial":
         return (
-            f"add {static}{alternative} to the @partial({jit}, ...) decorator of "
+            f"add `{static}`{alternative} to the @partial({jit}, ...) decorator of "
             f"{short}"
         )
     if decorator == "plain":
         return (
-            f"decorate {short} with @functools.partial({jit}, {static}) instead of "
-            f"@{jit}{alternative}; to try it first: {jit}({short}.__wrapped__, "
-            f"{static})"
+            f"decorate {short} with `@functools.partial({jit}, {static})` instead of "
+            f"`@{jit}`{alternative}; to try it first: `{jit}({short}.__wrapped__, "
+            f"{static})`"
         )
-    return f"{jit}({short}, {static}){alternative}"
+    return f"`{jit}({short}, {static})`{alternative}"
 
 
 def np_calls(site: Site) -> list[tuple[str, str]]:
@@ -177,9 +177,32 @@ def condition_text(site: Site) -> tuple[str, str]:
     return "bool()", ""
 
 
-def nan_guard(prim: str) -> str:
-    """A guarded version of the primitive ``prim`` that cannot produce a NaN."""
-    return _NAN_GUARDS.get(prim, "jnp.where(valid, x, safe_value) around the operation")
+def nan_guard(prim: str, site: Site | None = None) -> str:
+    """A guarded version of the primitive ``prim`` that cannot produce a NaN, in
+    backticks with the user's operand where the failing call is ``jnp.<prim>(x)``."""
+    guard = _NAN_GUARDS.get(prim)
+    if guard is None:
+        return "jnp.where(valid, x, safe_value) around the operation"
+    call = _prim_call(prim, site)
+    if call is not None and "x" in guard and "(x" in guard:
+        return f"`{guard.replace('(x', '(' + call, 1)}` in place of `{_call_text(prim, site, call)}`"
+    return guard
+
+
+def _prim_call(prim: str, site: Site | None) -> str | None:
+    """The text of the one argument of the failing ``jnp.<prim>(arg)`` call."""
+    node = site.node if site is not None else None
+    if site is None or not isinstance(node, ast.Call) or len(node.args) != 1:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name != prim:
+        return None
+    return site.text(node.args[0])
+
+
+def _call_text(prim: str, site: Site | None, arg: str) -> str:
+    return site.text(site.node) if site is not None else f"{prim}({arg})"
 
 
 def _dims(aval: str) -> list[int] | None:

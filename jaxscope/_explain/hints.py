@@ -230,9 +230,10 @@ def _bool_index(facts: Facts) -> Explanation:
         f"cannot be traced{p.in_fn}{p.under}"
     )
     hint = (
-        f"Keep the shape: jnp.where({mask}, {arr}, 0), or reduce with "
-        f"jnp.sum({arr}, where={mask}); if you need the selected items, give their "
-        f"count statically: {arr}[jnp.nonzero({mask}, size=N, fill_value=0)]"
+        f"Keep the shape: `jnp.where({mask}, {arr}, 0)`, or reduce with "
+        f"`jnp.sum({arr}, where={mask})`; if you need the selected items, give their "
+        f"count statically: {arr}[jnp.nonzero({mask}, size=N, fill_value=0)] with N "
+        "the largest count"
     )
     return Explanation(message, hint)
 
@@ -263,7 +264,7 @@ def _item_assignment(facts: Facts) -> Explanation:
     if stmt_text:
         message += f" (`{stmt_text}`)"
     if fix:
-        hint = f"Write {fix}: .at[] returns an updated copy (under jit XLA updates in place)"
+        hint = f"Write `{fix}`: .at[] returns an updated copy (under jit XLA updates in place)"
     else:
         hint = (
             "Use x = x.at[idx].set(value) (or .add/.multiply/.min/.max): "
@@ -307,7 +308,7 @@ def _dtype_hint(first: str, operands: tuple[Operand, ...]) -> str:
     got = f" ({dtypes.group(1)})" if dtypes else ""
     exprs = [o.expr for o in operands]
     cast = (
-        f"{exprs[1]}.astype({exprs[0]}.dtype)"
+        f"`{exprs[1]}.astype({exprs[0]}.dtype)`"
         if len(exprs) >= 2
         else "x.astype(y.dtype)"
     )
@@ -362,7 +363,7 @@ def _nan(facts: Facts) -> Explanation:
     hint = (
         f"Guard the input of {prim}"
         + (f" in `{line}`" if line else "")
-        + f", e.g. {nan_guard(prim)}; js.step(f)(...).break_on(nan=True) steps to it "
+        + f", e.g. {nan_guard(prim, facts.site)}; js.step(f)(...).break_on(nan=True) steps to it "
         "with concrete values"
     )
     return Explanation(message, hint, (f"first {what}-producing primitive: {prim}",))

@@ -131,7 +131,7 @@ def _untraceable_argument(first: str, fields: tuple[FieldFix, ...]) -> KnownMess
         return KnownMessage(
             ErrorKind.STATIC_ARG,
             f"{base} is an eqx.Module and its field {fix.field} holds{what}, which "
-            f"jax.jit cannot trace: use eqx.filter_jit({fn}) instead of jax.jit (it "
+            f"jax.jit cannot trace: use `eqx.filter_jit({fn})` instead of jax.jit (it "
             "traces the arrays and keeps every other field static), or declare the "
             f"field static in class {fix.cls}: `{fix.declaration}`",
         )

@@ -212,7 +212,7 @@ def test_bool_conversion_depending_on_two_arguments_marks_both(catch, line_of):
     assert report.user_frame.line == line_of(either)
     assert report.arguments == ("x", "y")
     assert (
-        "jax.jit(either, static_argnums=(0, 1)) (or static_argnames=('x', 'y'))"
+        "`jax.jit(either, static_argnums=(0, 1))` (or static_argnames=('x', 'y'))"
         in report.hint
     )
     assert "depends on arguments x and y" in report.message

@@ -57,7 +57,7 @@ def test_failing_jax_tests_get_the_report(pytester):
         ]
     )
     assert (
-        "mark it static: jax.jit(clip_if, static_argnums=(1,)) (or static_argnames='limit')"
+        "mark it static: `jax.jit(clip_if, static_argnums=(1,))` (or static_argnames='limit')"
         in out
     )
     result.stdout.fnmatch_lines(
