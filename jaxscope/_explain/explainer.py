@@ -31,7 +31,7 @@ from jaxscope._explain.capture import captured_object
 from jaxscope._explain.classify import error_kind, is_jax_error, raised_by_jax
 from jaxscope._explain.context import message_context, probed_context
 from jaxscope._explain.donation import deleted_operand
-from jaxscope._explain.evaluate import MISSING, safe_eval
+from jaxscope._explain.evaluate import MISSING, eval_callee
 from jaxscope._explain.frames import (
     Entry,
     entries,
@@ -296,7 +296,7 @@ def _untraceable_fields(
     path = untraceable_path(first_line(text))
     if not path or inner is None or not isinstance(site.node, ast.Call):
         return ()
-    callee = safe_eval(site.node.func, inner.frame)
+    callee = eval_callee(site.node.func, inner.frame)
     base = re.split(r"[\[.]", path, maxsplit=1)[0]
     value = argument_value(site.node, inner.frame, callee, base)
     fix = field_fix(path, value) if value is not MISSING else None
