@@ -102,6 +102,9 @@ def test_weak_type_cause_python_scalar_vs_array():
     assert cause.kind == "weak_type" and cause.path == "s"
     assert "weak" in cause.before and "weak" not in cause.after
     assert "Python scalar" in cause.hint
+    # a static number compiles once per value: not the fix for a learning rate
+    assert "static" not in cause.hint
+    assert "jnp.asarray(s, jnp.float32) on every call" in cause.hint
 
 
 def test_static_arg_cause_value_change():
