@@ -242,6 +242,14 @@ def test_new_function_cause_other_jit_options():
     assert "compiler_options" in cause.before
 
 
+def test_two_different_lambdas_on_one_line_are_two_first_calls():
+    x = jnp.ones(3)
+    with js.watch_recompiles() as log:
+        _ = (jax.jit(lambda v: v + 1)(x), jax.jit(lambda v: v - 1)(x))
+    kinds = [c.kind for e in log.events for c in e.causes]
+    assert kinds == ["first_call", "first_call"]
+
+
 def test_redefined_function_jit_inside_loop():
     x = jnp.ones(3)
     with js.watch_recompiles() as log:
