@@ -90,6 +90,8 @@ def known_message(
             "the sizes, or mark an argument that is not batched with in_axes=None for it "
             "(e.g. jax.vmap(f, in_axes=(0, None)))",
         )
+    if "ShapeDtypeStruct" in first and "not a valid JAX type" in first:
+        return _shape_dtype_struct(first)
     if first.startswith("Non-hashable static arguments"):
         return _STATIC_ARRAY if _ARRAY_IN_STATIC.search(text) else _UNHASHABLE_STATIC
     if first.startswith("Error interpreting argument to"):
@@ -102,6 +104,22 @@ def known_message(
             + "so choose a target shape with the same size (-1 infers one dimension)",
         )
     return None
+
+
+_ARGUMENT_NAME = re.compile(r"^Argument '(?P<name>\w+)'")
+
+
+def _shape_dtype_struct(first: str) -> KnownMessage:
+    named = _ARGUMENT_NAME.search(first)
+    name = named.group("name") if named else "An argument"
+    return KnownMessage(
+        ErrorKind.JAX_OTHER,
+        f"{name} is a jax.ShapeDtypeStruct: it describes an array's shape and dtype "
+        "without any values, so it can be traced but not run; to run (or profile) "
+        "the function, pass a real array of that shape, e.g. jnp.zeros(s.shape, "
+        "s.dtype) for a ShapeDtypeStruct s; to look at the program without data, "
+        "js.jaxpr, js.hlo and js.memory take ShapeDtypeStructs",
+    )
 
 
 _UNTRACEABLE_FN = re.compile(r"^Error interpreting argument to <function ([\w.<>]+) ")

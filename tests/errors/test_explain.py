@@ -662,3 +662,12 @@ def test_only_documentation_links_of_known_sites_are_kept(catch):
     exc = catch(jax.jit(relu), 1.0)
     exc.args = (str(exc).replace("docs.jax.dev", "evil.example"),)
     assert js.explain(exc).docs == ""
+
+
+@pytest.mark.parametrize("run", [jax.jit(times_two), js.profile(times_two)])
+def test_shape_dtype_struct_given_to_a_run_is_not_called_a_shape_error(catch, run):
+    report = js.explain(catch(run, jax.ShapeDtypeStruct((3,), jnp.float32)))
+    assert report.category == "jax_other"
+    assert "reshape or transpose" not in report.hint.lower()
+    assert "is a jax.ShapeDtypeStruct" in report.hint
+    assert "js.jaxpr, js.hlo and js.memory take ShapeDtypeStructs" in report.hint
