@@ -143,6 +143,16 @@ def test_undefined_name(shell):
     assert "name 'nowhere' is not defined" in msg and "define it in a cell first" in msg
 
 
+def test_misspelt_function_gets_a_did_you_mean(shell):
+    run(shell, "def train_step(x):\n    return x + 1\n")
+    msg = usage_error(shell, "train_stepp(1.0)")
+    assert msg == (
+        "name 'train_stepp' is not defined; did you mean `train_step`? (or define "
+        "it in a cell first)"
+    )
+    assert "in the function" not in msg
+
+
 def test_undefined_argument(shell):
     run(shell, "def k(x):\n    return x\n")
     msg = usage_error(shell, "k(missing)")
