@@ -531,6 +531,13 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
             f"{arg}: mark it static where {inner} is jitted (jax.jit({inner}, "
             f"static_argnames=('{root}',))) or use lax.cond / jnp.where"
         )
+    value = _traced_local(exc, getattr(user, "__code__", None), root)
+    if value is not _UNSEEN and not may_be_static(value):
+        return (
+            f"Python control flow depends on the value of argument {arg}, an array, "
+            "which cannot be static: write the branch with arrays (jnp.where, "
+            "jax.lax.cond); calling it in a cell shows the rewrite in your names"
+        )
     names = param_names(user)
     static = (
         static_example(api_name, fn, argnum=names.index(root))
@@ -541,6 +548,22 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
         f"Python control flow depends on the value of argument {arg}: mark it "
         f"static ({static}) or use lax.cond / jnp.where"
     )
+
+
+_UNSEEN = object()
+
+
+def _traced_local(exc: BaseException, code: Any, name: str) -> Any:
+    """The value ``name`` had in the frame of ``code`` when ``exc`` was raised
+    (``_UNSEEN`` when that frame is not in the traceback)."""
+    import traceback
+
+    if code is None:
+        return _UNSEEN
+    for frame, _line in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code is code and name in frame.f_locals:
+            return frame.f_locals[name]
+    return _UNSEEN
 
 
 def lower(traced: Any) -> Any:

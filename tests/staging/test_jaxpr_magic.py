@@ -143,6 +143,18 @@ def test_undefined_name(shell):
     assert "name 'nowhere' is not defined" in msg and "define it in a cell first" in msg
 
 
+def test_branch_on_an_array_argument_is_not_told_to_mark_it_static(shell):
+    run(
+        shell,
+        "@jax.jit\ndef flip(x):\n    if x.sum() > 0:\n        return x\n"
+        "    return -x\n\nones = jnp.ones(3)\n",
+    )
+    msg = usage_error(shell, "flip(ones)")
+    assert "--static-argnums" not in msg
+    assert "argument x, an array, which cannot be static" in msg
+    assert "jnp.where" in msg
+
+
 def test_misspelt_function_gets_a_did_you_mean(shell):
     run(shell, "def train_step(x):\n    return x + 1\n")
     msg = usage_error(shell, "train_stepp(1.0)")
