@@ -533,10 +533,17 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
         )
     value = _traced_local(exc, getattr(user, "__code__", None), root)
     if value is not _UNSEEN and not may_be_static(value):
+        leaves = jax.tree_util.tree_leaves(value)
+        what = (
+            "an array"
+            if not all(_python_leaf(leaf) for leaf in leaves)
+            else f"{a_an(type(value).__name__)} (not hashable)"
+        )
         return (
-            f"Python control flow depends on the value of argument {arg}, an array, "
-            "which cannot be static: write the branch with arrays (jnp.where, "
-            "jax.lax.cond); calling it in a cell shows the rewrite in your names"
+            f"Python control flow depends on the value of argument {arg}; {root} is "
+            f"{what}, which cannot be static: write the branch with arrays "
+            "(jnp.where, jax.lax.cond); calling it in a cell shows the rewrite in "
+            "your names"
         )
     names = param_names(user)
     static = (

@@ -151,7 +151,7 @@ def test_branch_on_an_array_argument_is_not_told_to_mark_it_static(shell):
     )
     msg = usage_error(shell, "flip(ones)")
     assert "--static-argnums" not in msg
-    assert "argument x, an array, which cannot be static" in msg
+    assert "x is an array, which cannot be static" in msg
     assert "jnp.where" in msg
 
 
@@ -204,7 +204,9 @@ def test_value_dependent_control_flow_names_the_argument_and_index(shell):
     msg = usage_error(shell, "relu(2.0, x.sum())")
     assert f"at In [{n}]:2" in msg
     assert "depends on the value of argument v" in msg
-    assert "(%jaxpr --static-argnums 1 relu(2.0, x.sum()))" in msg
+    # x.sum() is an array: --static-argnums 1 would fail when pasted
+    assert "v is an array, which cannot be static" in msg
+    assert "--static-argnums" not in msg
     assert "lax.cond" in msg
 
 
