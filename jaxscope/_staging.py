@@ -40,6 +40,16 @@ def may_be_static(value: Any) -> bool:
     return all(_python_leaf(leaf) for leaf in leaves)
 
 
+def python_values(value: Any) -> bool:
+    """Whether every leaf of ``value`` came from a Python value (no array), though
+    its containers may not be hashable (a dict of floats)."""
+    try:
+        leaves = jax.tree_util.tree_leaves(value)
+    except Exception:
+        return False
+    return all(_python_leaf(leaf) for leaf in leaves)
+
+
 def _python_leaf(leaf: Any) -> bool:
     if isinstance(leaf, (bool, int, float, complex, str)) or leaf is None:
         return True
@@ -533,11 +543,10 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
         )
     value = _traced_local(exc, getattr(user, "__code__", None), root)
     if value is not _UNSEEN and not may_be_static(value):
-        leaves = jax.tree_util.tree_leaves(value)
         what = (
-            "an array"
-            if not all(_python_leaf(leaf) for leaf in leaves)
-            else f"{a_an(type(value).__name__)} (not hashable)"
+            f"{a_an(type(value).__name__)} (not hashable)"
+            if python_values(value)
+            else "an array"
         )
         return (
             f"Python control flow depends on the value of argument {arg}; {root} is "

@@ -66,7 +66,7 @@ from jaxscope._explain.wrappers import (
 )
 from jaxscope._format import short_repr
 from jaxscope._records import SourceLoc
-from jaxscope._staging import may_be_static
+from jaxscope._staging import may_be_static, python_values
 from jaxscope.compat import errors as _cerrors
 
 __all__ = [
@@ -259,6 +259,7 @@ class _Traced:
     wrapper: str
     fields: tuple[FieldFix, ...]
     statics: tuple[str, ...] = ()
+    unhashable: tuple[str, ...] = ()
 
 
 def _traced(found: list[Entry], text: str) -> _Traced:
@@ -276,6 +277,7 @@ def _traced(found: list[Entry], text: str) -> _Traced:
         )
     fields: list[FieldFix] = []
     statics: list[str] = []
+    unhashable: list[str] = []
     if frame is not None:
         for arg in tracing.arguments:
             base = re.split(r"[\[.]", arg, maxsplit=1)[0]
@@ -283,9 +285,15 @@ def _traced(found: list[Entry], text: str) -> _Traced:
             fix = field_fix(arg, value)
             if fix is not None:
                 fields.append(fix)
-            if value is not MISSING and base not in statics and may_be_static(value):
+            if value is MISSING or base in statics + unhashable:
+                continue
+            if may_be_static(value):
                 statics.append(base)
-    return _Traced(tracing, code, wrapper, tuple(fields), tuple(statics))
+            elif python_values(value):
+                unhashable.append(base)
+    return _Traced(
+        tracing, code, wrapper, tuple(fields), tuple(statics), tuple(unhashable)
+    )
 
 
 def _untraceable_fields(
@@ -351,6 +359,7 @@ def _explain(exc: BaseException) -> ErrorReport:
             ),
             capture=captured_object(found) if kind == ErrorKind.TRACE_LEVEL else None,
             statics=traced.statics,
+            unhashable=traced.unhashable,
             library=library_facts(exc, users, inner, where.site),
         )
     )

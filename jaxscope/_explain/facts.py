@@ -38,7 +38,9 @@ class Facts:
         capture: the NNX object a traced function captured from outside its trace.
         library: what the library and parallel-code hints need.
         statics: the arguments (their top-level names) that were Python values at the
-            call, which ``static_argnums`` could take; any other is an array.
+            call, which ``static_argnums`` could take.
+        unhashable: those that were Python values in a container static arguments
+            cannot hash (a dict, a list); any other argument is an array.
     """
 
     kind: ErrorKind
@@ -55,6 +57,7 @@ class Facts:
     axis: UnboundAxis | None = None
     capture: Capture | None = None
     statics: tuple[str, ...] = ()
+    unhashable: tuple[str, ...] = ()
     library: LibraryFacts = NO_LIBRARY_FACTS
 
 

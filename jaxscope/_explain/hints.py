@@ -71,6 +71,7 @@ class _Phrases:
     static_part: str
     arrays: tuple[str, ...] = ()
     transform: str = ""
+    unhashable: tuple[str, ...] = ()
 
 
 def _phrases(facts: Facts) -> _Phrases:
@@ -81,10 +82,13 @@ def _phrases(facts: Facts) -> _Phrases:
     library = library_of(facts.wrapper)
     transform = facts.wrapper if library != "jax" else tracing.transform
     bases = list(dict.fromkeys(re.split(r"[\[.]", a, maxsplit=1)[0] for a in args))
-    arrays = tuple(b for b in bases if b not in facts.statics)
+    arrays = tuple(
+        b for b in bases if b not in facts.statics and b not in facts.unhashable
+    )
+    unhashable = tuple(b for b in bases if b in facts.unhashable)
     if library == "eqx":
         static_part = _eqx_static_part(args, facts.fields)
-    elif fn and tracing.transform in _JIT_TRANSFORMS and not arrays:
+    elif fn and tracing.transform in _JIT_TRANSFORMS and not arrays + unhashable:
         jit = facts.wrapper if facts.wrapper == "nnx.jit" else "jax.jit"
         static_part = _static_part(args, static_hint(fn, args, facts.code, jit))
     else:
@@ -96,6 +100,7 @@ def _phrases(facts: Facts) -> _Phrases:
         static_part=static_part,
         arrays=arrays if library != "eqx" else (),
         transform=transform or "",
+        unhashable=unhashable if library != "eqx" else (),
     )
 
 
@@ -156,6 +161,14 @@ def _bool_conversion(facts: Facts) -> Explanation:
             f"arrays, so `{cond}` has no Python value and static_argnums cannot "
             f"help: {array_form}"
         )
+    elif p.unhashable:
+        one = len(p.unhashable) == 1
+        hint = (
+            f"the argument{'' if one else 's'} {names(p.unhashable)} "
+            f"{'is a container' if one else 'are containers'} of Python values that static_argnums cannot hash (a dict or a list): "
+            "pass a tuple (or a frozen dataclass) and mark it static, or "
+            f"{array_form}"
+        )
     else:
         hint = array_form
     return Explanation(message, sentence(hint))
@@ -165,6 +178,11 @@ def _array_branch(facts: Facts, cond: str) -> str:
     """The failing branch written with arrays, in the user's names where the code
     has a shape ``branch_fix`` knows."""
     fix = branch_fix(facts.site)
+    if fix is None and cond == "the condition":
+        return (
+            "compute both sides and select with jnp.where(condition, a, b), or "
+            "branch with jax.lax.cond(condition, true_fn, false_fn, *operands)"
+        )
     if fix is None:
         return (
             f"compute both sides and select with `jnp.where({cond}, a, b)` (a: the "

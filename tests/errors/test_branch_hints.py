@@ -97,6 +97,20 @@ def test_branch_on_an_array_and_a_python_scalar_offers_no_static(catch):
     assert "`return jnp.where(x.sum() > limit, x, -x)`" in report.hint
 
 
+def gate(p, x):
+    if p["w"] > 0:  # <- error
+        return x
+    return -x
+
+
+def test_branch_on_a_dict_of_python_floats_says_it_cannot_be_hashed(catch):
+    report = js.explain(catch(jax.jit(gate), {"w": 1.0}, jnp.ones(2)))
+    assert report.hint.startswith("The argument p is a container of Python values")
+    assert "static_argnums=(" not in report.hint
+    assert "holds arrays" not in report.hint
+    assert '`return jnp.where(p["w"] > 0, x, -x)`' in report.hint
+
+
 def test_nnx_jit_step_branching_on_its_loss_speaks_of_nnx_jit_and_arrays(catch):
     model = Regressor(nnx.Rngs(0))
     report = js.explain(catch(nnx_step, model, X, Y, 1.0))
