@@ -24,6 +24,9 @@ from jaxscope.compat import sharding as _csharding
 
 R = TypeVar("R")
 _DEPENDS_ON = re.compile(r"depends on the value of the argument ([^\s.]+)")
+_DEPENDS_ON_MANY = re.compile(
+    r"depends on the values of the arguments (.+?)\.(?:\s|$)", re.MULTILINE
+)
 _ALLOWED_SCALARS = (bool, int, float, complex, np.generic)
 
 
@@ -522,6 +525,28 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
     )
     if not control_flow:
         return ""
+    user = unwrap(fn)
+    code = getattr(user, "__code__", None)
+    many = _DEPENDS_ON_MANY.search(text)
+    if many:
+        roots = dict.fromkeys(
+            re.split(r"[\[.]", a.strip(), maxsplit=1)[0]
+            for a in re.split(r",\s*(?:and\s+)?|\s+and\s+", many.group(1))
+            if a.strip()
+        )
+        arrays = [
+            r
+            for r in roots
+            if (v := _traced_local(exc, code, r)) is not _UNSEEN
+            and not may_be_static(v)
+        ]
+        if arrays:
+            return (
+                f"Python control flow depends on {', '.join(arrays)}, which cannot be "
+                "static (arrays or unhashable values): write the branch with arrays "
+                "(jnp.where, jax.lax.cond); calling it in a cell shows the rewrite in "
+                "your names"
+            )
     match = _DEPENDS_ON.search(text)
     if not match:
         return (
@@ -530,7 +555,6 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
         )
     arg = match.group(1)
     root = re.split(r"[\[.]", arg, maxsplit=1)[0]
-    user = unwrap(fn)
     own_names = {getattr(user, "__name__", None), getattr(user, "__qualname__", None)}
     traced = _TRACING_FN.search(text)
     if traced and traced.group(1) not in own_names:
@@ -541,7 +565,7 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
             f"{arg}: mark it static where {inner} is jitted (jax.jit({inner}, "
             f"static_argnames=('{root}',))) or use lax.cond / jnp.where"
         )
-    value = _traced_local(exc, getattr(user, "__code__", None), root)
+    value = _traced_local(exc, code, root)
     if value is not _UNSEEN and not may_be_static(value):
         what = (
             f"{a_an(type(value).__name__)} (not hashable)"

@@ -150,3 +150,17 @@ def test_control_flow_on_a_pytree_leaf_suggests_its_root_argument():
     # a dict cannot be static (static_argnums=(0,) would fail when pasted)
     assert "p is a dict (not hashable), which cannot be static" in message
     assert "static_argnums" not in message
+
+
+def test_control_flow_on_several_array_arguments_is_not_told_static():
+    def clipped(params, x, max_loss):
+        loss = jnp.sum(x * params["w"])
+        if loss > max_loss:
+            return max_loss
+        return loss
+
+    with pytest.raises(js.TraceError) as info:
+        js.jaxpr(clipped)({"w": X}, X, 1.0)
+    message = one_line(info)
+    assert "depends on params, x, which cannot be static" in message
+    assert "static argument" not in message
