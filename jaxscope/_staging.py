@@ -24,6 +24,10 @@ from jaxscope.compat import sharding as _csharding
 
 R = TypeVar("R")
 _DEPENDS_ON = re.compile(r"depends on the value of the argument ([^\s.]+)")
+_ARRAY_IN_STATIC = re.compile(
+    r"object of type <class '[\w.]*(?:ArrayImpl|ndarray|Array|Tracer)'>"
+    r"|\b(?:Array|array)\(|Traced<"
+)
 _DEPENDS_ON_MANY = re.compile(
     r"depends on the values of the arguments (.+?)\.(?:\s|$)", re.MULTILINE
 )
@@ -523,6 +527,16 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
             jax.errors.TracerIntegerConversionError,
         ),
     )
+    if text.startswith("Non-hashable static arguments"):
+        if _ARRAY_IN_STATIC.search(text):
+            return (
+                "a static argument holds arrays, and arrays cannot be static: drop "
+                "it from the static arguments so it is traced"
+            )
+        return (
+            "static arguments must be hashable: pass a tuple instead of a list, a "
+            "tuple of pairs or a frozen dataclass instead of a dict"
+        )
     if not control_flow:
         return ""
     user = unwrap(fn)

@@ -164,3 +164,14 @@ def test_control_flow_on_several_array_arguments_is_not_told_static():
     message = one_line(info)
     assert "depends on params, x, which cannot be static" in message
     assert "static argument" not in message
+
+
+def test_a_static_argument_holding_arrays_is_told_to_be_traced():
+    def scale(params, x):
+        return x * params[0]
+
+    with pytest.raises(js.TraceError) as info:
+        js.jaxpr(scale, static_argnums=(0,))([X], X)
+    message = one_line(info)
+    assert "arrays cannot be static: drop it from the static arguments" in message
+    assert "tuple instead of a list" not in message
