@@ -27,6 +27,7 @@ from jaxscope._format import unwrap
 from jaxscope.compat import errors as _cerrors
 
 _SQUEEZE = re.compile(r"cannot select an axis to squeeze out which has size not equal")
+_SQUEEZED_SHAPE = re.compile(r"got shape=\(([\d, ]*)\)")
 _PARTITIONED = re.compile(r"_internal_pmap_axis_name.*partitioned (\d+) times")
 _INCONSISTENT = re.compile(r"^(?:vmap|pmap) got inconsistent sizes")
 _REPLICATION = re.compile(r"out_specs which require replication which can't be")
@@ -251,13 +252,27 @@ def library_hint(text: str, facts: LibraryFacts) -> str:
             f"`{replacement}` instead of `{wrapper}` (it differentiates the array "
             "leaves of the first argument and leaves the other fields alone)"
         )
-    if facts.pmap and (
-        _SQUEEZE.search(first)
-        or _PARTITIONED.search(first)
-        or _INCONSISTENT.search(first)
-    ):
+    if facts.pmap and _unsplit_batch(first, text, facts):
         return _pmap_split(facts)
     return ""
+
+
+def _unsplit_batch(first: str, text: str, facts: LibraryFacts) -> bool:
+    """Whether the error is pmap's own about a leading axis not split over the
+    devices (not an error of the same words inside the mapped function)."""
+    if _PARTITIONED.search(first):
+        return True
+    if _INCONSISTENT.search(first):
+        return first.startswith("pmap") or "_dynamic[" in text
+    squeezed = _SQUEEZED_SHAPE.search(first)
+    if squeezed is None or not _SQUEEZE.search(first):
+        return False
+    n = facts.devices
+    per_device = tuple(int(d) for d in re.findall(r"\d+", squeezed.group(1)))
+    return any(
+        s and s[0] % n == 0 and (s[0] // n, *s[1:]) == per_device
+        for _t, s in facts.arguments
+    )
 
 
 def _max_steps(facts: LibraryFacts) -> str:

@@ -120,6 +120,16 @@ def test_pmap_with_shared_parameters_says_which_argument_is_unmapped(catch):
     assert "in_axes=(None, 0)" in report.hint
 
 
+def _squeeze_first(x):
+    return jnp.squeeze(x, axis=0)
+
+
+def test_a_squeeze_error_inside_a_pmapped_function_is_not_an_unsplit_batch(catch):
+    split = jnp.ones((N, 4, 3))
+    report = js.explain(catch(lambda: jax.pmap(_squeeze_first)(split)))
+    assert "split" not in report.hint
+
+
 def test_a_squeeze_error_outside_pmap_keeps_its_own_hint(catch):
     report = js.explain(catch(lambda: jnp.squeeze(jnp.ones((4, 3)), axis=0)))
     assert "pmap" not in report.hint
