@@ -185,9 +185,9 @@ def _array_branch(facts: Facts, cond: str) -> str:
         )
     if fix is None:
         return (
-            f"compute both sides and select with `jnp.where({cond}, a, b)` (a: the "
+            f"compute both sides and select with jnp.where({cond}, a, b) (a: the "
             f"value when true, b: when false), or branch with "
-            f"`jax.lax.cond({cond}, true_fn, false_fn, *operands)`"
+            f"jax.lax.cond({cond}, true_fn, false_fn, *operands)"
         )
     same = f" (here the same as `{fix.extreme}`)" if fix.extreme else ""
     return (

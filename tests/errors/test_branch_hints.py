@@ -111,6 +111,21 @@ def test_branch_on_a_dict_of_python_floats_says_it_cannot_be_hashed(catch):
     assert '`return jnp.where(p["w"] > 0, x, -x)`' in report.hint
 
 
+@jax.jit
+def noisy(x):
+    if x.sum() > 0:  # <- error
+        x = x * 2
+        x = x + 1
+    return x
+
+
+def test_a_branch_it_cannot_rewrite_gets_words_not_placeholder_code(catch):
+    report = js.explain(catch(noisy, jnp.ones(3)))
+    assert "jnp.where(x.sum() > 0, a, b)" in report.hint
+    assert "`jnp.where" not in report.hint
+    assert "`jax.lax.cond" not in report.hint
+
+
 def test_nnx_jit_step_branching_on_its_loss_speaks_of_nnx_jit_and_arrays(catch):
     model = Regressor(nnx.Rngs(0))
     report = js.explain(catch(nnx_step, model, X, Y, 1.0))
