@@ -20,10 +20,53 @@ from jaxscope._format import a_an, qualname, short_repr, unwrap
 from jaxscope._source import user_frames_of_exception
 from jaxscope.compat import jaxpr as _cjaxpr
 from jaxscope.compat import libraries as _clib
+from jaxscope.compat import sharding as _csharding
 
 R = TypeVar("R")
 _DEPENDS_ON = re.compile(r"depends on the value of the argument ([^\s.]+)")
+_ARRAY_IN_STATIC = re.compile(
+    r"object of type <class '[\w.]*(?:ArrayImpl|ndarray|Array|Tracer)'>"
+    r"|\b(?:Array|array)\(|Traced<"
+)
+_DEPENDS_ON_MANY = re.compile(
+    r"depends on the values of the arguments (.+?)\.(?:\s|$)", re.MULTILINE
+)
 _ALLOWED_SCALARS = (bool, int, float, complex, np.generic)
+
+
+def may_be_static(value: Any) -> bool:
+    """Whether an argument seen inside a trace came from a Python value that
+    ``static_argnums`` could take: every leaf a Python scalar (its tracer is
+    weakly typed; a bool flag traces as ``bool[]``) or a plain hashable, in
+    hashable containers (tuples, not lists or dicts). Arrays never may."""
+    try:
+        leaves, treedef = jax.tree_util.tree_flatten(value)
+        hash(jax.tree_util.tree_unflatten(treedef, [0] * len(leaves)))
+    except Exception:
+        return False
+    return all(_python_leaf(leaf) for leaf in leaves)
+
+
+def python_values(value: Any) -> bool:
+    """Whether every leaf of ``value`` came from a Python value (no array), though
+    its containers may not be hashable (a dict of floats)."""
+    try:
+        leaves = jax.tree_util.tree_leaves(value)
+    except Exception:
+        return False
+    return all(_python_leaf(leaf) for leaf in leaves)
+
+
+def _python_leaf(leaf: Any) -> bool:
+    if isinstance(leaf, (bool, int, float, complex, str)) or leaf is None:
+        return True
+    if not _csharding.is_tracer(leaf):
+        return False
+    aval = getattr(leaf, "aval", None)
+    if getattr(aval, "shape", None) != ():
+        return False
+    dtype = getattr(aval, "dtype", None)
+    return bool(getattr(aval, "weak_type", False)) or str(dtype) == "bool"
 
 
 def _describe(value: Any) -> str:
@@ -484,8 +527,40 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
             jax.errors.TracerIntegerConversionError,
         ),
     )
+    if text.startswith("Non-hashable static arguments"):
+        if _ARRAY_IN_STATIC.search(text):
+            return (
+                "a static argument holds arrays, and arrays cannot be static: drop "
+                "it from the static arguments so it is traced"
+            )
+        return (
+            "static arguments must be hashable: pass a tuple instead of a list, a "
+            "tuple of pairs or a frozen dataclass instead of a dict"
+        )
     if not control_flow:
         return ""
+    user = unwrap(fn)
+    code = getattr(user, "__code__", None)
+    many = _DEPENDS_ON_MANY.search(text)
+    if many:
+        roots = dict.fromkeys(
+            re.split(r"[\[.]", a.strip(), maxsplit=1)[0]
+            for a in re.split(r",\s*(?:and\s+)?|\s+and\s+", many.group(1))
+            if a.strip()
+        )
+        arrays = [
+            r
+            for r in roots
+            if (v := _traced_local(exc, code, r)) is not _UNSEEN
+            and not may_be_static(v)
+        ]
+        if arrays:
+            return (
+                f"Python control flow depends on {', '.join(arrays)}, which cannot be "
+                "static (arrays or unhashable values): write the branch with arrays "
+                "(jnp.where, jax.lax.cond); calling it in a cell shows the rewrite in "
+                "your names"
+            )
     match = _DEPENDS_ON.search(text)
     if not match:
         return (
@@ -494,7 +569,6 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
         )
     arg = match.group(1)
     root = re.split(r"[\[.]", arg, maxsplit=1)[0]
-    user = unwrap(fn)
     own_names = {getattr(user, "__name__", None), getattr(user, "__qualname__", None)}
     traced = _TRACING_FN.search(text)
     if traced and traced.group(1) not in own_names:
@@ -504,6 +578,19 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
             f"Python control flow in {inner} depends on the value of its argument "
             f"{arg}: mark it static where {inner} is jitted (jax.jit({inner}, "
             f"static_argnames=('{root}',))) or use lax.cond / jnp.where"
+        )
+    value = _traced_local(exc, code, root)
+    if value is not _UNSEEN and not may_be_static(value):
+        what = (
+            f"{a_an(type(value).__name__)} (not hashable)"
+            if python_values(value)
+            else "an array"
+        )
+        return (
+            f"Python control flow depends on the value of argument {arg}; {root} is "
+            f"{what}, which cannot be static: write the branch with arrays "
+            "(jnp.where, jax.lax.cond); calling it in a cell shows the rewrite in "
+            "your names"
         )
     names = param_names(user)
     static = (
@@ -515,6 +602,22 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
         f"Python control flow depends on the value of argument {arg}: mark it "
         f"static ({static}) or use lax.cond / jnp.where"
     )
+
+
+_UNSEEN = object()
+
+
+def _traced_local(exc: BaseException, code: Any, name: str) -> Any:
+    """The value ``name`` had in the frame of ``code`` when ``exc`` was raised
+    (``_UNSEEN`` when that frame is not in the traceback)."""
+    import traceback
+
+    if code is None:
+        return _UNSEEN
+    for frame, _line in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code is code and name in frame.f_locals:
+            return frame.f_locals[name]
+    return _UNSEEN
 
 
 def lower(traced: Any) -> Any:

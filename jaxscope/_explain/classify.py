@@ -30,7 +30,7 @@ _TYPED_KINDS = (
     ("UnexpectedTracerError", ErrorKind.LEAK),
     ("ConcretizationTypeError", ErrorKind.CONCRETIZATION),
 )
-_RUNTIME_ERRORS = ("XlaRuntimeError", "JaxRuntimeError")
+_RUNTIME_ERRORS = ("XlaRuntimeError", "JaxRuntimeError", "EquinoxRuntimeError")
 _OUT_OF_MEMORY = ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory")
 # Kinds read off the message text alone, which a well-known message refines.
 _REFINABLE = frozenset(

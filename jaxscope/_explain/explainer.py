@@ -31,7 +31,7 @@ from jaxscope._explain.capture import captured_object
 from jaxscope._explain.classify import error_kind, is_jax_error, raised_by_jax
 from jaxscope._explain.context import message_context, probed_context
 from jaxscope._explain.donation import deleted_operand
-from jaxscope._explain.evaluate import MISSING, safe_eval
+from jaxscope._explain.evaluate import MISSING, eval_callee
 from jaxscope._explain.frames import (
     Entry,
     entries,
@@ -42,6 +42,7 @@ from jaxscope._explain.frames import (
 )
 from jaxscope._explain.hints import Facts, explanation
 from jaxscope._explain.known import untraceable_path
+from jaxscope._explain.library_hints import library_facts
 from jaxscope._explain.messages import (
     Tracing,
     clean_message,
@@ -65,6 +66,7 @@ from jaxscope._explain.wrappers import (
 )
 from jaxscope._format import short_repr
 from jaxscope._records import SourceLoc
+from jaxscope._staging import may_be_static, python_values
 from jaxscope.compat import errors as _cerrors
 
 __all__ = [
@@ -256,6 +258,8 @@ class _Traced:
     code: types.CodeType | None
     wrapper: str
     fields: tuple[FieldFix, ...]
+    statics: tuple[str, ...] = ()
+    unhashable: tuple[str, ...] = ()
 
 
 def _traced(found: list[Entry], text: str) -> _Traced:
@@ -272,13 +276,24 @@ def _traced(found: list[Entry], text: str) -> _Traced:
             arguments=equinox_arguments(tracing.arguments, code, frame),
         )
     fields: list[FieldFix] = []
+    statics: list[str] = []
+    unhashable: list[str] = []
     if frame is not None:
         for arg in tracing.arguments:
             base = re.split(r"[\[.]", arg, maxsplit=1)[0]
-            fix = field_fix(arg, frame.f_locals.get(base))
+            value = frame.f_locals.get(base, MISSING)
+            fix = field_fix(arg, value)
             if fix is not None:
                 fields.append(fix)
-    return _Traced(tracing, code, wrapper, tuple(fields))
+            if value is MISSING or base in statics + unhashable:
+                continue
+            if may_be_static(value):
+                statics.append(base)
+            elif python_values(value):
+                unhashable.append(base)
+    return _Traced(
+        tracing, code, wrapper, tuple(fields), tuple(statics), tuple(unhashable)
+    )
 
 
 def _untraceable_fields(
@@ -289,7 +304,7 @@ def _untraceable_fields(
     path = untraceable_path(first_line(text))
     if not path or inner is None or not isinstance(site.node, ast.Call):
         return ()
-    callee = safe_eval(site.node.func, inner.frame)
+    callee = eval_callee(site.node.func, inner.frame)
     base = re.split(r"[\[.]", path, maxsplit=1)[0]
     value = argument_value(site.node, inner.frame, callee, base)
     fix = field_fix(path, value) if value is not MISSING else None
@@ -343,6 +358,9 @@ def _explain(exc: BaseException) -> ErrorReport:
                 else None
             ),
             capture=captured_object(found) if kind == ErrorKind.TRACE_LEVEL else None,
+            statics=traced.statics,
+            unhashable=traced.unhashable,
+            library=library_facts(exc, users, inner, where.site),
         )
     )
     frames = [loc(e) for e in users]

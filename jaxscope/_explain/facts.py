@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from jaxscope._explain.axes import UnboundAxis
 from jaxscope._explain.capture import Capture
 from jaxscope._explain.donation import Deleted
+from jaxscope._explain.library_hints import NO_LIBRARY_FACTS, LibraryFacts
 from jaxscope._explain.messages import Tracing
 from jaxscope._explain.report import ErrorKind, Operand
 from jaxscope._explain.site import Site
@@ -35,6 +36,11 @@ class Facts:
         deleted: the deleted array the failing line uses, and where it went.
         axis: the unbound axis name of a collective and the vmap that should bind it.
         capture: the NNX object a traced function captured from outside its trace.
+        library: what the library and parallel-code hints need.
+        statics: the arguments (their top-level names) that were Python values at the
+            call, which ``static_argnums`` could take.
+        unhashable: those that were Python values in a container static arguments
+            cannot hash (a dict, a list); any other argument is an array.
     """
 
     kind: ErrorKind
@@ -50,6 +56,9 @@ class Facts:
     deleted: Deleted | None = None
     axis: UnboundAxis | None = None
     capture: Capture | None = None
+    statics: tuple[str, ...] = ()
+    unhashable: tuple[str, ...] = ()
+    library: LibraryFacts = NO_LIBRARY_FACTS
 
 
 @dataclass(frozen=True, slots=True)

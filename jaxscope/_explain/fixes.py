@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import linecache
 import re
 import types
+from dataclasses import dataclass
 
 from jaxscope._explain.evaluate import code_params
 from jaxscope._explain.report import Operand
@@ -102,16 +104,16 @@ def static_hint(
     decorator = jit_decorator(code)
     if decorator == "partial":
         return (
-            f"add {static}{alternative} to the @partial({jit}, ...) decorator of "
+            f"add `{static}`{alternative} to the @partial({jit}, ...) decorator of "
             f"{short}"
         )
     if decorator == "plain":
         return (
-            f"decorate {short} with @functools.partial({jit}, {static}) instead of "
-            f"@{jit}{alternative}; to try it first: {jit}({short}.__wrapped__, "
-            f"{static})"
+            f"decorate {short} with `@functools.partial({jit}, {static})` instead of "
+            f"`@{jit}`{alternative}; to try it first: `{jit}({short}.__wrapped__, "
+            f"{static})`"
         )
-    return f"{jit}({short}, {static}){alternative}"
+    return f"`{jit}({short}, {static})`{alternative}"
 
 
 def np_calls(site: Site) -> list[tuple[str, str]]:
@@ -175,9 +177,32 @@ def condition_text(site: Site) -> tuple[str, str]:
     return "bool()", ""
 
 
-def nan_guard(prim: str) -> str:
-    """A guarded version of the primitive ``prim`` that cannot produce a NaN."""
-    return _NAN_GUARDS.get(prim, "jnp.where(valid, x, safe_value) around the operation")
+def nan_guard(prim: str, site: Site | None = None) -> str:
+    """A guarded version of the primitive ``prim`` that cannot produce a NaN, in
+    backticks with the user's operand where the failing call is ``jnp.<prim>(x)``."""
+    guard = _NAN_GUARDS.get(prim)
+    if guard is None:
+        return "jnp.where(valid, x, safe_value) around the operation"
+    call = _prim_call(prim, site)
+    if call is not None and "x" in guard and "(x" in guard:
+        return f"`{guard.replace('(x', '(' + call, 1)}` in place of `{_call_text(prim, site, call)}`"
+    return guard
+
+
+def _prim_call(prim: str, site: Site | None) -> str | None:
+    """The text of the one argument of the failing ``jnp.<prim>(arg)`` call."""
+    node = site.node if site is not None else None
+    if site is None or not isinstance(node, ast.Call) or len(node.args) != 1:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name != prim:
+        return None
+    return site.text(node.args[0])
+
+
+def _call_text(prim: str, site: Site | None, arg: str) -> str:
+    return site.text(site.node) if site is not None else f"{prim}({arg})"
 
 
 def _dims(aval: str) -> list[int] | None:
@@ -216,3 +241,183 @@ def shape_hint(site: Site, operands: tuple[Operand, ...]) -> str:
             return f"{differ}; did you mean {a.expr} @ {b.expr}.T?"
         return f"{differ}; {_SHAPE_FIX}"
     return f"{facts}: {_SHAPE_FIX}"
+
+
+_EXTREMES = {  # (comparison, picks the left side) -> the jnp function it is
+    (ast.Gt, False): "minimum",
+    (ast.GtE, False): "minimum",
+    (ast.Lt, True): "minimum",
+    (ast.LtE, True): "minimum",
+    (ast.Gt, True): "maximum",
+    (ast.GtE, True): "maximum",
+    (ast.Lt, False): "maximum",
+    (ast.LtE, False): "maximum",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BranchFix:
+    """A Python branch on a traced value, rewritten as array code in the user's names.
+
+    Attributes:
+        where: the statement with ``jnp.where`` (``return jnp.where(c, a, b)``).
+        cond: the same with ``jax.lax.cond`` (``return jax.lax.cond(c, lambda: a,
+            lambda: b)``).
+        extreme: ``jnp.minimum(a, b)`` / ``jnp.maximum(a, b)`` when the branch is one.
+    """
+
+    where: str
+    cond: str
+    extreme: str = ""
+
+
+def branch_fix(site: Site) -> BranchFix | None:
+    """The array form of the failing ``if`` (or ``a if c else b``): ``if c: return a``
+    followed by ``return b``, ``if c: t = a else: t = b``, ``if c: t = a``,
+    ``if c: t += a``; None for any other shape of code."""
+    stmt = site.stmt
+    if isinstance(site.node, ast.IfExp) or (
+        not isinstance(stmt, ast.If) and isinstance(_if_exp(stmt), ast.IfExp)
+    ):
+        return _if_exp_fix(site)
+    if not isinstance(stmt, ast.If) or len(stmt.body) != 1:
+        return None
+    cond = site.text(stmt.test)
+    body = stmt.body[0]
+    other = stmt.orelse[0] if len(stmt.orelse) == 1 else None
+    if stmt.orelse and other is None:
+        return None
+    if isinstance(body, ast.Return) and body.value is not None:
+        if other is None:
+            other = _next_statement(site.scope, stmt)
+        if not isinstance(other, ast.Return) or other.value is None:
+            return None
+        return _fix(site, stmt.test, body.value, other.value, "return ", cond)
+    target = _single_target(body)
+    if target is None:
+        return None
+    if other is not None and _single_target(other) != target:
+        return None
+    value = _assigned(site, body, target)
+    if value is None:
+        return None
+    if other is None:
+        return _fix_text(site, stmt.test, value, target, f"{target} = ", cond)
+    other_value = _assigned(site, other, target)
+    if other_value is None:
+        return None
+    return _fix_text(site, stmt.test, value, other_value, f"{target} = ", cond)
+
+
+def _if_exp(stmt: ast.stmt | None) -> ast.AST | None:
+    if isinstance(stmt, (ast.Return, ast.Assign)) and stmt.value is not None:
+        return stmt.value
+    return None
+
+
+def _if_exp_fix(site: Site) -> BranchFix | None:
+    stmt = site.stmt
+    node = site.node if isinstance(site.node, ast.IfExp) else _if_exp(stmt)
+    if not isinstance(node, ast.IfExp) or stmt is None:
+        return None
+    whole = site.text(stmt).strip()
+    expr = site.text(node)
+    if not whole or expr not in whole:
+        return None
+    cond = site.text(node.test)
+    a, b = site.text(node.body), site.text(node.orelse)
+    where = whole.replace(expr, f"jnp.where({cond}, {a}, {b})", 1)
+    lax = whole.replace(expr, f"jax.lax.cond({cond}, lambda: {a}, lambda: {b})", 1)
+    extreme = _extreme(node.test, node.body, node.orelse, site)
+    return BranchFix(where, lax, whole.replace(expr, extreme, 1) if extreme else "")
+
+
+def _fix(
+    site: Site, test: ast.expr, a: ast.expr, b: ast.expr, prefix: str, cond: str
+) -> BranchFix:
+    extreme = _extreme(test, a, b, site)
+    return BranchFix(
+        f"{prefix}jnp.where({cond}, {site.text(a)}, {site.text(b)})",
+        f"{prefix}jax.lax.cond({cond}, lambda: {site.text(a)}, lambda: {site.text(b)})",
+        f"{prefix}{extreme}" if extreme else "",
+    )
+
+
+def _fix_text(
+    site: Site, test: ast.expr, a: str, b: str, prefix: str, cond: str
+) -> BranchFix:
+    extreme = ""
+    with contextlib.suppress(SyntaxError):
+        extreme = _extreme(
+            test, ast.parse(a, mode="eval").body, ast.parse(b, mode="eval").body, site
+        )
+    return BranchFix(
+        f"{prefix}jnp.where({cond}, {a}, {b})",
+        f"{prefix}jax.lax.cond({cond}, lambda: {a}, lambda: {b})",
+        f"{prefix}{extreme}" if extreme else "",
+    )
+
+
+def _extreme(test: ast.expr, a: ast.AST, b: ast.AST, site: Site) -> str:
+    """``jnp.minimum(x, y)`` when ``where(test, a, b)`` picks the smaller of the two
+    compared values (``maximum`` for the larger); "" otherwise."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return ""
+    left, right = test.left, test.comparators[0]
+    same = ast.dump(a) == ast.dump(left) and ast.dump(b) == ast.dump(right)
+    swapped = ast.dump(a) == ast.dump(right) and ast.dump(b) == ast.dump(left)
+    if not (same or swapped):
+        return ""
+    name = _EXTREMES.get((type(test.ops[0]), same))
+    if name is None:
+        return ""
+    return f"jnp.{name}({site.text(left)}, {site.text(right)})"
+
+
+def _single_target(stmt: ast.stmt) -> str | None:
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+    elif isinstance(stmt, ast.AugAssign):
+        target = stmt.target
+    else:
+        return None
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def _assigned(site: Site, stmt: ast.stmt, target: str) -> str | None:
+    """The value ``stmt`` gives ``target`` (``t + a`` for ``t += a``)."""
+    if isinstance(stmt, ast.Assign):
+        return site.text(stmt.value)
+    if isinstance(stmt, ast.AugAssign):
+        op = _OPERATORS.get(type(stmt.op))
+        if op is None:
+            return None
+        value = site.text(stmt.value)
+        if not isinstance(stmt.value, _ATOMS):
+            value = f"({value})"
+        return f"{target} {op} {value}"
+    return None
+
+
+_ATOMS = (ast.Name, ast.Constant, ast.Call, ast.Attribute, ast.Subscript)
+_OPERATORS = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.Pow: "**",
+}
+
+
+def _next_statement(scope: ast.AST | None, stmt: ast.stmt) -> ast.stmt | None:
+    """The statement right after ``stmt`` in the block that holds it."""
+    if scope is None:
+        return None
+    for node in ast.walk(scope):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and stmt in block:
+                index = block.index(stmt)
+                following = block[index + 1 : index + 2]
+                return following[0] if following else None
+    return None

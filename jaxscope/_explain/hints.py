@@ -15,6 +15,7 @@ from jaxscope._explain.context import BUFFER, LEAKED_INTO
 from jaxscope._explain.facts import Explanation, Facts, sentence
 from jaxscope._explain.fixes import (
     assignment_fix,
+    branch_fix,
     condition_text,
     names,
     nan_guard,
@@ -23,6 +24,7 @@ from jaxscope._explain.fixes import (
     static_hint,
 )
 from jaxscope._explain.known import known_message
+from jaxscope._explain.library_hints import library_hint
 from jaxscope._explain.messages import ARISES, LEAKED_IN, NAN_IN, first_line
 from jaxscope._explain.report import ErrorKind, Operand
 from jaxscope._explain.transfer_hints import donated, trace_level, unbound_axis
@@ -37,26 +39,39 @@ _BYTES = re.compile(r"allocat\w* (?P<n>\d+) bytes")
 _TIP = re.compile(r"((?:Try|Consider|Use|Instead)\b[^\n]*)")
 _REFERRED_BY = re.compile(r"is referred to by ([^\s<][^\s]*)")
 _JIT_TRANSFORMS = ("jit", "pjit", "pmap")
+# Equinox's runtime errors (eqx.error_if) put the error's own line after the stacks.
+_RAISED_INSIDE = re.compile(r"^equinox\.EquinoxRuntimeError: (.+)$", re.MULTILINE)
 
 
 def explanation(facts: Facts) -> Explanation:
     """The message and hint for ``facts``: JAX's first line and no hint for a kind
     without its own builder."""
     builder = _BUILDERS.get(facts.kind)
-    if builder is None:
-        return Explanation(first_line(facts.text), "")
-    return builder(facts)
+    explained = (
+        builder(facts)
+        if builder is not None
+        else Explanation(first_line(facts.text), "")
+    )
+    library = library_hint(facts.text, facts.library)
+    if library:
+        return Explanation(explained.message, library, explained.extra_context)
+    return explained
 
 
 @dataclass(frozen=True, slots=True)
 class _Phrases:
     """The pieces of a message about a traced value: `` in f``, `` (traced for
-    jit)``, ``; it depends on argument n`` and the "mark it static" advice."""
+    jit)``, ``; it depends on argument n``, the "mark it static" advice (only when
+    every argument behind the value was a Python value at the call) and the
+    arguments that were arrays."""
 
     in_fn: str
     under: str
     depends: str
     static_part: str
+    arrays: tuple[str, ...] = ()
+    transform: str = ""
+    unhashable: tuple[str, ...] = ()
 
 
 def _phrases(facts: Facts) -> _Phrases:
@@ -66,9 +81,14 @@ def _phrases(facts: Facts) -> _Phrases:
     plural = "s" if len(args) > 1 else ""
     library = library_of(facts.wrapper)
     transform = facts.wrapper if library != "jax" else tracing.transform
+    bases = list(dict.fromkeys(re.split(r"[\[.]", a, maxsplit=1)[0] for a in args))
+    arrays = tuple(
+        b for b in bases if b not in facts.statics and b not in facts.unhashable
+    )
+    unhashable = tuple(b for b in bases if b in facts.unhashable)
     if library == "eqx":
         static_part = _eqx_static_part(args, facts.fields)
-    elif fn and tracing.transform in _JIT_TRANSFORMS:
+    elif fn and tracing.transform in _JIT_TRANSFORMS and not arrays + unhashable:
         jit = facts.wrapper if facts.wrapper == "nnx.jit" else "jax.jit"
         static_part = _static_part(args, static_hint(fn, args, facts.code, jit))
     else:
@@ -78,6 +98,9 @@ def _phrases(facts: Facts) -> _Phrases:
         under=f" (traced for {transform})" if transform else "",
         depends=f"; it depends on argument{plural} {names(args)}" if args else "",
         static_part=static_part,
+        arrays=arrays if library != "eqx" else (),
+        transform=transform or "",
+        unhashable=unhashable if library != "eqx" else (),
     )
 
 
@@ -127,13 +150,50 @@ def _bool_conversion(facts: Facts) -> Explanation:
         )
     if construct == "while":
         hint = f"{p.static_part}use jax.lax.while_loop(lambda s: {cond}, body, init)"
-    else:
+        return Explanation(message, sentence(hint))
+    array_form = _array_branch(facts, cond)
+    if p.static_part:
+        hint = p.static_part + array_form
+    elif p.arrays:
+        under = f"under {p.transform}, " if p.transform else ""
         hint = (
-            f"{p.static_part}compute both sides and select with "
-            f"jnp.where({cond}, a, b), or branch with "
-            f"jax.lax.cond({cond}, true_fn, false_fn, ...)"
+            f"{under}{names(p.arrays)} {'holds' if len(p.arrays) == 1 else 'hold'} "
+            f"arrays, so `{cond}` has no Python value and static_argnums cannot "
+            f"help: {array_form}"
         )
+    elif p.unhashable:
+        one = len(p.unhashable) == 1
+        hint = (
+            f"the argument{'' if one else 's'} {names(p.unhashable)} "
+            f"{'is a container' if one else 'are containers'} of Python values that static_argnums cannot hash (a dict or a list): "
+            "pass a tuple (or a frozen dataclass) and mark it static, or "
+            f"{array_form}"
+        )
+    else:
+        hint = array_form
     return Explanation(message, sentence(hint))
+
+
+def _array_branch(facts: Facts, cond: str) -> str:
+    """The failing branch written with arrays, in the user's names where the code
+    has a shape ``branch_fix`` knows."""
+    fix = branch_fix(facts.site)
+    if fix is None and cond == "the condition":
+        return (
+            "compute both sides and select with jnp.where(condition, a, b), or "
+            "branch with jax.lax.cond(condition, true_fn, false_fn, *operands)"
+        )
+    if fix is None:
+        return (
+            f"compute both sides and select with jnp.where({cond}, a, b) (a: the "
+            f"value when true, b: when false), or branch with "
+            f"jax.lax.cond({cond}, true_fn, false_fn, *operands)"
+        )
+    same = f" (here the same as `{fix.extreme}`)" if fix.extreme else ""
+    return (
+        f"write the branch as array code: `{fix.where}`{same}, or with a branch "
+        f"that runs only one side: `{fix.cond}`"
+    )
 
 
 def _int_conversion(facts: Facts) -> Explanation:
@@ -188,9 +248,10 @@ def _bool_index(facts: Facts) -> Explanation:
         f"cannot be traced{p.in_fn}{p.under}"
     )
     hint = (
-        f"Keep the shape: jnp.where({mask}, {arr}, 0), or reduce with "
-        f"jnp.sum({arr}, where={mask}); if you need the selected items, give their "
-        f"count statically: {arr}[jnp.nonzero({mask}, size=N, fill_value=0)]"
+        f"Keep the shape: `jnp.where({mask}, {arr}, 0)`, or reduce with "
+        f"`jnp.sum({arr}, where={mask})`; if you need the selected items, give their "
+        f"count statically: {arr}[jnp.nonzero({mask}, size=N, fill_value=0)] with N "
+        "the largest count"
     )
     return Explanation(message, hint)
 
@@ -221,7 +282,7 @@ def _item_assignment(facts: Facts) -> Explanation:
     if stmt_text:
         message += f" (`{stmt_text}`)"
     if fix:
-        hint = f"Write {fix}: .at[] returns an updated copy (under jit XLA updates in place)"
+        hint = f"Write `{fix}`: .at[] returns an updated copy (under jit XLA updates in place)"
     else:
         hint = (
             "Use x = x.at[idx].set(value) (or .add/.multiply/.min/.max): "
@@ -265,7 +326,7 @@ def _dtype_hint(first: str, operands: tuple[Operand, ...]) -> str:
     got = f" ({dtypes.group(1)})" if dtypes else ""
     exprs = [o.expr for o in operands]
     cast = (
-        f"{exprs[1]}.astype({exprs[0]}.dtype)"
+        f"`{exprs[1]}.astype({exprs[0]}.dtype)`"
         if len(exprs) >= 2
         else "x.astype(y.dtype)"
     )
@@ -320,7 +381,7 @@ def _nan(facts: Facts) -> Explanation:
     hint = (
         f"Guard the input of {prim}"
         + (f" in `{line}`" if line else "")
-        + f", e.g. {nan_guard(prim)}; js.step(f)(...).break_on(nan=True) steps to it "
+        + f", e.g. {nan_guard(prim, facts.site)}; js.step(f)(...).break_on(nan=True) steps to it "
         "with concrete values"
     )
     return Explanation(message, hint, (f"first {what}-producing primitive: {prim}",))
@@ -348,8 +409,9 @@ def _out_of_memory(facts: Facts) -> Explanation:
 
 
 def _runtime(facts: Facts) -> Explanation:
+    raised = _RAISED_INSIDE.search(facts.text)
     return Explanation(
-        first_line(facts.text),
+        raised.group(1).strip() if raised else first_line(facts.text),
         "The compiled program failed at run time; the message above is XLA's",
     )
 

@@ -45,6 +45,19 @@ _UNHASHABLE_STATIC = KnownMessage(
     "dict) or make it a regular traced argument",
 )
 
+_STATIC_ARRAY = KnownMessage(
+    ErrorKind.STATIC_ARG,
+    "A static argument here holds arrays, and arrays cannot be static (they are not "
+    "hashable, and a static value would compile once per value): remove that "
+    "argument from static_argnums / static_argnames so jit traces it, and write the "
+    "code that branches on its values with arrays (jnp.where, jax.lax.cond)",
+)
+# An array in the static value: its type, or an array's repr inside a container.
+_ARRAY_IN_STATIC = re.compile(
+    r"object of type <class '[\w.]*(?:ArrayImpl|ndarray|Array|Tracer)'>"
+    r"|\b(?:Array|array)\(|Traced<"
+)
+
 
 def known_message(
     first: str,
@@ -77,8 +90,10 @@ def known_message(
             "the sizes, or mark an argument that is not batched with in_axes=None for it "
             "(e.g. jax.vmap(f, in_axes=(0, None)))",
         )
+    if "ShapeDtypeStruct" in first and "not a valid JAX type" in first:
+        return _shape_dtype_struct(first)
     if first.startswith("Non-hashable static arguments"):
-        return _UNHASHABLE_STATIC
+        return _STATIC_ARRAY if _ARRAY_IN_STATIC.search(text) else _UNHASHABLE_STATIC
     if first.startswith("Error interpreting argument to"):
         return _untraceable_argument(first, fields)
     if first.startswith("cannot reshape array"):
@@ -89,6 +104,22 @@ def known_message(
             + "so choose a target shape with the same size (-1 infers one dimension)",
         )
     return None
+
+
+_ARGUMENT_NAME = re.compile(r"^Argument '(?P<name>\w+)'")
+
+
+def _shape_dtype_struct(first: str) -> KnownMessage:
+    named = _ARGUMENT_NAME.search(first)
+    name = named.group("name") if named else "An argument"
+    return KnownMessage(
+        ErrorKind.JAX_OTHER,
+        f"{name} is a jax.ShapeDtypeStruct: it describes an array's shape and dtype "
+        "without any values, so it can be traced but not run; to run (or profile) "
+        "the function, pass a real array of that shape, e.g. jnp.zeros(s.shape, "
+        "s.dtype) for a ShapeDtypeStruct s; to look at the program without data, "
+        "js.jaxpr, js.hlo and js.memory take ShapeDtypeStructs",
+    )
 
 
 _UNTRACEABLE_FN = re.compile(r"^Error interpreting argument to <function ([\w.<>]+) ")
@@ -118,7 +149,7 @@ def _untraceable_argument(first: str, fields: tuple[FieldFix, ...]) -> KnownMess
         return KnownMessage(
             ErrorKind.STATIC_ARG,
             f"{base} is an eqx.Module and its field {fix.field} holds{what}, which "
-            f"jax.jit cannot trace: use eqx.filter_jit({fn}) instead of jax.jit (it "
+            f"jax.jit cannot trace: use `eqx.filter_jit({fn})` instead of jax.jit (it "
             "traces the arrays and keeps every other field static), or declare the "
             f"field static in class {fix.cls}: `{fix.declaration}`",
         )

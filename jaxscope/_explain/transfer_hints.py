@@ -112,7 +112,7 @@ def unbound_axis(facts: Facts) -> Explanation:
             "the same name in both places"
         )
     elif axis.fixed:
-        hint = f"Name the vmapped axis at {axis.where}: {axis.fixed}"
+        hint = f"Name the vmapped axis at {axis.where}: `{axis.fixed}`"
     elif axis.batch_norm:
         hint = (
             "eqx.nn.BatchNorm works on one example and averages over a vmapped batch: "

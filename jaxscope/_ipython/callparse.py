@@ -7,6 +7,8 @@ magic can trace it instead.
 from __future__ import annotations
 
 import ast
+import builtins
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +43,31 @@ def cell_filename(source: str) -> str:
         return "<jaxscope-call>"
 
 
+def undefined_name(
+    exc: NameError, namespace: dict[str, Any], what: str = "", segment: str = ""
+) -> str:
+    """One line for a name a magic's expression uses and the namespace lacks, with
+    the closest defined name where one is close (a typo: ``train_stepp``)."""
+    name = getattr(exc, "name", None)
+    if not isinstance(name, str) or not name:
+        return f"{exception_text(exc)} in {what} `{segment}`; define it in a cell first"
+    candidates = [
+        n
+        for n in [*namespace, *dir(builtins)]
+        if isinstance(n, str) and (name.startswith("_") or not n.startswith("_"))
+    ]
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.75)
+    # "the function `f`" says nothing "name 'f'" does not
+    plain = segment == name and what == "the function"
+    where = "" if plain or not segment else f" in {what} `{segment}`"
+    if close:
+        return (
+            f"name '{name}' is not defined{where}; did you mean `{close[0]}`? (or "
+            "define it in a cell first)"
+        )
+    return f"name '{name}' is not defined{where}; define it in a cell first"
+
+
 def _eval(
     node: ast.expr, source: str, namespace: dict[str, Any], what: str, filename: str
 ) -> Any:
@@ -48,10 +75,8 @@ def _eval(
     try:
         return eval(code, namespace)
     except NameError as exc:
-        raise InvalidCallError(
-            f"{exc} in {what} `{ast.get_source_segment(source, node) or '?'}`; "
-            "define it in a cell first"
-        ) from None
+        segment = ast.get_source_segment(source, node) or "?"
+        raise InvalidCallError(undefined_name(exc, namespace, what, segment)) from None
     except Exception as exc:
         raise InvalidCallError(
             f"evaluating {what} `{ast.get_source_segment(source, node) or '?'}` raised "

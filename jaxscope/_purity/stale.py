@@ -304,6 +304,21 @@ def _stale(
     return findings
 
 
+def _hashable(capture: Capture) -> bool:
+    """Whether the captured value could be a static argument: a hashable copy (an
+    array, a list, a dict or another mutable object cannot)."""
+    fingerprint = capture.fingerprint
+    frozen = fingerprint.value
+    if fingerprint.kind != "value":
+        return False
+    # freeze() tags containers with their type.
+    return not (
+        isinstance(frozen, tuple)
+        and len(frozen) == 2
+        and frozen[0] in ("list", "dict", "set")
+    )
+
+
 def _stale_finding(function: str, capture: Capture, current: str) -> PurityFinding:
     captured = capture.fingerprint.summary
     if capture.fingerprint.kind == "module":
@@ -317,8 +332,8 @@ def _stale_finding(function: str, capture: Capture, current: str) -> PurityFindi
         hint = (
             f"{function} was traced with {capture.label} = {captured} and its "
             f"compiled code still uses that value: pass {capture.access.name} as an "
-            "argument (or mark it static), or call .clear_cache() on the jitted "
-            "function after changing it"
+            f"argument{' (or mark it static)' if _hashable(capture) else ''}, or call "
+            ".clear_cache() on the jitted function after changing it"
         )
     return PurityFinding(
         kind=STALE,

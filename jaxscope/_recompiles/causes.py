@@ -371,7 +371,8 @@ def _diff_leaves(prev: Arg, cur: Arg, api: str) -> list[Cause]:
                     after=b.type_str(),
                     hint=f"{where} is a Python scalar on one call and a JAX array on "
                     "another (weak_type differs): pass the same kind every time, e.g. "
-                    f"jnp.asarray(v, jnp.{np_name(b.dtype)}), or mark it static",
+                    f"jnp.asarray({where if where.isidentifier() else 'v'}, "
+                    f"jnp.{np_name(b.dtype)}) on every call",
                 )
             )
         if (

@@ -52,7 +52,17 @@ def _code_key(fun: Any) -> tuple[str, int, str] | None:
     for _ in range(10):
         code = getattr(fun, "__code__", None)
         if code is not None:
-            return (code.co_filename, code.co_firstlineno, code.co_name)
+            # Two lambdas on one line are two functions: their bodies' columns differ.
+            column = min(
+                (
+                    p[2]
+                    for p in code.co_positions()
+                    if p[0] == code.co_firstlineno and p[2]
+                ),
+                default=0,
+            )
+            name = f"{code.co_name}@{column}" if column else code.co_name
+            return (code.co_filename, code.co_firstlineno, name)
         fun = getattr(fun, "func", None) or getattr(fun, "__wrapped__", None)
         if fun is None:
             return None

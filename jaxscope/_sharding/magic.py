@@ -16,6 +16,7 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
+from jaxscope._ipython.callparse import undefined_name
 from jaxscope._ipython.common import (
     JaxscopeMagics,
     parse_magic_args,
@@ -48,7 +49,7 @@ def _evaluate(text: str, namespace: dict[str, Any]) -> Any:
         return eval(code, namespace)
     except NameError as exc:
         raise InvalidCallError(
-            f"{exc} in `{text}`; define it in a cell first"
+            undefined_name(exc, namespace, "the expression", text)
         ) from None
     except Exception as exc:
         raise InvalidCallError(

@@ -200,7 +200,7 @@ def test_bool_conversion_under_jit_names_argument_and_its_real_index(catch, line
 def test_bool_conversion_on_keyword_only_argument_offers_static_argnames(
     catch, line_of
 ):
-    report = js.explain(catch(jax.jit(scale), jnp.ones(3), mode=jnp.int32(2)))
+    report = js.explain(catch(jax.jit(scale), jnp.ones(3), mode=2))
     assert report.user_frame.line == line_of(scale)
     assert report.arguments == ("mode",)
     assert "jax.jit(scale, static_argnames='mode')" in report.hint
@@ -212,7 +212,7 @@ def test_bool_conversion_depending_on_two_arguments_marks_both(catch, line_of):
     assert report.user_frame.line == line_of(either)
     assert report.arguments == ("x", "y")
     assert (
-        "jax.jit(either, static_argnums=(0, 1)) (or static_argnames=('x', 'y'))"
+        "`jax.jit(either, static_argnums=(0, 1))` (or static_argnames=('x', 'y'))"
         in report.hint
     )
     assert "depends on arguments x and y" in report.message
@@ -662,3 +662,12 @@ def test_only_documentation_links_of_known_sites_are_kept(catch):
     exc = catch(jax.jit(relu), 1.0)
     exc.args = (str(exc).replace("docs.jax.dev", "evil.example"),)
     assert js.explain(exc).docs == ""
+
+
+@pytest.mark.parametrize("run", [jax.jit(times_two), js.profile(times_two)])
+def test_shape_dtype_struct_given_to_a_run_is_not_called_a_shape_error(catch, run):
+    report = js.explain(catch(run, jax.ShapeDtypeStruct((3,), jnp.float32)))
+    assert report.category == "jax_other"
+    assert "reshape or transpose" not in report.hint.lower()
+    assert "is a jax.ShapeDtypeStruct" in report.hint
+    assert "js.jaxpr, js.hlo and js.memory take ShapeDtypeStructs" in report.hint

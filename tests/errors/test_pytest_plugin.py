@@ -57,7 +57,7 @@ def test_failing_jax_tests_get_the_report(pytester):
         ]
     )
     assert (
-        "mark it static: jax.jit(clip_if, static_argnums=(1,)) (or static_argnames='limit')"
+        "mark it static: `jax.jit(clip_if, static_argnums=(1,))` (or static_argnames='limit')"
         in out
     )
     result.stdout.fnmatch_lines(
@@ -85,3 +85,31 @@ def test_bad_ini_value_is_a_clear_usage_error(pytester):
         "ini option jax_explain must be 'on' or 'off', got 'loud'"
         in result.stderr.str() + result.stdout.str()
     )
+
+
+BRANCH_FILE = """
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def f(x):
+    if x.sum() > 0:
+        return x
+    return -x
+
+
+def test_sum_branch():
+    f(jnp.ones(3))
+"""
+
+
+def test_report_on_a_branch_over_an_array_leads_with_the_array_form(pytester):
+    pytester.makepyfile(test_branch=BRANCH_FILE)
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    hint = out.split("hint: ", 1)[1]
+    assert hint.startswith("Under jit, x holds arrays")
+    assert "`return jnp.where(x.sum() > 0, x, -x)`" in hint
+    assert "static_argnums=(" not in hint

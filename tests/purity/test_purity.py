@@ -41,6 +41,29 @@ def test_stale_global_scalar_is_reported_with_both_values(load):
     assert [f.name for f in js.stale(m.jit_fn)] == ["shift"]
 
 
+def test_stale_numpy_array_is_not_told_to_be_static_but_a_scalar_is(load):
+    m = load(
+        """
+        import jax
+        import numpy as np
+        table = np.ones(3)
+        temperature = 2.0
+        add_table = jax.jit(lambda z: z + table)
+        scaled = jax.jit(lambda z: z / temperature)
+        """
+    )
+    with js.watch_purity():
+        m.add_table(jnp.zeros(3))
+        m.scaled(jnp.ones(2))
+    m.table[0] = 100.0
+    m.temperature = 0.5
+    (array,) = js.stale(m.add_table)
+    assert "pass table as an argument" in array.hint
+    assert "static" not in array.hint  # an array is not hashable
+    (scalar,) = js.stale(m.scaled)
+    assert "pass temperature as an argument (or mark it static)" in scalar.hint
+
+
 def test_stale_closure_cell_and_config_dict_and_global_array(load):
     m = load(
         """

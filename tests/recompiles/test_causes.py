@@ -102,6 +102,9 @@ def test_weak_type_cause_python_scalar_vs_array():
     assert cause.kind == "weak_type" and cause.path == "s"
     assert "weak" in cause.before and "weak" not in cause.after
     assert "Python scalar" in cause.hint
+    # a static number compiles once per value: not the fix for a learning rate
+    assert "static" not in cause.hint
+    assert "jnp.asarray(s, jnp.float32) on every call" in cause.hint
 
 
 def test_static_arg_cause_value_change():
@@ -237,6 +240,14 @@ def test_new_function_cause_other_jit_options():
     (cause,) = log.events[-1].causes
     assert cause.kind == "new_function"
     assert "compiler_options" in cause.before
+
+
+def test_two_different_lambdas_on_one_line_are_two_first_calls():
+    x = jnp.ones(3)
+    with js.watch_recompiles() as log:
+        _ = (jax.jit(lambda v: v + 1)(x), jax.jit(lambda v: v - 1)(x))
+    kinds = [c.kind for e in log.events for c in e.causes]
+    assert kinds == ["first_call", "first_call"]
 
 
 def test_redefined_function_jit_inside_loop():

@@ -147,4 +147,31 @@ def test_control_flow_on_a_pytree_leaf_suggests_its_root_argument():
         js.jaxpr(tree)({"w": 1.0}, X)
     message = one_line(info)
     assert "depends on the value of argument p['w']" in message
-    assert "js.jaxpr(tree, static_argnums=(0,))(...)" in message
+    # a dict cannot be static (static_argnums=(0,) would fail when pasted)
+    assert "p is a dict (not hashable), which cannot be static" in message
+    assert "static_argnums" not in message
+
+
+def test_control_flow_on_several_array_arguments_is_not_told_static():
+    def clipped(params, x, max_loss):
+        loss = jnp.sum(x * params["w"])
+        if loss > max_loss:
+            return max_loss
+        return loss
+
+    with pytest.raises(js.TraceError) as info:
+        js.jaxpr(clipped)({"w": X}, X, 1.0)
+    message = one_line(info)
+    assert "depends on params, x, which cannot be static" in message
+    assert "static argument" not in message
+
+
+def test_a_static_argument_holding_arrays_is_told_to_be_traced():
+    def scale(params, x):
+        return x * params[0]
+
+    with pytest.raises(js.TraceError) as info:
+        js.jaxpr(scale, static_argnums=(0,))([X], X)
+    message = one_line(info)
+    assert "arrays cannot be static: drop it from the static arguments" in message
+    assert "tuple instead of a list" not in message

@@ -155,7 +155,7 @@ def _explain_hint(shell, source: str) -> str:
 def test_explain_hint_for_a_jit_decorated_function_unwraps_it(shell):
     hint = _explain_hint(shell, "jitted_scale(3, x)")
     assert "@functools.partial(jax.jit, static_argnums=(0,))" in hint
-    expression = _found(r"to try it first: (jax\.jit\([^;]*\)\))", hint)
+    expression = _found(r"to try it first: `(jax\.jit\([^;`]*\))`", hint)
     assert expression == "jax.jit(jitted_scale.__wrapped__, static_argnums=(0,))"
     assert _runs(shell, f"{expression}(3, x)").tolist() == [0.0, 3.0, 6.0, 9.0]
     # the decorator it suggests works too
