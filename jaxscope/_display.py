@@ -17,6 +17,7 @@ import html as _html
 import importlib
 import io
 import os
+import re
 import warnings
 from typing import Any
 
@@ -75,11 +76,28 @@ _CONTROL = {
 }
 
 
+# A run of characters without a space this long is a name nobody reads whole (a
+# generated 100k-character function name or file name): it is shown cut in the middle.
+MAX_WORD = 300
+_LONG_WORD = re.compile(rf"\S{{{MAX_WORD + 1},}}")
+_KEEP = (MAX_WORD * 2 // 3, MAX_WORD // 3 - 1)
+
+
+def _cut(match: re.Match[str]) -> str:
+    word = match.group()
+    head, tail = _KEEP
+    return f"{word[:head]}\u2026{word[-tail:]}"
+
+
 def printable(text: str) -> str:
     """``text`` with terminal control characters (ESC of ANSI/OSC sequences, BEL,
-    ...) spelled out as ``\\x1b`` etc., so a user string cannot drive the terminal.
-    Newlines and tabs stay."""
-    return str(text).translate(_CONTROL)
+    NUL, ...) spelled out as ``\\x1b`` etc., so a user string cannot drive the
+    terminal, and words over ``MAX_WORD`` characters cut in the middle with an
+    ellipsis. Newlines and tabs stay."""
+    text = str(text).translate(_CONTROL)
+    if len(text) > MAX_WORD:
+        text = _LONG_WORD.sub(_cut, text)
+    return text
 
 
 def plain(text: str, style: str = "") -> Any:
@@ -88,6 +106,12 @@ def plain(text: str, style: str = "") -> Any:
     from rich.text import Text
 
     return Text(printable(text), style=style)
+
+
+def escape(text: object) -> str:
+    """A user string for HTML: control characters spelled out, then escaped
+    (quotes included, so it may sit in an attribute)."""
+    return _html.escape(printable(str(text)), quote=True)
 
 
 def pre(text: str, css_class: str = "jaxscope-text") -> str:

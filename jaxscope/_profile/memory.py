@@ -13,7 +13,7 @@ from typing import Any
 
 import jax
 
-from jaxscope._display import Renderable
+from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import plural
 from jaxscope._hlo.view import HloView
@@ -111,7 +111,7 @@ class MemoryView(Renderable):
         return source_blocks((m.key for m in self.lines), self.hlo.raw_file)
 
     def __repr__(self) -> str:
-        name = f" of {self.function_name}" if self.function_name else ""
+        name = f" of {printable(self.function_name)}" if self.function_name else ""
         return (
             f"<MemoryView{name}: peak {self.peak_bytes} bytes, "
             f"{plural(len(self.buffers), 'buffer')}>"

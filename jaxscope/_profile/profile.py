@@ -14,7 +14,7 @@ from typing import Any
 
 import jax
 
-from jaxscope._display import Renderable
+from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError, ProfileError
 from jaxscope._format import plural
 from jaxscope._hlo.view import HloView
@@ -133,7 +133,7 @@ class ProfileView(Renderable):
         return source_blocks((line.key for line in self.lines), self.hlo.raw_file)
 
     def __repr__(self) -> str:
-        name = f" of {self.function_name}" if self.function_name else ""
+        name = f" of {printable(self.function_name)}" if self.function_name else ""
         return (
             f"<ProfileView{name}: {self.total * 1e3:.3f} ms per run, "
             f"{plural(len(self.lines), 'line')}, {plural(len(self.ops), 'op')}>"
