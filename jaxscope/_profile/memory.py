@@ -13,6 +13,7 @@ from typing import Any
 
 import jax
 
+from jaxscope._checks import check_count
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import plural
@@ -90,6 +91,9 @@ class MemoryView(Renderable):
 
     def largest(self, n: int = 10) -> list[Buffer]:
         """The ``n`` largest buffers live at the peak."""
+        check_count(
+            n, "n", low=0, where="MemoryView.largest", example="view.largest(5)"
+        )
         return self.buffers[:n]
 
     def buffers_at(self, file: str, line: int) -> list[Buffer]:

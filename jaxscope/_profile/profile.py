@@ -14,6 +14,7 @@ from typing import Any
 
 import jax
 
+from jaxscope._checks import check_count
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError, JaxscopeError, ProfileError
 from jaxscope._format import plural, short_dtype
@@ -118,6 +119,7 @@ class ProfileView(Renderable):
     def top(self, n: int = 10) -> list[Hotspot]:
         """The ``n`` biggest costs: source lines (their compute) and, as their own
         rows, each collective, copy and host transfer op."""
+        check_count(n, "n", low=0, where="ProfileView.top", example="view.top(5)")
         return hotspots(self.attribution, self.code)[:n]
 
     def for_device(self, device: int) -> ProfileView:

@@ -21,6 +21,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxscope._checks import check_flag
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import (
     BreakpointError,
@@ -28,7 +29,7 @@ from jaxscope._exceptions import (
     StepError,
     StepperFinishedError,
 )
-from jaxscope._format import qualname, short_dtype
+from jaxscope._format import qualname, short_dtype, short_repr
 from jaxscope._jaxpr.model import JaxprModel, build_model
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import loc_of_function
@@ -271,6 +272,23 @@ class Stepper(Renderable):
         each equation of that primitive. Unknown lines and primitives raise
         ``BreakpointError`` naming the ones the program has.
         """
+        for name, value in (("nan", nan), ("inf", inf)):
+            check_flag(
+                value,
+                name,
+                where="Stepper.break_on",
+                example=f"stepper.break_on({name}=True)",
+            )
+        names = [primitive] if isinstance(primitive, str) else primitive
+        if primitive is not None and (
+            not isinstance(names, Sequence)
+            or not all(isinstance(p, str) for p in names)
+        ):
+            raise InvalidCallError(
+                "Stepper.break_on: primitive must be a primitive name or a list of "
+                f"them, got {short_repr(primitive, 40)}; write e.g. "
+                "stepper.break_on(primitive='dot_general')"
+            )
         self._breaks.add(nan=nan, inf=inf, line=line, primitive=primitive)
         return self
 
@@ -568,6 +586,13 @@ def find_nan(
         >>> js.find_nan(lambda x: jnp.log(x) * 2)(jnp.array([1.0, -1.0])).primitive
         'log'
     """
+    check_flag(
+        inf,
+        "inf",
+        where="js.find_nan",
+        example="js.find_nan(f, inf=True)",
+        none_ok=True,
+    )
     statics = static_args(static_argnums, static_argnames, "js.find_nan")
 
     def hunt(
