@@ -17,9 +17,11 @@ import html as _html
 import importlib
 import io
 import os
-import re
 import warnings
 from typing import Any
+
+from jaxscope._format import MAX_WORD as MAX_WORD
+from jaxscope._format import printable as printable
 
 _loaded_features: set[str] = set()
 
@@ -66,38 +68,6 @@ def widget_of(obj: Any) -> Any:
     """``widget(obj)`` after loading the renderers of ``obj``'s feature."""
     load_renderers_for(type(obj))
     return widget(obj)
-
-
-# C0 controls but tab and newline, DEL, and C1 controls (0x9b starts a CSI sequence on
-# some terminals just as ESC [ does).
-_CONTROL = {
-    c: f"\\x{c:02x}"
-    for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))
-}
-
-
-# A run of characters without a space this long is a name nobody reads whole (a
-# generated 100k-character function name or file name): it is shown cut in the middle.
-MAX_WORD = 300
-_LONG_WORD = re.compile(rf"\S{{{MAX_WORD + 1},}}")
-_KEEP = (MAX_WORD * 2 // 3, MAX_WORD // 3 - 1)
-
-
-def _cut(match: re.Match[str]) -> str:
-    word = match.group()
-    head, tail = _KEEP
-    return f"{word[:head]}\u2026{word[-tail:]}"
-
-
-def printable(text: str) -> str:
-    """``text`` with terminal control characters (ESC of ANSI/OSC sequences, BEL,
-    NUL, ...) spelled out as ``\\x1b`` etc., so a user string cannot drive the
-    terminal, and words over ``MAX_WORD`` characters cut in the middle with an
-    ellipsis. Newlines and tabs stay."""
-    text = str(text).translate(_CONTROL)
-    if len(text) > MAX_WORD:
-        text = _LONG_WORD.sub(_cut, text)
-    return text
 
 
 def plain(text: str, style: str = "") -> Any:

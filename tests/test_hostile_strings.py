@@ -318,7 +318,6 @@ def _every_view(tmp_path, name):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     for fn in (module.fn, module.bad):
-        _rename(fn)
         fn.__code__ = fn.__code__.replace(co_name=name, co_qualname=name)
         fn.__name__ = fn.__qualname__ = name
     tree = {name: jnp.ones(3)}
@@ -403,3 +402,20 @@ def test_dot_output_is_valid_for_hostile_names(kind):
         ["dot", "-Tsvg"], input=dot.encode(), capture_output=True, timeout=60
     )
     assert done.returncode == 0, done.stderr.decode(errors="replace")[:300]
+
+
+@pytest.mark.parametrize("kind", ["controls", "100k"])
+@pytest.mark.parametrize("api", ["jaxpr", "hlo", "graph", "step", "profile", "memory"])
+def test_api_error_messages_show_hostile_names_plain_and_short(kind, api):
+    name = HOSTILE_NAMES[kind]
+
+    def fails(x):
+        raise ValueError(name)
+
+    fails.__code__ = fails.__code__.replace(co_name=name, co_qualname=name)
+    fails.__name__ = fails.__qualname__ = name
+    with pytest.raises(js.JaxscopeError) as info:
+        getattr(js, api)(fails)(jnp.ones(3))
+    message = str(info.value)
+    assert not _RAW_CONTROL.search(message), message[:200]
+    assert len(message) < 2_000
