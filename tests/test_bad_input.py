@@ -284,3 +284,30 @@ def test_sharding_options_are_checked_with_one_line(options, says):
         js.sharding(jnp.ones((8, 4)), **options)
     assert isinstance(info.value, ValueError | TypeError)
     assert says in _one_line_error(info)
+
+
+@pytest.mark.parametrize(
+    "until", [lambda: True, lambda eqn: True, lambda eqn, values, more: True]
+)
+def test_an_until_callable_that_cannot_take_eqn_and_values_is_one_line(until):
+    stepper = js.step(_g)(X)
+    with pytest.raises(js.BreakpointError) as info:
+        stepper.run(until=until)
+    message = _one_line_error(info)
+    assert "is called with (eqn, values)" in message
+    assert "run(until=lambda eqn, values:" in message
+    assert stepper.current is not None  # nothing ran
+
+
+def test_an_until_callable_of_eqn_and_values_still_works():
+    stepper = js.step(_g)(X).run(until=lambda eqn, values: eqn.primitive == "mul")
+    assert stepper.current.primitive == "mul"
+
+
+def test_events_of_needs_a_function_name():
+    with js.watch_recompiles() as log:
+        jax.jit(_g)(X)
+    with pytest.raises(InvalidCallError) as info:
+        log.events_of(3)
+    assert "function must be a function's name, got 3" in _one_line_error(info)
+    assert log.events_of("_g")
