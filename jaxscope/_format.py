@@ -125,11 +125,11 @@ def a_an(word: str) -> str:
 
 
 # C0 controls but tab and newline, DEL, and C1 controls (0x9b starts a CSI sequence on
-# some terminals just as ESC [ does).
+# some terminals just as ESC [ does); lone surrogates, which no UTF-8 stream can write.
 _CONTROL = {
     c: f"\\x{c:02x}"
     for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))
-}
+} | {c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)}
 
 
 # A run of characters without a space this long is a name nobody reads whole (a
@@ -147,8 +147,8 @@ def _cut(match: re.Match[str]) -> str:
 
 def printable(text: str) -> str:
     """``text`` with terminal control characters (ESC of ANSI/OSC sequences, BEL,
-    NUL, ...) spelled out as ``\\x1b`` etc., so a user string cannot drive the
-    terminal, and words over ``MAX_WORD`` characters cut in the middle with an
+    NUL, ...) and lone surrogates spelled out as ``\\x1b``, ``\\udc80`` etc., so a
+    user string cannot drive the terminal or fail to encode, and words over ``MAX_WORD`` characters cut in the middle with an
     ellipsis. Newlines and tabs stay."""
     text = str(text).translate(_CONTROL)
     if len(text) > MAX_WORD:

@@ -419,3 +419,22 @@ def test_api_error_messages_show_hostile_names_plain_and_short(kind, api):
     message = str(info.value)
     assert not _RAW_CONTROL.search(message), message[:200]
     assert len(message) < 2_000
+
+
+def test_a_lone_surrogate_in_a_name_can_be_written_to_a_utf8_terminal():
+    name = "bad\udc80name"
+
+    def scoped(x):
+        with jax.named_scope(name):
+            return jnp.sin(x)
+
+    def named(x):
+        return jnp.sin(x)
+
+    named.__name__ = named.__qualname__ = name
+    text, bundle, coloured = _renders(js.graph(scoped)(jnp.ones(3)))
+    for shown in (text, bundle["text/plain"], coloured, bundle["text/html"]):
+        shown.encode("utf-8")  # a lone surrogate raises here
+    with pytest.raises(js.TraceError) as info:  # JAX refuses the name
+        js.jaxpr(named)(jnp.ones(3))
+    str(info.value).encode("utf-8")
