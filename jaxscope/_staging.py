@@ -554,7 +554,9 @@ def compile_dumping(
     """
 
     def once(extra: dict[str, Any]) -> tuple[Any, R | None]:
-        with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        with tempfile.TemporaryDirectory(
+            prefix=prefix, ignore_cleanup_errors=True
+        ) as folder:
             all_options = {"xla_dump_to": folder, **options, **extra}
             if compile is not None:
                 compiled = compile(lowered, all_options)
