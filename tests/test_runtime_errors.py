@@ -68,12 +68,12 @@ def makes_huge(x):
     return jnp.zeros((10**12,), jnp.float32) + x.sum()
 
 
-for name, call in (
-    ("profile", lambda: js.profile(makes_huge, repeat=1, warmup=0)),
-    ("find_nan", lambda: js.find_nan),
+for name, transform in (
+    ("profile", js.profile(makes_huge, repeat=1, warmup=0)),
+    ("find_nan", js.find_nan(makes_huge)),
 ):
     try:
-        call()(makes_huge)(jnp.ones(3)) if name == "find_nan" else call()(jnp.ones(3))
+        transform(jnp.ones(3))
     except js.JaxscopeError as exc:
         print(name, type(exc).__name__, str(exc).replace(chr(10), " | "))
     except Exception as exc:
