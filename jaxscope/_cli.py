@@ -15,6 +15,7 @@ import runpy
 import sys
 import traceback
 from collections.abc import Callable, Iterator
+from types import TracebackType
 from typing import Any, TextIO
 
 _USAGE = "python -m jaxscope run script.py [script args...] [--recompiles] [--leaks]"
@@ -143,12 +144,55 @@ def _run(opts: argparse.Namespace, err: TextIO) -> int:
                 runpy.run_path(script, run_name="__main__")
         except SystemExit as exc:
             code = _exit_code(exc.code, err)
-        except BaseException:  # the script's own error: report it like python does
-            traceback.print_exc(file=err)
+        except KeyboardInterrupt as exc:  # Ctrl-C: 128 + SIGINT, as shells expect
+            _print_script_error(exc, err)
+            code = 130
+        except BaseException as exc:  # the script's own error: as python reports it
+            _print_script_error(exc, err)
+            _print_explained(exc, err)
             code = 1
     for name, report in reports:
         _print_report(name, report, err)
     return code
+
+
+# Frames of the runner itself, above the script's: python's own report has none.
+_RUNNER_FILES = (os.path.abspath(__file__), runpy.__file__)
+
+
+def _script_traceback(tb: TracebackType | None) -> TracebackType | None:
+    """``tb`` from the script's first frame on (this module and runpy left out)."""
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if not (name in _RUNNER_FILES or name.startswith("<frozen runpy")):
+            break
+        tb = tb.tb_next
+    return tb
+
+
+def _print_script_error(exc: BaseException, err: TextIO) -> None:
+    tb = _script_traceback(exc.__traceback__)
+    traceback.print_exception(type(exc), exc, tb, file=err)
+    err.flush()
+
+
+def _print_explained(exc: BaseException, err: TextIO) -> None:
+    """The source-mapped report IPython and pytest show, for an error from JAX."""
+    try:
+        from jaxscope._explain.classify import explainable
+        from jaxscope._explain.explainer import explain
+        from jaxscope._explain.render import text_of
+        from jaxscope._explain.report import relativize
+
+        if not explainable(exc):
+            return
+        report = relativize(explain(exc), os.getcwd())
+        text = text_of(report, 100, soft_wrap=True)
+    except Exception:  # an explanation must never hide the script's own error
+        return
+    title = " jaxscope: source-mapped JAX error "  # as pytest's section says
+    err.write(f"\n{title:-^100}\n{text}\n")
+    err.flush()
 
 
 def _exit_code(code: Any, err: TextIO) -> int:

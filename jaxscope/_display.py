@@ -20,6 +20,9 @@ import os
 import warnings
 from typing import Any
 
+from jaxscope._format import MAX_WORD as MAX_WORD
+from jaxscope._format import printable as printable
+
 _loaded_features: set[str] = set()
 
 
@@ -67,27 +70,18 @@ def widget_of(obj: Any) -> Any:
     return widget(obj)
 
 
-# C0 controls but tab and newline, DEL, and C1 controls (0x9b starts a CSI sequence on
-# some terminals just as ESC [ does).
-_CONTROL = {
-    c: f"\\x{c:02x}"
-    for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))
-}
-
-
-def printable(text: str) -> str:
-    """``text`` with terminal control characters (ESC of ANSI/OSC sequences, BEL,
-    ...) spelled out as ``\\x1b`` etc., so a user string cannot drive the terminal.
-    Newlines and tabs stay."""
-    return str(text).translate(_CONTROL)
-
-
 def plain(text: str, style: str = "") -> Any:
     """A user string as rich ``Text``: never parsed as markup, control characters
     spelled out. Every user string in a text renderer goes through this."""
     from rich.text import Text
 
     return Text(printable(text), style=style)
+
+
+def escape(text: object) -> str:
+    """A user string for HTML: control characters spelled out, then escaped
+    (quotes included, so it may sit in an attribute)."""
+    return _html.escape(printable(str(text)), quote=True)
 
 
 def pre(text: str, css_class: str = "jaxscope-text") -> str:

@@ -6,9 +6,21 @@ code keeps working. Messages are one line: what is wrong; what to do.
 
 from __future__ import annotations
 
+from typing import Any
+
+from jaxscope._format import printable
+
 
 class JaxscopeError(Exception):
-    """Base class of every error jaxscope raises."""
+    """Base class of every error jaxscope raises.
+
+    A message quotes user strings (function names, file names, the user's own error
+    messages): their control characters are spelled out and very long words cut, so
+    printing the error cannot drive the terminal or flood it.
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(printable(a) if isinstance(a, str) else a for a in args))
 
 
 class InvalidCallError(JaxscopeError, ValueError):

@@ -6,6 +6,7 @@ Pure functions of their arguments, importing nothing of JAX, so that any layer
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 _SHORT_DTYPE = {"bfloat16": "bf16", "bool": "bool"}
@@ -121,3 +122,35 @@ def a_an(word: str) -> str:
     )
     spelled = lower.startswith("nd")  # "en-dee-array"
     return f"{'an' if vowel or spelled else 'a'} {word}"
+
+
+# C0 controls but tab and newline, DEL, and C1 controls (0x9b starts a CSI sequence on
+# some terminals just as ESC [ does); lone surrogates, which no UTF-8 stream can write.
+_CONTROL = {
+    c: f"\\x{c:02x}"
+    for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))
+} | {c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)}
+
+
+# A run of characters without a space this long is a name nobody reads whole (a
+# generated 100k-character function name or file name): it is shown cut in the middle.
+MAX_WORD = 300
+_LONG_WORD = re.compile(rf"\S{{{MAX_WORD + 1},}}")
+_KEEP = (MAX_WORD * 2 // 3, MAX_WORD // 3 - 1)
+
+
+def _cut(match: re.Match[str]) -> str:
+    word = match.group()
+    head, tail = _KEEP
+    return f"{word[:head]}\u2026{word[-tail:]}"
+
+
+def printable(text: str) -> str:
+    """``text`` with terminal control characters (ESC of ANSI/OSC sequences, BEL,
+    NUL, ...) and lone surrogates spelled out as ``\\x1b``, ``\\udc80`` etc., so a
+    user string cannot drive the terminal or fail to encode, and words over ``MAX_WORD`` characters cut in the middle with an
+    ellipsis. Newlines and tabs stay."""
+    text = str(text).translate(_CONTROL)
+    if len(text) > MAX_WORD:
+        text = _LONG_WORD.sub(_cut, text)
+    return text

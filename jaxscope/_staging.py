@@ -7,6 +7,7 @@ import functools
 import gc
 import inspect
 import re
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -623,3 +624,56 @@ def _traced_local(exc: BaseException, code: Any, name: str) -> Any:
 def lower(traced: Any) -> Any:
     """``jax.stages.Lowered`` for a ``Traced``."""
     return traced.lower()
+
+
+# A compiler option that only changes the persistent cache key: a dump-only flag at
+# its default value (JAX strips the other dump flags from the key, not this one).
+_CACHE_KEY_CHANGE = {"xla_dump_large_constants": False}
+
+
+def _persistent_cache_on() -> bool:
+    config: Any = jax.config  # its flags are attributes pyright cannot see
+    directory = getattr(config, "jax_compilation_cache_dir", None)
+    return bool(config.jax_enable_compilation_cache and directory)
+
+
+def compile_dumping(
+    lowered: Any,
+    options: dict[str, Any],
+    read: Callable[[str, Any], R | None],
+    *,
+    prefix: str = "jaxscope-",
+    compile: Callable[[Any, dict[str, Any]], Any] | None = None,
+) -> tuple[Any, R | None]:
+    """``lowered`` compiled with XLA's dump in a temporary folder, and what
+    ``read(folder, compiled)`` finds there (None: nothing).
+
+    A persistent-compilation-cache hit runs no XLA pass and so dumps nothing: the
+    compile is then redone once under a cache key no entry has and with this
+    thread's cache writes off, so it misses now and stores nothing. No JAX flag
+    changes, for this thread or another, whether the cache is on globally or by a
+    thread-local override. Every feature that reads XLA's dumps compiles here.
+    """
+
+    def once(extra: dict[str, Any]) -> tuple[Any, R | None]:
+        with tempfile.TemporaryDirectory(
+            prefix=prefix, ignore_cleanup_errors=True
+        ) as folder:
+            all_options = {"xla_dump_to": folder, **options, **extra}
+            if compile is not None:
+                compiled = compile(lowered, all_options)
+            else:
+                try:
+                    compiled = lowered.compile(compiler_options=all_options)
+                except TypeError:  # a Lowered without compiler_options
+                    compiled = lowered.compile()
+            return compiled, read(folder, compiled)
+
+    compiled, found = once({})
+    if found is None and _persistent_cache_on():
+        no_writes = _csharding.no_persistent_cache_writes()
+        if no_writes is not None:
+            with no_writes:
+                again, found = once(_CACHE_KEY_CHANGE)
+            compiled = again if found is not None else compiled
+    return compiled, found

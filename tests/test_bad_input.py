@@ -174,3 +174,140 @@ def test_the_stepper_prompt_prints_a_value_whose_repr_raises():
     script = "p type('B', (), {'__repr__': lambda self: 1 / 0})()\nq\n"
     StepperPrompt(js.step(f)(X), io.StringIO(script), out).run()
     assert "<B object>" in out.getvalue()
+
+
+# ------------------------------------------------------- options of views and stepper
+
+
+def _g(x):
+    return jnp.sum(jnp.tanh(x) * 2.0)
+
+
+@pytest.fixture(scope="module")
+def views():
+    return {
+        "jaxpr": js.jaxpr(_g)(X),
+        "hlo": js.hlo(_g)(X),
+        "profile": js.profile(_g, repeat=1, warmup=0)(X),
+        "memory": js.memory(_g)(X),
+    }
+
+
+def _set_depth(view, value):
+    view.depth = value
+
+
+def _set_max_eqns(view, value):
+    view.max_eqns = value
+
+
+# (what is called, the bad value, what the one line must say)
+VIEW_OPTIONS = [
+    ("jaxpr", lambda v, b: v.text_at(depth=b), -3, "depth must be an int >= 0"),
+    ("jaxpr", lambda v, b: v.text_at(depth=b), "2", "depth must be an int >= 0"),
+    ("jaxpr", lambda v, b: v.text_at(max_eqns=b), -1, "max_eqns must be an int >= 2"),
+    ("jaxpr", lambda v, b: v.text_at(max_eqns=b), 1.5, "max_eqns must be an int >= 2"),
+    ("jaxpr", lambda v, b: v.text_at(width=b), -5, "width must be an int >= 20"),
+    ("jaxpr", lambda v, b: v.text_by_line(max_eqns=b), -2, "max_eqns must be an int"),
+    ("jaxpr", _set_depth, -1, "depth must be an int >= 0"),
+    ("jaxpr", _set_depth, -100, "depth must be an int >= 0"),
+    ("jaxpr", _set_depth, 1.5, "depth must be an int >= 0"),
+    ("jaxpr", _set_depth, "2", "depth must be an int >= 0"),
+    ("jaxpr", _set_max_eqns, 0, "max_eqns must be an int >= 2"),
+    ("jaxpr", _set_max_eqns, True, "max_eqns must be an int >= 2"),
+    ("hlo", lambda v, b: v.source_line("f", b), "x", "line must be an int >= 1"),
+    ("profile", lambda v, b: v.top(b), -1, "n must be an int >= 0"),
+    ("profile", lambda v, b: v.top(b), "3", "n must be an int >= 0"),
+    ("memory", lambda v, b: v.largest(b), -1, "n must be an int >= 0"),
+    ("memory", lambda v, b: v.largest(b), "3", "n must be an int >= 0"),
+]
+
+
+@pytest.mark.parametrize(
+    ("view", "call", "bad", "says"),
+    VIEW_OPTIONS,
+    ids=[f"{v}-{says.split()[0]}-{bad!r}" for v, _, bad, says in VIEW_OPTIONS],
+)
+def test_view_options_are_checked_with_one_line(views, view, call, bad, says):
+    with pytest.raises(InvalidCallError) as info:
+        call(views[view], bad)
+    message = _one_line_error(info)
+    assert says in message and f"got {bad!r}" in message
+    assert "e.g." in message  # the fix
+
+
+def test_view_options_that_make_sense_still_work(views):
+    view = views["jaxpr"]
+    assert view.text_at(depth=0, max_eqns=2, width=40)
+    view.depth, view.max_eqns = 1, None
+    view.depth, view.max_eqns = None, 200
+    assert str(view)
+    assert len(views["profile"].top(0)) == 0 and views["memory"].largest(1)
+
+
+STEPPER_OPTIONS = [
+    (lambda s: s.break_on(nan="yes"), "nan must be True or False, got 'yes'"),
+    (lambda s: s.break_on(inf=[1]), "inf must be True or False, got [1]"),
+    (lambda s: s.break_on(primitive=3), "primitive must be a primitive name"),
+    (lambda s: s.break_on(primitive=["sin", 3]), "primitive must be a primitive name"),
+]
+
+
+@pytest.mark.parametrize(("call", "says"), STEPPER_OPTIONS)
+def test_stepper_options_are_checked_with_one_line(call, says):
+    with pytest.raises(InvalidCallError) as info:
+        call(js.step(_g)(X))
+    assert says in _one_line_error(info)
+
+
+@pytest.mark.parametrize("inf", ["x", 2, [True]])
+def test_find_nan_inf_must_be_none_true_or_false(inf):
+    with pytest.raises(InvalidCallError) as info:
+        js.find_nan(_g, inf=inf)
+    message = _one_line_error(info)
+    assert f"inf must be None, True or False, got {inf!r}" in message
+    assert "js.find_nan(f, inf=True)" in message
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"dims": 3}, "dims must be a tuple of one or two ints, got 3"),
+        ({"dims": "01"}, "dims must be a tuple of one or two ints, got '01'"),
+        ({"spec": jax.sharding.PartitionSpec("a"), "mesh": {"a": -2}}, "got -2"),
+        ({"spec": jax.sharding.PartitionSpec("a"), "mesh": {"a": 0}}, "got 0"),
+        ({"spec": jax.sharding.PartitionSpec("a"), "mesh": {"a": "x"}}, "got 'x'"),
+    ],
+)
+def test_sharding_options_are_checked_with_one_line(options, says):
+    with pytest.raises(JaxscopeError) as info:
+        js.sharding(jnp.ones((8, 4)), **options)
+    assert isinstance(info.value, ValueError | TypeError)
+    assert says in _one_line_error(info)
+
+
+@pytest.mark.parametrize(
+    "until", [lambda: True, lambda eqn: True, lambda eqn, values, more: True]
+)
+def test_an_until_callable_that_cannot_take_eqn_and_values_is_one_line(until):
+    stepper = js.step(_g)(X)
+    with pytest.raises(js.BreakpointError) as info:
+        stepper.run(until=until)
+    message = _one_line_error(info)
+    assert "is called with (eqn, values)" in message
+    assert "run(until=lambda eqn, values:" in message
+    assert stepper.current is not None  # nothing ran
+
+
+def test_an_until_callable_of_eqn_and_values_still_works():
+    stepper = js.step(_g)(X).run(until=lambda eqn, values: eqn.primitive == "mul")
+    assert stepper.current.primitive == "mul"
+
+
+def test_events_of_needs_a_function_name():
+    with js.watch_recompiles() as log:
+        jax.jit(_g)(X)
+    with pytest.raises(InvalidCallError) as info:
+        log.events_of(3)
+    assert "function must be a function's name, got 3" in _one_line_error(info)
+    assert log.events_of("_g")

@@ -24,6 +24,7 @@ from jax.sharding import PartitionSpec as P
 from rich.console import Console
 
 import jaxscope as js
+from jaxscope._display import to_text
 
 # Markup, an HTML tag, an SGR colour, an OSC 8 hyperlink and a C1 CSI.
 HOSTILE = "<i>[bold red]red[/bold red]\x1b[31mESC\x1b]8;;http://x\x1b\\C1\x9b31m"
@@ -96,6 +97,8 @@ def views(evil_module):
         "sharding tree": js.sharding({KEY: jnp.ones(3), "b": {HOSTILE: jnp.ones(2)}}),
     }
     out["jaxpr folded"].depth = 0
+    out["profile"] = js.profile(fn, repeat=1, warmup=0)(tree)
+    out["memory"] = js.memory(fn)(tree)
     for stage in ("stablehlo", "hlo", "optimized"):
         out[f"hlo {stage}"] = js.hlo(fn, stage=stage)(tree)
         out[f"hlo {stage}"].show_cost = True
@@ -158,6 +161,8 @@ NAMES = [
     "stepper finished",
     "nan finding",
     "sharding tree",
+    "profile",
+    "memory",
 ]
 SHARDED = ["sharding array", "program shardings"]
 
@@ -201,7 +206,8 @@ def test_a_dict_key_that_is_a_markup_closing_tag_is_shown():
 
 
 def test_reprs_spell_out_control_characters(views, sharded_views):
-    for view in (views["graph"], sharded_views["program shardings"]):
+    shown = ("graph", "profile", "memory")
+    for view in (*(views[n] for n in shown), sharded_views["program shardings"]):
         assert "\x1b" not in repr(view) and "\x9b" not in repr(view)
         assert "\\x1b" in repr(view)
 
@@ -231,3 +237,204 @@ def test_magic_errors_spell_out_control_characters(ip, magic):
     message = str(info.value)
     assert "\x1b" not in message and "\x9b" not in message
     assert "[bold red]red[/bold red]\\x1b[31m" in message
+
+
+INDEXED = """
+import jax.numpy as jnp
+
+
+def indexed(w, x, i, idx, b):
+    # [b]b[/b][link=x]l[/link][/]
+    h = jnp.tanh(w[i] * 2.0)
+    h = h * w[idx] + x[b].sum()
+    return h.sum()
+"""
+
+
+@pytest.fixture(scope="module")
+def indexed_views(tmp_path_factory):
+    # XLA spells control characters of file names in octal, so this path has none.
+    path = tmp_path_factory.mktemp("src") / "cache[/data]" / "[link=x]m[b].py"
+    path.parent.mkdir(parents=True)
+    path.write_text(INDEXED, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("jaxscope_test_indexed", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    args = (jnp.ones((4, 3)), jnp.ones((4, 3)), 1, 2, 3)
+    fn = jax.jit(module.indexed, static_argnums=(2, 3, 4))
+    return {
+        "profile": js.profile(fn, repeat=1, warmup=0)(*args),
+        "memory": js.memory(fn)(*args),
+    }
+
+
+@pytest.mark.parametrize("name", ["profile", "memory"])
+def test_source_lines_keep_their_brackets(indexed_views, name):
+    text, bundle, coloured = _renders(indexed_views[name])
+    for shown in (text, bundle["text/plain"], _SGR.sub("", coloured)):
+        assert "w[i] * 2.0" in shown, "an index was read as a markup tag"
+        assert "# [b]b[/b][link=x]l[/link][/]" in shown
+        assert "[link=x]m[b].py" in shown
+    assert "\x1b]8;" not in coloured, "a [link=...] became a terminal hyperlink"
+
+
+# Each name goes into one program as its function name, a named_scope, a dict key, a
+# global the program leaks into and a trace-time print; then into every view.
+HOSTILE_NAMES = {
+    "index": "w[i]",
+    "closing tag": "cache[/]",
+    "link": "[link=http://x]l[/link]",
+    "bold": "[b]bold",
+    "controls": "n\x00ul\x07b\x08\x1b[2J\x1b]8;;http://x\x07o\x9b",
+    "100k": "L" * 100_000,
+}
+
+PROGRAM = """
+import jax
+import jax.numpy as jnp
+
+NAME = {name!r}
+leaked = {{}}
+
+
+def fn(tree):
+    print(NAME)
+    leaked[NAME] = tree[NAME]
+    with jax.named_scope(NAME):
+        return jnp.sin(tree[NAME]) * 2.0
+
+
+def bad(tree):
+    return tree[NAME] @ jnp.ones((5, 5))
+"""
+
+
+def _every_view(tmp_path, name):
+    path = tmp_path / "prog.py"
+    path.write_text(PROGRAM.format(name=name), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("jaxscope_test_prog", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for fn in (module.fn, module.bad):
+        fn.__code__ = fn.__code__.replace(co_name=name, co_qualname=name)
+        fn.__name__ = fn.__qualname__ = name
+    tree = {name: jnp.ones(3)}
+    fn = module.fn
+    finished = js.step(fn)(tree)
+    finished.run()
+    views = {
+        "jaxpr": js.jaxpr(fn)(tree),
+        "hlo": js.hlo(fn, stage="optimized")(tree),
+        "graph": js.graph(fn)(tree),
+        "stepper": finished,
+        "profile": js.profile(fn, repeat=1, warmup=0)(tree),
+        "memory": js.memory(fn)(tree),
+        "sharding": js.sharding(tree),
+    }
+    jitted = jax.jit(fn)
+    with (
+        js.watch_recompiles() as log,
+        js.check_leaks(raise_on_leak=False) as leaks,
+        js.watch_purity() as purity,
+    ):
+        jitted(tree)
+        jitted({name: jnp.ones(4)})
+    views.update(
+        recompiles=log,
+        recompile_summary=log.summary(),
+        leaks=leaks,
+        purity=purity,
+    )
+    try:
+        jax.jit(module.bad)(tree)
+    except TypeError as exc:
+        views["explain"] = js.explain(exc)
+    return views
+
+
+_RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE_NAMES))
+def test_every_view_shows_a_hostile_name_as_plain_short_text(tmp_path, kind, capsys):
+    name = HOSTILE_NAMES[kind]
+    views = _every_view(tmp_path, name)
+    capsys.readouterr()
+    assert len(views) == 12
+    for view_name, view in views.items():
+        text, bundle, coloured = _renders(view)
+        for shown in (text, bundle["text/plain"], _SGR.sub("", coloured)):
+            assert not _RAW_CONTROL.search(shown), f"{view_name}: a raw control byte"
+            assert len(shown) < 60_000, f"{view_name}: {len(shown)} characters"
+        if kind in ("index", "closing tag", "link", "bold") and view_name != "jaxpr":
+            wide = to_text(view, width=1000)
+            assert name in wide, f"{view_name} does not show {name!r}"
+        assert "\x1b]8;" not in coloured, f"{view_name}: a terminal hyperlink"
+        assert "\x00" not in bundle["text/html"]
+
+
+DOT_NAMES = {
+    **HOSTILE_NAMES,
+    "quotes": 'a"b}c\\d{e;f\\',
+    "newlines": "x\ny\r\nz",
+    "html": "<b>x</b>&amp;",
+}
+
+
+@pytest.mark.parametrize("kind", list(DOT_NAMES))
+def test_dot_output_is_valid_for_hostile_names(kind):
+    import shutil
+    import subprocess
+
+    name = DOT_NAMES[kind]
+    assert shutil.which("dot"), "the test machine has Graphviz"
+
+    def fn(x):
+        with jax.named_scope(name):
+            return jnp.sin(x) + 1
+
+    fn.__name__ = fn.__qualname__ = name
+    dot = js.graph(fn)(jnp.ones(2)).to_dot()
+    assert "\x00" not in dot and "\x1b" not in dot
+    done = subprocess.run(
+        ["dot", "-Tsvg"], input=dot.encode(), capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[:300]
+
+
+@pytest.mark.parametrize("kind", ["controls", "100k"])
+@pytest.mark.parametrize("api", ["jaxpr", "hlo", "graph", "step", "profile", "memory"])
+def test_api_error_messages_show_hostile_names_plain_and_short(kind, api):
+    name = HOSTILE_NAMES[kind]
+
+    def fails(x):
+        raise ValueError(name)
+
+    fails.__code__ = fails.__code__.replace(co_name=name, co_qualname=name)
+    fails.__name__ = fails.__qualname__ = name
+    with pytest.raises(js.JaxscopeError) as info:
+        getattr(js, api)(fails)(jnp.ones(3))
+    message = str(info.value)
+    assert not _RAW_CONTROL.search(message), message[:200]
+    assert len(message) < 2_000
+
+
+def test_a_lone_surrogate_in_a_name_can_be_written_to_a_utf8_terminal():
+    name = "bad\udc80name"
+
+    def scoped(x):
+        with jax.named_scope(name):
+            return jnp.sin(x)
+
+    def named(x):
+        return jnp.sin(x)
+
+    named.__name__ = named.__qualname__ = name
+    text, bundle, coloured = _renders(js.graph(scoped)(jnp.ones(3)))
+    for shown in (text, bundle["text/plain"], coloured, bundle["text/html"]):
+        shown.encode("utf-8")  # a lone surrogate raises here
+    with pytest.raises(js.TraceError) as info:  # JAX refuses the name
+        js.jaxpr(named)(jnp.ones(3))
+    str(info.value).encode("utf-8")

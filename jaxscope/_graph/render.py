@@ -46,8 +46,9 @@ def json_for_script(data: Any) -> str:
 
 
 # Characters JSON leaves raw that must not reach HTML: markup, line separators that
-# end a JavaScript line, DEL and C1 controls (JSON escapes C0 controls itself).
-_UNESCAPED = re.compile("[&<>\u2028\u2029\x7f-\x9f]")
+# end a JavaScript line, DEL and C1 controls (JSON escapes C0 controls itself), and
+# lone surrogates, which a UTF-8 page cannot hold (JSON's \udc80 reads back the same).
+_UNESCAPED = re.compile("[&<>\u2028\u2029\x7f-\x9f\ud800-\udfff]")
 
 
 def standalone_html(

@@ -105,6 +105,13 @@ def _dot_id(text: str) -> str:
     return text.replace(".", "_")
 
 
+def _dot_text(text: str) -> str:
+    """A user string for a DOT attribute: control characters spelled out, long names
+    cut (Graphviz rejects both), and backslashes doubled so Graphviz shows them
+    rather than reading ``\\N`` or an escaped closing quote."""
+    return printable(text).replace("\\", "\\\\")
+
+
 def _dot(model: GraphModel) -> Any:
     import graphviz
 
@@ -114,7 +121,7 @@ def _dot(model: GraphModel) -> Any:
             f"({DOT_MAX_NODES}); use the notebook viewer, which lays out groups lazily"
         )
     root = graphviz.Digraph(
-        name=model.title or "jaxpr",
+        name=_dot_text(model.title or "jaxpr"),
         graph_attr={
             "rankdir": "TB",
             "compound": "true",
@@ -146,16 +153,16 @@ def _dot(model: GraphModel) -> Any:
                 attrs = {"shape": "ellipse", "fillcolor": "#fbe9d8"}
             elif node.kind == "const":
                 attrs = {"shape": "note", "fillcolor": "#f2f2f2"}
-            label = node.label
+            label = _dot_text(node.label)
             if node.kind == "eqn" and node.outputs:
-                label += "\n" + " ".join(t for _, t in node.outputs)
+                label += "\n" + _dot_text(" ".join(t for _, t in node.outputs))
             if node.source is not None:
-                attrs["tooltip"] = str(node.source)
+                attrs["tooltip"] = _dot_text(str(node.source))
             graph.node(_dot_id(node.id), label=graphviz.nohtml(label), **attrs)
         for group in children.get(gid, ()):
             with graph.subgraph(name=f"cluster_{_dot_id(group.id)}") as sub:
                 sub.attr(
-                    label=graphviz.nohtml(group.label),
+                    label=graphviz.nohtml(_dot_text(group.label)),
                     style="rounded",
                     color="#9bb0d3" if group.kind != "scope" else "#c9b26b",
                 )
@@ -171,7 +178,7 @@ def _dot(model: GraphModel) -> Any:
             first_leaf[gid] = node.id
             gid = parent_of[gid]
     for edge in model.edges:
-        label = graphviz.nohtml(edge.type)
+        label = graphviz.nohtml(_dot_text(edge.type))
         if edge.dst in node_ids:
             root.edge(_dot_id(edge.src), _dot_id(edge.dst), label=label)
         elif edge.dst in first_leaf:  # an operand of the group itself: end at its box

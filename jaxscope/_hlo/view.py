@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from jaxscope._checks import check_count
 from jaxscope._display import Renderable, printable
 from jaxscope._hlo.loops import Loop, flops_with_trip_counts, xla_counts_bodies_once
 from jaxscope._hlo.model import HloCapture
@@ -107,6 +108,13 @@ class HloView(Renderable):
 
     def source_line(self, file: str, line: int) -> str:
         """The user's source text at ``(file, line)`` (notebook cells included), or ``""``."""
+        check_count(
+            line,
+            "line",
+            low=1,
+            where="HloView.source_line",
+            example="view.source_line('train.py', 12)",
+        )
         return source_text(self.raw_file(file), line)
 
     def raw_file(self, file: str) -> str:

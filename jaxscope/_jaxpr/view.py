@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from jaxscope._checks import check_count
 from jaxscope._display import Renderable, printable
 from jaxscope._jaxpr.model import (
     JaxprModel,
@@ -15,6 +16,14 @@ from jaxscope._jaxpr.model import (
 )
 from jaxscope._records import EqnInfo
 from jaxscope._source import running_shell
+
+
+def _check_depth(value: Any, where: str, example: str) -> None:
+    check_count(value, "depth", low=0, where=where, example=example, none_ok=True)
+
+
+def _check_max_eqns(value: Any, where: str, example: str) -> None:
+    check_count(value, "max_eqns", low=2, where=where, example=example, none_ok=True)
 
 
 class JaxprView(Renderable):
@@ -46,12 +55,12 @@ class JaxprView(Renderable):
 
     __slots__ = (
         "_auto_depth",
+        "_depth",
+        "_max_eqns",
         "_text",
         "by_source",
         "closed_jaxpr",
-        "depth",
         "function_name",
-        "max_eqns",
         "model",
         "show_source",
     )
@@ -77,10 +86,28 @@ class JaxprView(Renderable):
         self.depth = depth
         self.show_source = show_source
         self.by_source = False
-        self.max_eqns: int | None = self.default_max_eqns
+        self.max_eqns = self.default_max_eqns
         self._text: str | None = None
         # the automatic depth for each max_eqns asked so far
         self._auto_depth: dict[int | None, int | None] = {}
+
+    @property
+    def depth(self) -> int | None:
+        return self._depth
+
+    @depth.setter
+    def depth(self, value: int | None) -> None:
+        _check_depth(value, "JaxprView.depth", "view.depth = 1")
+        self._depth = value
+
+    @property
+    def max_eqns(self) -> int | None:
+        return self._max_eqns
+
+    @max_eqns.setter
+    def max_eqns(self, value: int | None) -> None:
+        _check_max_eqns(value, "JaxprView.max_eqns", "view.max_eqns = 400")
+        self._max_eqns = value
 
     @property
     def text(self) -> str:
@@ -120,6 +147,16 @@ class JaxprView(Renderable):
     ) -> str:
         """The text with nested jaxprs deeper than ``depth`` folded, long runs
         elided, binder lines wider than ``width`` wrapped."""
+        _check_depth(depth, "JaxprView.text_at", "view.text_at(depth=1)")
+        _check_max_eqns(max_eqns, "JaxprView.text_at", "view.text_at(max_eqns=400)")
+        check_count(
+            width,
+            "width",
+            low=20,
+            where="JaxprView.text_at",
+            example="view.text_at(width=100)",
+            none_ok=True,
+        )
         return render_text(
             self.model,
             max_depth=depth,
@@ -131,6 +168,9 @@ class JaxprView(Renderable):
 
     def text_by_line(self, *, max_eqns: int | None = None) -> str:
         """The equations grouped under each source line (with its code), in order."""
+        _check_max_eqns(
+            max_eqns, "JaxprView.text_by_line", "view.text_by_line(max_eqns=50)"
+        )
         return render_by_line(self.model, max_eqns_per_line=max_eqns)
 
     @property

@@ -18,15 +18,12 @@ from __future__ import annotations
 import glob
 import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-import jax
-
 from jaxscope._exceptions import HloError
 from jaxscope._profile.compiling import compile_lowered
+from jaxscope._staging import compile_dumping
 
 _ALLOCATION = re.compile(r"^allocation (\d+): size (\d+)(.*):\s*$")
 _VALUE = re.compile(
@@ -34,7 +31,6 @@ _VALUE = re.compile(
 )
 _PARAMETER = re.compile(r"\bparameter (\d+)")
 _SEQUENCE_ROW = re.compile(r"^\s+(\d+):(\S+)\s*$")
-_CACHE_FLAG = "jax_enable_compilation_cache"
 _RANGE_ROW = re.compile(r"^\s+(\S+):(-?\d+)-(-?\d+)\s*$")
 
 
@@ -189,34 +185,18 @@ def _module_name(compiled: Any) -> str:
 
 
 def compile_with_dump(lowered: Any) -> tuple[Any, BufferDump]:
-    """Compile ``lowered`` with XLA's dump on; its executable and buffer assignment.
-
-    A persistent compilation cache hit compiles nothing and so dumps nothing: then
-    the compile is repeated with the cache off (the setting is restored).
-    """
-    for attempt in range(2):
-        directory = tempfile.mkdtemp(prefix="jaxscope-memory-")
-        options = {"xla_dump_to": directory, "xla_dump_hlo_as_text": True}
-        try:
-            if attempt == 0:
-                compiled = compile_lowered(lowered, options)
-            else:
-                compiled = _compile_without_cache(lowered, options)
-            dump = _read_dump(directory, _module_name(compiled))
-        finally:
-            shutil.rmtree(directory, ignore_errors=True)
-        if dump is not None:
-            return compiled, dump
-    raise HloError(
-        "XLA wrote no buffer assignment for this program (xla_dump_to gave no "
-        "*buffer-assignment.txt); js.memory needs an XLA backend that dumps it"
+    """Compile ``lowered`` with XLA's dump on; its executable and buffer assignment
+    (a persistent-cache hit is compiled again, as ``compile_dumping`` says)."""
+    compiled, dump = compile_dumping(
+        lowered,
+        {"xla_dump_hlo_as_text": True},
+        lambda folder, compiled: _read_dump(folder, _module_name(compiled)),
+        prefix="jaxscope-memory-",
+        compile=compile_lowered,
     )
-
-
-def _compile_without_cache(lowered: Any, options: dict[str, Any]) -> Any:
-    previous = getattr(jax.config, _CACHE_FLAG)
-    jax.config.update(_CACHE_FLAG, False)
-    try:
-        return compile_lowered(lowered, options)
-    finally:
-        jax.config.update(_CACHE_FLAG, previous)
+    if dump is None:
+        raise HloError(
+            "XLA wrote no buffer assignment for this program (xla_dump_to gave no "
+            "*buffer-assignment.txt); js.memory needs an XLA backend that dumps it"
+        )
+    return compiled, dump

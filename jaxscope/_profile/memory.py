@@ -13,7 +13,8 @@ from typing import Any
 
 import jax
 
-from jaxscope._display import Renderable
+from jaxscope._checks import check_count
+from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import plural
 from jaxscope._hlo.view import HloView
@@ -90,6 +91,9 @@ class MemoryView(Renderable):
 
     def largest(self, n: int = 10) -> list[Buffer]:
         """The ``n`` largest buffers live at the peak."""
+        check_count(
+            n, "n", low=0, where="MemoryView.largest", example="view.largest(5)"
+        )
         return self.buffers[:n]
 
     def buffers_at(self, file: str, line: int) -> list[Buffer]:
@@ -111,7 +115,7 @@ class MemoryView(Renderable):
         return source_blocks((m.key for m in self.lines), self.hlo.raw_file)
 
     def __repr__(self) -> str:
-        name = f" of {self.function_name}" if self.function_name else ""
+        name = f" of {printable(self.function_name)}" if self.function_name else ""
         return (
             f"<MemoryView{name}: peak {self.peak_bytes} bytes, "
             f"{plural(len(self.buffers), 'buffer')}>"

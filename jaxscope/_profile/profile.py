@@ -14,13 +14,15 @@ from typing import Any
 
 import jax
 
-from jaxscope._display import Renderable
-from jaxscope._exceptions import InvalidCallError, ProfileError
-from jaxscope._format import plural
+from jaxscope._checks import check_count
+from jaxscope._display import Renderable, printable
+from jaxscope._exceptions import InvalidCallError, JaxscopeError, ProfileError
+from jaxscope._format import plural, short_dtype
 from jaxscope._hlo.view import HloView
 from jaxscope._profile.attribution import attribute, hotspots, ops_at
 from jaxscope._profile.compiling import (
     Runner,
+    StagedCall,
     compile_lowered,
     optimized_view,
     stage_call,
@@ -38,7 +40,7 @@ from jaxscope._profile.events import (
 from jaxscope._profile.hlo_facts import ModuleFacts
 from jaxscope._profile.records import FunctionTime, Hotspot, LineTime, OpTime
 from jaxscope._profile.source import SourceBlock, source_blocks
-from jaxscope._staging import staged
+from jaxscope._staging import first_line, staged
 
 SPLIT_NOTE = (
     "a fusion's time is split over its member ops' lines in proportion to their "
@@ -131,6 +133,7 @@ class ProfileView(Renderable):
     def top(self, n: int = 10) -> list[Hotspot]:
         """The ``n`` biggest costs: source lines (their compute) and, as their own
         rows, each collective, copy and host transfer op."""
+        check_count(n, "n", low=0, where="ProfileView.top", example="view.top(5)")
         return hotspots(self.attribution, self.code)[:n]
 
     def for_device(self, device: int) -> ProfileView:
@@ -147,7 +150,7 @@ class ProfileView(Renderable):
         return source_blocks((line.key for line in self.lines), self.hlo.raw_file)
 
     def __repr__(self) -> str:
-        name = f" of {self.function_name}" if self.function_name else ""
+        name = f" of {printable(self.function_name)}" if self.function_name else ""
         return (
             f"<ProfileView{name}: {self.total * 1e3:.3f} ms per run, "
             f"{plural(len(self.lines), 'line')}, {plural(len(self.ops), 'op')}>"
@@ -184,11 +187,17 @@ def profile_call(
         static_argnames=static_argnames,
         api_name=api_name,
     )
+    _check_concrete(call, api_name)
     compiled = compile_lowered(call.lowered)
     view = optimized_view(call.lowered, compiled, call.function_name)
     module = ModuleFacts(view)
     runner = Runner(compiled, call.inputs)
-    data, run_times = run_under_profiler(runner.prepare, runner, repeat, warmup)
+    try:
+        data, run_times = run_under_profiler(runner.prepare, runner, repeat, warmup)
+    except JaxscopeError:
+        raise
+    except Exception as exc:
+        raise _run_failed(exc, call, api_name) from exc
     events = op_events(data, module.module_name, module.ops)
     as_compiled: list[float] = []
     grouped = grouped_ops(data, module.module_name, module.ops)
@@ -223,6 +232,37 @@ def profile_call(
         as_compiled_run_times=tuple(as_compiled),
     )
     return ProfileView(measured)
+
+
+def _check_concrete(call: StagedCall, api_name: str) -> None:
+    """Refuse shapes (``jax.ShapeDtypeStruct``): a profile runs the program."""
+    leaves = jax.tree_util.tree_leaves(call.inputs)
+    for index, leaf in enumerate(leaves):
+        if isinstance(leaf, jax.ShapeDtypeStruct):
+            names = call.input_names
+            name = names[index] if index < len(names) else f"input {index}"
+            shape = ",".join(map(str, leaf.shape))
+            raise InvalidCallError(
+                f"{api_name} needs concrete arrays (it runs the program), but "
+                f"argument {name} is a ShapeDtypeStruct "
+                f"{short_dtype(leaf.dtype)}[{shape}]; pass an array, or use js.memory "
+                "or js.hlo, which take shapes"
+            )
+
+
+def _run_failed(exc: Exception, call: StagedCall, api_name: str) -> ProfileError:
+    """The compiled program failed while profiled, as one line; out of memory
+    points to ``js.memory``, which answers without allocating."""
+    message = first_line(str(exc)).rstrip(".")
+    name = call.function_name or "f"
+    fix = "fix the program, or run it once outside the profiler to see the error"
+    if "RESOURCE_EXHAUSTED" in message or "out of memory" in message.lower():
+        fix = (
+            f"js.memory({name})(...) shows what takes the memory without allocating it"
+        )
+    return ProfileError(
+        f"{api_name}: running {name} raised {type(exc).__name__}: {message}; {fix}"
+    )
 
 
 def _platform(compiled: Any) -> str:

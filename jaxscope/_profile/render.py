@@ -9,13 +9,12 @@ comes first, and for the profile the user's call tree. Every user string is esca
 
 from __future__ import annotations
 
-import html as _html
 import itertools
 import statistics
 from collections.abc import Callable
 from typing import Any
 
-from jaxscope._display import html, rich_renderable
+from jaxscope._display import escape, html, plain, rich_renderable
 from jaxscope._format import format_bytes, plural
 from jaxscope._profile.memory import MemoryView
 from jaxscope._profile.profile import SPLIT_NOTE, ProfileView
@@ -41,8 +40,7 @@ def _short(file: str, line: int | None = None) -> str:
     return f"{shown}:{line}" if line is not None else shown
 
 
-def _e(text: object) -> str:
-    return _html.escape(str(text), quote=True)
+_e = escape
 
 
 # --------------------------------------------------------------------------- summaries
@@ -161,7 +159,7 @@ def _rich_source_table(
     from rich.table import Table
 
     title = _short(block.file) + (f" — {block.function}" if block.function else "")
-    table = Table(title=title, title_justify="left", box=None, pad_edge=False)
+    table = Table(title=plain(title), title_justify="left", box=None, pad_edge=False)
     for column in columns:
         table.add_column(
             column, justify="right", no_wrap=True, min_width=max(len(column), 7)
@@ -170,7 +168,7 @@ def _rich_source_table(
     for number, text in block.rows:
         found = row_of(block.file, number)
         cells, share = found if found is not None else (["" for _ in columns[1:]], 0.0)
-        table.add_row(str(number), *cells, text, style=_shaded(share, rgb))
+        table.add_row(str(number), *cells, plain(text), style=_shaded(share, rgb))
     return table
 
 
@@ -199,10 +197,9 @@ def _profile_columns(loops: bool) -> list[str]:
 def _(view: ProfileView) -> Any:
     from rich.console import Group
     from rich.table import Table
-    from rich.text import Text
     from rich.tree import Tree
 
-    parts: list[Any] = [Text("\n".join(profile_summary(view)))]
+    parts: list[Any] = [plain("\n".join(profile_summary(view)))]
     top = Table(title="top lines", title_justify="left", box=None, pad_edge=False)
     for column in ("#", "Time", "%", "Where", "What"):
         top.add_column(column, justify="right" if column in "#Time%" else "left")
@@ -215,8 +212,8 @@ def _(view: ProfileView) -> Any:
             str(rank),
             format_seconds(spot.time),
             format_share(spot.share),
-            where,
-            what,
+            plain(where),
+            plain(what),
             style=_shaded(spot.share, _TIME_RGB),
         )
     parts.append(top)
@@ -237,7 +234,9 @@ def _(view: ProfileView) -> Any:
         )
         if node.self_time and node.children:
             label += f", own lines {format_seconds(node.self_time)}"
-        nodes[depth] = nodes[depth - 1].add(label, style=_shaded(node.share, _TIME_RGB))
+        nodes[depth] = nodes[depth - 1].add(
+            plain(label), style=_shaded(node.share, _TIME_RGB)
+        )
     parts.append(tree)
     return Group(*parts)
 
@@ -272,12 +271,11 @@ def _buffer_where(buffer: Buffer) -> str:
 def _(view: MemoryView) -> Any:
     from rich.console import Group
     from rich.table import Table
-    from rich.text import Text
 
     peak = view.peak_bytes
     head = memory_summary(view)
     head.append("live bytes over the schedule: " + sparkline(view.timeline))
-    parts: list[Any] = [Text("\n".join(head))]
+    parts: list[Any] = [plain("\n".join(head))]
     table = Table(
         title="largest buffers at the peak",
         title_justify="left",
@@ -293,10 +291,10 @@ def _(view: MemoryView) -> Any:
         table.add_row(
             format_bytes(buffer.bytes),
             format_share(share),
-            buffer.kind,
-            buffer.name,
-            buffer.shape,
-            _buffer_where(buffer),
+            plain(buffer.kind),
+            plain(buffer.name),
+            plain(buffer.shape),
+            plain(_buffer_where(buffer)),
             style=_shaded(share, _BYTES_RGB),
         )
     parts.append(table)

@@ -35,8 +35,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from jaxscope._display import Renderable
-from jaxscope._exceptions import RecompileWatchError
-from jaxscope._format import plural
+from jaxscope._exceptions import InvalidCallError, RecompileWatchError
+from jaxscope._format import plural, short_repr
 from jaxscope._recompiles.records import (
     CAUSE_KINDS,
     Cause,
@@ -158,6 +158,11 @@ class RecompileLog(Renderable):
 
     def events_of(self, function: str) -> list[RecompileEvent]:
         """The events of the function named ``function`` (qualified or short name)."""
+        if not isinstance(function, str):
+            raise InvalidCallError(
+                "RecompileLog.events_of: function must be a function's name, got "
+                f"{short_repr(function, 40)}; write e.g. log.events_of('train_step')"
+            )
         return [e for e in self.events if function_matches(e.function, function)]
 
     def summary(self) -> RecompileSummary:

@@ -162,6 +162,11 @@ def default_dims(shape: Sequence[int], shards: Sequence[ShardInfo]) -> tuple[int
 
 def check_dims(dims: Sequence[int], rank: int) -> None:
     """Raise ``ShardingValueError`` unless ``dims`` can be drawn for ``rank``."""
+    if not isinstance(dims, (tuple, list)):
+        raise ShardingValueError(
+            f"dims must be a tuple of one or two ints, got {short_repr(dims, 40)}; "
+            "write e.g. dims=(0, 1)"
+        )
     if len(dims) > 2 or len(set(dims)) != len(dims):
         raise ShardingValueError(
             f"dims={tuple(dims)} must name one or two distinct dimensions; "

@@ -75,6 +75,16 @@ def make_mesh(mesh: Any) -> Any:
         mesh = dict(mesh.shape)
     if isinstance(mesh, dict) and mesh:
         names = tuple(str(k) for k in mesh)
+        for name, size in mesh.items():
+            if (
+                not isinstance(size, (int, np.integer))
+                or isinstance(size, bool)
+                or size < 1
+            ):
+                raise ShardingValueError(
+                    f"mesh axis {short_repr(name, 40)} must have an int size >= 1, "
+                    f"got {short_repr(size, 40)}; write e.g. mesh={{'data': 4}}"
+                )
         sizes = tuple(int(v) for v in mesh.values())
         needed = math.prod(sizes)
         present = jax.device_count()

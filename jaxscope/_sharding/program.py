@@ -17,7 +17,6 @@ import functools
 import glob
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -44,6 +43,7 @@ from jaxscope._sharding.mesh import (
 )
 from jaxscope._sharding.ops import OpSharding, parse_op_shardings, parse_stack_frames
 from jaxscope._staging import (
+    compile_dumping,
     first_line,
     function_name,
     param_names,
@@ -54,7 +54,6 @@ from jaxscope._staging import (
 )
 from jaxscope.compat import jaxpr as _cjaxpr
 from jaxscope.compat import libraries as _clib
-from jaxscope.compat import sharding as _csharding
 
 _PROPAGATED = "after sharding propagation"
 
@@ -152,20 +151,14 @@ class ProgramShardingView(Renderable):
 
 
 def _compile_with_dump(lowered: Any) -> tuple[Any, str, str]:
-    """Compile ``lowered``; return (compiled, pre-partitioning HLO text, its stage).
-
-    A persistent-compilation-cache hit skips XLA's passes, so nothing is dumped; the
-    compile is then redone once, under a cache key no entry has and with this
-    thread's cache writes off, so it misses now and on every later call. No flag
-    changes for other threads, and none outlives the compile.
-    """
-    compiled, dumped = _compile_dumping(lowered)
-    if dumped is None and _persistent_cache_on():
-        no_writes = _csharding.no_persistent_cache_writes()
-        if no_writes is not None:
-            with no_writes:
-                again, dumped = _compile_dumping(lowered, _CACHE_KEY_CHANGE)
-            compiled = again if dumped is not None else compiled
+    """Compile ``lowered``; return (compiled, pre-partitioning HLO text, its stage)."""
+    options = {
+        "xla_dump_hlo_pass_re": "spmd-partitioning",
+        "xla_dump_hlo_as_text": True,
+    }
+    compiled, dumped = compile_dumping(
+        lowered, options, _read_partitioning_dump, prefix="jaxscope-sharding-"
+    )
     if dumped is not None:
         return compiled, *dumped
     try:
@@ -175,43 +168,18 @@ def _compile_with_dump(lowered: Any) -> tuple[Any, str, str]:
     return compiled, text, "before optimizations"
 
 
-def _persistent_cache_on() -> bool:
-    config: Any = jax.config  # its flags are attributes pyright cannot see
-    directory = getattr(config, "jax_compilation_cache_dir", None)
-    return bool(config.jax_enable_compilation_cache and directory)
-
-
-# A compiler option that only changes the persistent cache key: a dump-only flag at
-# its default value (JAX strips other dump flags from the key, not this one).
-_CACHE_KEY_CHANGE = {"xla_dump_large_constants": False}
-
-
-def _compile_dumping(
-    lowered: Any, extra_options: dict[str, Any] | None = None
-) -> tuple[Any, tuple[str, str] | None]:
-    """``lowered`` compiled, and the HLO XLA dumped before SPMD partitioning (or
-    before its passes) with that stage's name; None when XLA ran no passes (a
-    persistent-cache hit)."""
-    with tempfile.TemporaryDirectory(prefix="jaxscope-sharding-") as tmp:
-        options = {
-            "xla_dump_to": tmp,
-            "xla_dump_hlo_pass_re": "spmd-partitioning",
-            "xla_dump_hlo_as_text": True,
-            **(extra_options or {}),
-        }
-        try:
-            compiled = lowered.compile(compiler_options=options)
-        except TypeError:  # a Lowered without compiler_options
-            compiled = lowered.compile()
-        for pattern, stage in (
-            ("*before_spmd-partitioning.txt", _PROPAGATED),
-            ("*before_optimizations.txt", "before optimizations"),
-        ):
-            found = sorted(glob.glob(os.path.join(tmp, pattern)))
-            if found:
-                with open(found[-1], encoding="utf-8") as fh:
-                    return compiled, (fh.read(), stage)
-    return compiled, None
+def _read_partitioning_dump(folder: str, compiled: Any) -> tuple[str, str] | None:
+    """The HLO XLA dumped before SPMD partitioning (or before its passes) with that
+    stage's name; None when XLA ran no passes (a persistent-cache hit)."""
+    for pattern, stage_name in (
+        ("*before_spmd-partitioning.txt", _PROPAGATED),
+        ("*before_optimizations.txt", "before optimizations"),
+    ):
+        found = sorted(glob.glob(os.path.join(folder, pattern)))
+        if found:
+            with open(found[-1], encoding="utf-8") as fh:
+                return fh.read(), stage_name
+    return None
 
 
 def _lower(

@@ -3,6 +3,7 @@ targets of ``run(until=...)``, each checked against the program's equations."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -135,12 +136,28 @@ def until_target(
     (``values()`` gives the current frame's values)."""
     if callable(target) and not isinstance(target, (str, SourceLoc)):
         fn = target
+        _check_until_signature(fn)
         return lambda node: bool(fn(node.info, values()))
     if isinstance(target, str) and not target.strip().isdigit() and ":" not in target:
         prim = checked_primitive(program.primitives, target.strip(), "run(until=...)")
         return lambda node: node.primitive == prim
     file, line = checked_line(program.eqns, target, "run(until=...)")
     return lambda node: starts_line(node, file, line)
+
+
+def _check_until_signature(fn: Callable[..., Any]) -> None:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: call it
+        return
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        raise BreakpointError(
+            f"run(until=...): a callable target is called with (eqn, values), but "
+            f"{getattr(fn, '__name__', type(fn).__name__)}{signature} does not take "
+            "them; write e.g. run(until=lambda eqn, values: eqn.primitive == 'dot_general')"
+        ) from None
 
 
 def checked_line(eqns: list[EqnInfo], spec: Any, what: str) -> tuple[str | None, int]:

@@ -21,6 +21,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxscope._checks import check_flag
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import (
     BreakpointError,
@@ -28,7 +29,7 @@ from jaxscope._exceptions import (
     StepError,
     StepperFinishedError,
 )
-from jaxscope._format import qualname
+from jaxscope._format import qualname, short_dtype, short_repr
 from jaxscope._jaxpr.model import JaxprModel, build_model
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import loc_of_function
@@ -271,6 +272,23 @@ class Stepper(Renderable):
         each equation of that primitive. Unknown lines and primitives raise
         ``BreakpointError`` naming the ones the program has.
         """
+        for name, value in (("nan", nan), ("inf", inf)):
+            check_flag(
+                value,
+                name,
+                where="Stepper.break_on",
+                example=f"stepper.break_on({name}=True)",
+            )
+        names = [primitive] if isinstance(primitive, str) else primitive
+        if primitive is not None and (
+            not isinstance(names, Sequence)
+            or not all(isinstance(p, str) for p in names)
+        ):
+            raise InvalidCallError(
+                "Stepper.break_on: primitive must be a primitive name or a list of "
+                f"them, got {short_repr(primitive, 40)}; write e.g. "
+                "stepper.break_on(primitive='dot_general')"
+            )
         self._breaks.add(nan=nan, inf=inf, line=line, primitive=primitive)
         return self
 
@@ -425,22 +443,27 @@ def _short_name(fun: Any) -> str:
     return qualname(fun).rsplit("<locals>.", 1)[-1]
 
 
-def _input_leaves(fn: Any, staged: Staged) -> list[Any]:
+def _input_leaves(fn: Any, staged: Staged, api_name: str = "js.step") -> list[Any]:
     """The concrete values bound to the jaxpr's inputs, in order (``staged.inputs``:
     the call's arguments less its statics, or what nnx.jit / eqx.filter_jit trace)."""
     leaves = jax.tree_util.tree_leaves(staged.inputs)
     expected = len(jax.tree_util.tree_leaves(staged.traced.args_info))
     if len(leaves) != expected:
         raise InvalidCallError(
-            f"js.step could not match the arguments of {qualname(fn)} to its "
+            f"{api_name} could not match the arguments of {qualname(fn)} to its "
             f"{expected} traced inputs ({len(leaves)} values); pass static arguments "
-            "with js.step(f, static_argnums=...)"
+            f"with {api_name}(f, static_argnums=...)"
         )
-    for path, leaf in jax.tree_util.tree_flatten_with_path(staged.inputs)[0]:
+    flat = jax.tree_util.tree_flatten_with_path(staged.inputs)[0]
+    names = staged.input_names
+    for index, (path, leaf) in enumerate(flat):
         if isinstance(leaf, jax.ShapeDtypeStruct):
+            name = names[index] if index < len(names) else jax.tree_util.keystr(path)
+            shape = ",".join(map(str, leaf.shape))
             raise InvalidCallError(
-                f"js.step needs concrete values, but argument {jax.tree_util.keystr(path)} "
-                f"is a ShapeDtypeStruct {leaf.dtype}{list(leaf.shape)}; pass an array"
+                f"{api_name} needs concrete values, but argument {name} is a "
+                f"ShapeDtypeStruct {short_dtype(leaf.dtype)}[{shape}]; pass an array "
+                "(js.jaxpr, js.hlo and js.memory take shapes)"
             )
     return leaves
 
@@ -461,7 +484,7 @@ def _stage(
         static_argnames=names,
         api_name=api_name,
     )
-    return staged, _input_leaves(fun, staged)
+    return staged, _input_leaves(fun, staged, api_name)
 
 
 def _stepper_of(fun: Callable[..., Any], staged: Staged, leaves: list[Any]) -> Stepper:
@@ -563,6 +586,13 @@ def find_nan(
         >>> js.find_nan(lambda x: jnp.log(x) * 2)(jnp.array([1.0, -1.0])).primitive
         'log'
     """
+    check_flag(
+        inf,
+        "inf",
+        where="js.find_nan",
+        example="js.find_nan(f, inf=True)",
+        none_ok=True,
+    )
     statics = static_args(static_argnums, static_argnames, "js.find_nan")
 
     def hunt(
@@ -577,7 +607,12 @@ def find_nan(
                 kind = "nan" if leaf_nan else "inf"
                 value = summarize_value(path, leaf, user_name=path)
                 return NanInInput(path=path, kind=kind, value=value)
-        out_nan, out_inf = _non_finite(_outputs(staged, leaves))
+        try:
+            out_nan, out_inf = _non_finite(_outputs(staged, leaves))
+        except Exception:
+            # The compiled program failed (an XLA error, out of memory): stepping it
+            # names the failing equation in a StepError, as js.step does.
+            out_nan, out_inf = True, bool(inf)
         hunt_inf = out_inf if inf is None else inf
         if not out_nan and not (out_inf and hunt_inf) and inf is not True:
             return None

@@ -93,6 +93,31 @@ class PrivateModule:
         setattr(self._load(), attr, value)
 
 
+def changed(symbol: str, needed_by: str, exc: BaseException) -> JaxscopeCompatError:
+    """The error for a private JAX function that is there but fails as a changed
+    one does (``TypeError``, ``NameError`` or ``AttributeError`` from inside it)."""
+    return JaxscopeCompatError(
+        f"jaxscope.{needed_by} needs {symbol}, which failed in "
+        f"{_version_of(symbol)} ({type(exc).__name__}: {exc}); {_FIX}"
+    )
+
+
+def call_private(
+    symbol: str, needed_by: str, function: Any, *args: Any, **kwargs: Any
+) -> Any:
+    """``function(*args, **kwargs)`` for a private JAX function named ``symbol``;
+    a failure that says the function (or a name it uses) changed raises
+    ``JaxscopeCompatError`` naming it."""
+    if not callable(function):
+        raise changed(
+            symbol, needed_by, TypeError(f"{type(function).__name__} is not callable")
+        )
+    try:
+        return function(*args, **kwargs)
+    except (TypeError, NameError, AttributeError) as exc:
+        raise changed(symbol, needed_by, exc) from exc
+
+
 def require(owner: Any, name: str, needed_by: str) -> Any:
     """Return ``owner.name`` or raise a ``JaxscopeCompatError`` naming the JAX version."""
     try:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import jax
 
 from jaxscope._exceptions import JaxscopeCompatError
-from jaxscope.compat import private, require
+from jaxscope.compat import call_private, changed, private, require
 
 _SIU = "jax._src.source_info_util"
 _TBU = "jax._src.traceback_util"
@@ -70,9 +70,18 @@ def register_own_frames(path: str) -> None:
     """
     needed_by = "compat.source.register_own_frames"
     path = os.path.join(os.path.abspath(path), "")
-    for module in (private(_SIU, needed_by), private(_TBU, needed_by)):
-        if path not in require(module, "_exclude_paths", needed_by):
-            require(module, "register_exclusion", needed_by)(path)
+    for name in (_SIU, _TBU):
+        module = private(name, needed_by)
+        excluded = require(module, "_exclude_paths", needed_by)
+        if not isinstance(excluded, (list, tuple, set, frozenset)):
+            raise changed(
+                f"{name}._exclude_paths",
+                needed_by,
+                TypeError(f"a {type(excluded).__name__}, not a list of paths"),
+            )
+        if path not in excluded:
+            register = require(module, "register_exclusion", needed_by)
+            call_private(f"{name}.register_exclusion", needed_by, register, path)
 
 
 _deferred_error: JaxscopeCompatError | None = None
@@ -101,7 +110,8 @@ def is_user_file(filename: str) -> bool:
     """
     needed_by = "compat.source.is_user_file"
     siu = _source_info_util(needed_by)
-    return bool(require(siu, "is_user_filename", needed_by)(filename))
+    test = require(siu, "is_user_filename", needed_by)
+    return bool(call_private(f"{_SIU}.is_user_filename", needed_by, test, filename))
 
 
 def user_frames(traceback: Any) -> list[RawFrame]:
@@ -112,7 +122,8 @@ def user_frames(traceback: Any) -> list[RawFrame]:
     if traceback is None:
         return []
     needed_by = "compat.source.user_frames"
-    frames = require(_source_info_util(needed_by), "user_frames", needed_by)(traceback)
+    find = require(_source_info_util(needed_by), "user_frames", needed_by)
+    frames = call_private(f"{_SIU}.user_frames", needed_by, find, traceback)
     return [
         RawFrame(fr.file_name, fr.start_line, fr.start_column, fr.function_name)
         for fr in frames
@@ -145,7 +156,10 @@ def _user_filename_test(needed_by: str) -> Any:
     global _is_user_filename
     if _is_user_filename is None:
         siu = _source_info_util(needed_by)
-        _is_user_filename = require(siu, "is_user_filename", needed_by)
+        test = require(siu, "is_user_filename", needed_by)
+        _is_user_filename = functools.partial(
+            call_private, f"{_SIU}.is_user_filename", needed_by, test
+        )
     return _is_user_filename
 
 

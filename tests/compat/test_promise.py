@@ -98,3 +98,57 @@ def test_every_private_module_gone_at_once_still_imports_jaxscope():
     assert "jax._src.core" in modules and "jax._src.pjit" in modules
     hide = "\n".join(f"sys.modules[{m!r}] = None" for m in modules)
     assert "IMPORTED" in run_hidden(hide, call=False)
+
+
+# The source-mapping symbols, changed on JAX's real module after import (as a JAX
+# release would have them): deleted, None, or a function whose signature changed.
+# JAX's own ``user_frames`` and ``register_exclusion`` use them too, so a deletion
+# shows as a NameError inside JAX, under jaxscope's call.
+_CORRUPT = """
+import importlib
+import jax, jax.extend, jax.numpy as jnp  # jax.extend's import registers its own
+import jaxscope as js
+
+x = jnp.ones(3)
+module = importlib.import_module({module!r})
+if {how!r} == "deleted":
+    delattr(module, {name!r})
+elif {how!r} == "None":
+    setattr(module, {name!r}, None)
+else:
+    def changed(*args, **kwargs):
+        raise TypeError("changed() got an unexpected keyword argument 'x'")
+    setattr(module, {name!r}, changed)
+try:
+    view = js.jaxpr(lambda x: jnp.sin(x) * 2)(x)
+    str(view), view.eqns[0].source
+except js.JaxscopeCompatError as exc:
+    print("COMPAT:", exc)
+except Exception as exc:
+    print("RAW:", type(exc).__name__, exc)
+else:
+    print("NO ERROR")
+print("PLAIN:", jax.make_jaxpr(lambda x: jnp.sin(x) * 2)(x).eqns[0])
+"""
+
+_SOURCE_SYMBOLS = [
+    ("jax._src.source_info_util", "is_user_filename"),
+    ("jax._src.traceback_util", "_exclude_paths"),
+    ("jax._src.traceback_util", "register_exclusion"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["deleted", "None", "changed"])
+@pytest.mark.parametrize(("module", "name"), _SOURCE_SYMBOLS)
+def test_a_changed_source_mapping_symbol_gives_a_compat_error(module, name, how):
+    script = _CORRUPT.format(module=module, name=name, how=how)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "PLAIN:" in out and "= sin" in out  # plain JAX still works
+    assert "RAW:" not in out, out
+    if "COMPAT:" in out:  # names the symbol, or the JAX function that uses it
+        assert "needs jax._src." in out and f"{module}." in out, out

@@ -169,28 +169,3 @@ def test_library_arguments_are_named_as_the_user_wrote_them():
     names = {b.argument for b in view.arguments}
     assert {"x", "model.layers[0].weight", "model.layers[2].bias"} <= names
     assert view.peak_bytes == pytest.approx(xla_total(view), rel=0.05)
-
-
-def test_a_cache_hit_that_dumps_nothing_compiles_again_without_the_cache(
-    monkeypatch,
-):
-    from jaxscope._profile import buffers
-
-    real_read, real_compile = buffers._read_dump, buffers.compile_lowered
-    compiles, reads = [], []
-
-    def compile_recording(lowered, options=None):
-        compiles.append(jax.config.values["jax_enable_compilation_cache"])
-        return real_compile(lowered, options)
-
-    def first_empty(directory, module):
-        reads.append(directory)
-        return None if len(reads) == 1 else real_read(directory, module)
-
-    monkeypatch.setattr(buffers, "compile_lowered", compile_recording)
-    monkeypatch.setattr(buffers, "_read_dump", first_empty)
-    before = jax.config.values["jax_enable_compilation_cache"]
-    view = memory(lambda x: jnp.cos(x) * 2)(jnp.ones(16))
-    assert compiles == [before, False] and len(reads) == 2
-    assert jax.config.values["jax_enable_compilation_cache"] == before
-    assert view.peak_bytes >= 2 * 16 * 4
