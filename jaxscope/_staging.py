@@ -375,9 +375,10 @@ def _nnx_input_names(
     params = param_names(fn)
     names: list[str] = []
     pure_args, pure_kwargs = inputs
+    seen: set[int] = set()  # Variables an earlier argument passes
     for position, (arg, pure) in enumerate(zip(args, pure_args, strict=True)):
         prefix = params[position] if position < len(params) else f"args[{position}]"
-        paths = _clib.nnx_state_paths(arg)
+        paths = _clib.nnx_state_paths(arg, seen)
         n_leaves = len(jax.tree_util.tree_leaves(pure))
         if paths is not None and len(paths) == n_leaves:
             names += [f"{prefix}.{path}" for path in paths]

@@ -75,21 +75,31 @@ def nnx_pure_arguments(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
         return require(fn, "_get_pure_args_kwargs", needed_by)(args, kwargs)
 
 
-def nnx_state_paths(node: Any) -> list[str] | None:
+def nnx_state_paths(node: Any, seen: set[int] | None = None) -> list[str] | None:
     """Dotted paths (``"linear1.kernel"``) of an NNX graph node's state leaves, in
     the order ``nnx.jit`` passes them to its inner ``jax.jit``; None for a value
     that is not an NNX graph node.
 
-    Relies on: the public ``flax.nnx.state`` / ``flax.nnx.to_flat_state`` and
-    ``flax.nnx.graphlib.is_graph_node``.
+    ``seen``: ids of the Variables an earlier argument of the same call holds, which
+    ``nnx.jit`` passes only there (an ``nnx.ModelAndOptimizer`` holds its model);
+    they are left out, and this node's are added.
+
+    Relies on: the public ``flax.nnx.state`` / ``flax.nnx.to_flat_state`` (whose
+    leaves are the node's own Variables) and ``flax.nnx.graphlib.is_graph_node``.
     """
     from flax import nnx
 
     graphlib = private("flax.nnx.graphlib", "compat.libraries.nnx_state_paths")
     if not require(graphlib, "is_graph_node", "compat.libraries.nnx_state_paths")(node):
         return None
-    flat = nnx.to_flat_state(nnx.state(node))
-    return [".".join(str(part) for part in path) for path, _ in flat]
+    seen = set() if seen is None else seen
+    paths: list[str] = []
+    for path, variable in nnx.to_flat_state(nnx.state(node)):
+        if id(variable) in seen:
+            continue
+        seen.add(id(variable))
+        paths.append(".".join(str(part) for part in path))
+    return paths
 
 
 # ----------------------------------------------------------------------------------

@@ -1,0 +1,60 @@
+"""A NaN already in a parameter is named as the user names the parameter, through
+the wrappers of nnx.jit and eqx.filter_jit (never ``input 3``)."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+import jaxscope as js
+
+
+class Net(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.linear = nnx.Linear(3, 4, rngs=rngs)
+        self.final_norm = nnx.LayerNorm(4, rngs=rngs)
+
+    def __call__(self, x):
+        return self.final_norm(self.linear(x))
+
+
+def loss_fn(model, x):
+    return (model(x) ** 2).mean()
+
+
+@nnx.jit
+def train_step(model, optimizer, x):
+    loss, grads = nnx.value_and_grad(loss_fn)(model, x)
+    optimizer.update(grads)
+    return loss
+
+
+def test_nan_parameter_of_a_model_its_optimizer_also_holds_is_named_by_its_path():
+    # nnx.ModelAndOptimizer holds the model: nnx.jit passes the model's variables
+    # once, with the first argument that holds them.
+    model = Net(nnx.Rngs(0))
+    optimizer = nnx.ModelAndOptimizer(model, optax.adam(1e-3))
+    model.final_norm.scale[...] = model.final_norm.scale[...].at[1].set(jnp.nan)
+    found = js.find_nan(train_step)(model, optimizer, jnp.ones((2, 3)))
+    assert isinstance(found, js.NanInInput)
+    assert found.path == "model.final_norm.scale"
+    names = js.jaxpr(train_step)(model, optimizer, jnp.ones((2, 3))).arg_names
+    assert names is not None and len(names) == len(set(names))
+    assert any(n.startswith("optimizer.opt_state") for n in names)
+    assert not any(n.startswith("optimizer.model.") for n in names)
+
+
+def test_nan_parameter_under_eqx_filter_jit_is_named_by_its_path():
+    mlp = eqx.nn.MLP(2, 1, 4, 1, key=jax.random.key(0))
+    bad = eqx.tree_at(lambda m: m.layers[1].bias, mlp, jnp.array([np.nan]))
+
+    @eqx.filter_jit
+    def forward(model, x):
+        return model(x)
+
+    found = js.find_nan(forward)(bad, jnp.ones(2))
+    assert isinstance(found, js.NanInInput) and found.path == "model.layers[1].bias"
