@@ -58,3 +58,23 @@ def test_nan_parameter_under_eqx_filter_jit_is_named_by_its_path():
 
     found = js.find_nan(forward)(bad, jnp.ones(2))
     assert isinstance(found, js.NanInInput) and found.path == "model.layers[1].bias"
+
+
+class LogScaled(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.linear = nnx.Linear(3, 3, rngs=rngs)
+        self.log_base = nnx.Param(jnp.array([1.0, -1.0, 2.0]))
+
+    def __call__(self, x):
+        return self.linear(x) * jnp.log(self.log_base[...])
+
+
+def test_a_nan_made_from_a_parameter_names_its_input_by_the_parameters_path():
+    @nnx.jit
+    def forward(model, x):
+        return model(x).sum()
+
+    found = js.find_nan(forward)(LogScaled(nnx.Rngs(0)), jnp.ones((2, 3)))
+    assert type(found).__name__ == "NanFinding" and found.primitive == "log"
+    assert [v.user_name for v in found.inputs] == ["model.log_base"]
+    assert found.inputs[0].label == f"model.log_base ({found.inputs[0].name})"
