@@ -309,6 +309,9 @@ def _stage(
     try:
         if not nums and not names and _clib.is_equinox_filter_jit(fn):
             return _stage_equinox(fn, args, kwargs)
+        if not nums and not names and _clib.is_equinox_filter_pmap(fn):
+            # the wrapper itself is staged: it maps the arrays over the devices
+            return _stage_equinox(fn, args, kwargs, call=fn)
         if not nums and not names and _clib.is_nnx_jit(fn):
             traced = _clib.jax_stage(getattr(fn, "trace")(*args, **kwargs))  # noqa: B009
             inputs = _clib.nnx_pure_arguments(fn, args, kwargs)
@@ -405,19 +408,24 @@ def _dynamic_part(
 
 
 def _stage_equinox(
-    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    call: Callable[..., Any] | None = None,
 ) -> Staged:
-    # eqx.filter_jit traces array leaves and treats every other leaf (ints, functions,
-    # activation choices) as static; the static part is closed over, never hashed.
+    # eqx.filter_jit (and filter_pmap) trace array leaves and treat every other leaf
+    # (ints, functions, activation choices) as static; the static part is closed
+    # over, never hashed. ``call`` runs in the trace: the user's function by default.
     import equinox as eqx
 
     user_fn = unwrap(fn)
+    target = user_fn if call is None else call
     dynamic, static = eqx.partition((args, kwargs), eqx.is_array)
 
     @functools.wraps(user_fn)
     def with_static(dynamic: Any) -> Any:
         call_args, call_kwargs = eqx.combine(dynamic, static)
-        return eqx.filter(user_fn(*call_args, **call_kwargs), eqx.is_array)
+        return eqx.filter(target(*call_args, **call_kwargs), eqx.is_array)
 
     traced = jax.jit(with_static).trace(dynamic)
     dynamic_args, dynamic_kwargs = dynamic

@@ -222,10 +222,12 @@ def _lower(
     names: tuple[str, ...],
 ) -> tuple[Any, tuple[str, ...]]:
     """``fn`` traced and lowered on the example arguments, and the user's name of each
-    input where known (pmap lowers directly;
-    ``eqx.filter_jit``'s own ``lower`` returns Equinox's object, so it is traced)."""
+    input where known (pmap lowers directly; the own ``lower`` of
+    ``eqx.filter_jit`` and ``eqx.filter_pmap`` returns Equinox's object, so they
+    are traced)."""
     pmap_like = hasattr(fn, "lower") and not hasattr(fn, "trace")
-    if pmap_like and not _clib.is_equinox_filter_jit(fn):
+    equinox = _clib.is_equinox_filter_jit(fn) or _clib.is_equinox_filter_pmap(fn)
+    if pmap_like and not equinox:
         try:
             return fn.lower(*args, **kwargs), ()
         except Exception as exc:

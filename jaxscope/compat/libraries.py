@@ -6,7 +6,8 @@ their type's module and name. Relies on (tested with flax 0.12.8, equinox 0.13.8
 a ``Traced`` holding JAX's own as ``.traced`` (``Lowered.lowered``,
 ``Compiled.compiled`` likewise), and whose ``_get_pure_args_kwargs`` gives the pure
 arguments its inner ``jax.jit`` is traced with; ``equinox._jit._JitWrapper``
-(``eqx.filter_jit``), whose ``__wrapped__`` is the user's function.
+(``eqx.filter_jit``) and ``equinox._vmap_pmap._PmapWrapper`` (``eqx.filter_pmap``),
+whose ``__wrapped__`` is the user's function.
 """
 
 from __future__ import annotations
@@ -52,6 +53,15 @@ def is_equinox_filter_jit(fn: Any) -> bool:
     Relies on: the class ``equinox._jit._JitWrapper``.
     """
     return _type_is(fn, "equinox._jit", "_JitWrapper")
+
+
+def is_equinox_filter_pmap(fn: Any) -> bool:
+    """Whether ``fn`` is an ``eqx.filter_pmap`` wrapper (array leaves are mapped,
+    every other leaf is static, as for ``eqx.filter_jit``).
+
+    Relies on: the class ``equinox._vmap_pmap._PmapWrapper``.
+    """
+    return _type_is(fn, "equinox._vmap_pmap", "_PmapWrapper")
 
 
 def is_nnx_jit(fn: Any) -> bool:

@@ -21,3 +21,14 @@ def test_nnx_state_paths_leave_out_variables_an_earlier_argument_holds():
     )
     assert clib.nnx_state_paths(optimizer) == ["model.bias", "model.kernel", *paths]
     assert clib.nnx_state_paths([1.0]) is None
+
+
+def test_is_equinox_filter_pmap_recognises_only_the_pmap_wrapper():
+    eqx = pytest.importorskip("equinox")
+
+    def f(x):
+        return x
+
+    assert clib.is_equinox_filter_pmap(eqx.filter_pmap(f))
+    assert not clib.is_equinox_filter_pmap(eqx.filter_jit(f))
+    assert not clib.is_equinox_filter_jit(eqx.filter_pmap(f))
