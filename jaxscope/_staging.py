@@ -351,8 +351,21 @@ def _stage(
 
 
 def _leaf_names(tree: Any, prefix: str) -> list[str]:
-    paths = jax.tree_util.tree_flatten_with_path(tree)[0]
-    return [prefix + jax.tree_util.keystr(path) for path, _ in paths]
+    # An NNX Variable is named by its attribute path (model.linear.kernel), as
+    # nnx.jit's inputs are, not by the pytree key of its value (...kernel.value).
+    paths = jax.tree_util.tree_flatten_with_path(tree, is_leaf=_clib.is_nnx_variable)[0]
+    names: list[str] = []
+    for path, leaf in paths:
+        name = prefix + jax.tree_util.keystr(path)
+        if not _clib.is_nnx_variable(leaf):
+            names.append(name)
+            continue
+        inner = jax.tree_util.tree_flatten_with_path(leaf)[0]
+        if len(inner) == 1:
+            names.append(name)
+        else:
+            names += [name + jax.tree_util.keystr(p[1:]) for p, _ in inner]
+    return names
 
 
 def _input_names(

@@ -142,6 +142,12 @@ def test_jaxpr_of_a_pmapped_step_names_inputs_and_lines_as_the_user(name):
     assert any(e.source.function.endswith(function) for e in here)
 
 
+def test_nnx_pmap_names_a_models_variables_by_their_paths_as_nnx_jit_does():
+    step, args, _, _ = nnx_pmap()
+    names = js.jaxpr(step)(*args).arg_names
+    assert names == ("model.linear.bias", "model.linear.kernel", "x")
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_shardings_of_a_pmapped_step_lay_inputs_over_the_devices(name):
     step, args, first, _ = PROGRAMS[name]()
