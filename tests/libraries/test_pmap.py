@@ -153,6 +153,9 @@ def test_shardings_of_a_pmapped_step_lay_inputs_over_the_devices(name):
     step, args, first, _ = PROGRAMS[name]()
     program = js.shardings(step)(*args)
     assert program.inputs[0][0].startswith(first)
+    # a step's non-array outputs (Equinox's activation, dropout rate) are no outputs
+    # of the program
+    assert program.outputs and all(spec != "None" for _, spec in program.outputs)
     assert program.mesh is not None and list(program.mesh.values()) == [N]
     assert program.collectives
     assert any(
