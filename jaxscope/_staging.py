@@ -314,8 +314,13 @@ def _stage(
             return _stage_equinox(fn, args, kwargs, call=fn)
         if not nums and not names and _clib.is_nnx_jit(fn):
             traced = _clib.jax_stage(getattr(fn, "trace")(*args, **kwargs))  # noqa: B009
-            inputs = _clib.nnx_pure_arguments(fn, args, kwargs)
-            return Staged(traced, inputs, _nnx_input_names(fn, args, kwargs, inputs))
+            pure_args, pure_kwargs = _clib.nnx_pure_arguments(fn, args, kwargs)
+            own_nums, own_names = _clib.nnx_static_args(fn)
+            inputs = _dynamic_part(pure_args, pure_kwargs, own_nums, own_names)
+            user = _dynamic_part(args, kwargs, own_nums, own_names)
+            positions = _positions(len(args), own_nums)
+            names = _nnx_input_names(fn, positions, *user, inputs)
+            return Staged(traced, inputs, names)
     except InvalidCallError:
         raise
     except Exception as exc:
@@ -345,9 +350,14 @@ def _stage(
     except Exception as exc:
         raise trace_error(fn, exc, api_name) from exc
     inputs = _dynamic_part(args, kwargs, all_nums, all_names)
-    statics = {n % len(args) if n < 0 and args else n for n in all_nums}
-    positions = [i for i in range(len(args)) if i not in statics]
+    positions = _positions(len(args), all_nums)
     return Staged(traced, inputs, _input_names(fn, positions, inputs))
+
+
+def _positions(n_args: int, static_argnums: Sequence[int]) -> list[int]:
+    """The positions of the dynamic (not static) positional arguments."""
+    statics = {n % n_args if n < 0 and n_args else n for n in static_argnums}
+    return [i for i in range(n_args) if i not in statics]
 
 
 def _leaf_names(tree: Any, prefix: str) -> list[str]:
@@ -384,15 +394,20 @@ def _input_names(
 
 
 def _nnx_input_names(
-    fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], inputs: Any
+    fn: Any,
+    positions: Sequence[int],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    inputs: Any,
 ) -> tuple[str, ...]:
     """``model.linear1.kernel`` for the state leaves of NNX arguments; plain names
-    for the rest. Empty when the counts do not line up (names would be wrong)."""
+    for the rest (``args`` are the dynamic ones, at ``positions`` of the call).
+    Empty when the counts do not line up (names would be wrong)."""
     params = param_names(fn)
     names: list[str] = []
     pure_args, pure_kwargs = inputs
     seen: set[int] = set()  # Variables an earlier argument passes
-    for position, (arg, pure) in enumerate(zip(args, pure_args, strict=True)):
+    for position, arg, pure in zip(positions, args, pure_args, strict=True):
         prefix = params[position] if position < len(params) else f"args[{position}]"
         paths = _clib.nnx_state_paths(arg, seen)
         n_leaves = len(jax.tree_util.tree_leaves(pure))

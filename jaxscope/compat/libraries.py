@@ -85,6 +85,18 @@ def nnx_pure_arguments(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
         return require(fn, "_get_pure_args_kwargs", needed_by)(args, kwargs)
 
 
+def nnx_static_args(fn: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The resolved ``(static_argnums, static_argnames)`` of an ``nnx.jit`` wrapper:
+    those arguments are in its pure arguments but are no inputs of its jaxpr.
+
+    Relies on: ``JitWrapped.jitted_fn``, the ``jax.jit`` it traces (flax 0.12.8).
+    """
+    from jaxscope.compat.jaxpr import jit_static_args
+
+    needed_by = "compat.libraries.nnx_static_args"
+    return jit_static_args(require(fn, "jitted_fn", needed_by)) or ((), ())
+
+
 def nnx_state_paths(node: Any, seen: set[int] | None = None) -> list[str] | None:
     """Dotted paths (``"linear1.kernel"``) of an NNX graph node's state leaves, in
     the order ``nnx.jit`` passes them to its inner ``jax.jit``; None for a value

@@ -32,3 +32,13 @@ def test_is_equinox_filter_pmap_recognises_only_the_pmap_wrapper():
     assert clib.is_equinox_filter_pmap(eqx.filter_pmap(f))
     assert not clib.is_equinox_filter_pmap(eqx.filter_jit(f))
     assert not clib.is_equinox_filter_jit(eqx.filter_pmap(f))
+
+
+def test_nnx_static_args_are_those_of_the_inner_jit():
+    @nnx.jit(static_argnums=2, static_argnames="scale")
+    def f(model, x, n, scale=1.0):
+        return x
+
+    nums, names = clib.nnx_static_args(f)
+    assert 2 in nums and "scale" in names and 1 not in nums
+    assert clib.nnx_static_args(nnx.jit(lambda x: x)) == ((), ())

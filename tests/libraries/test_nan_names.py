@@ -78,3 +78,22 @@ def test_a_nan_made_from_a_parameter_names_its_input_by_the_parameters_path():
     assert type(found).__name__ == "NanFinding" and found.primitive == "log"
     assert [v.user_name for v in found.inputs] == ["model.log_base"]
     assert found.inputs[0].label == f"model.log_base ({found.inputs[0].name})"
+
+
+def test_nnx_jit_static_arguments_are_left_out_of_the_stepped_inputs():
+    @nnx.jit(static_argnums=2, static_argnames="scale")
+    def power_loss(model, x, n, scale=1.0):
+        return scale * (model(x) ** n).mean()
+
+    model = Net(nnx.Rngs(0))
+    x = jnp.ones((2, 3))
+    stepper = js.step(power_loss)(model, x, 2, scale=3.0).run()
+    np.testing.assert_allclose(  # the loss: the last leaf of nnx.jit's outputs
+        np.asarray(jax.tree_util.tree_leaves(stepper.result)[-1]),
+        np.asarray(power_loss(model, x, 2, scale=3.0)),
+        rtol=1e-6,
+    )
+    assert list(stepper.arg_names.values())[-1] == "x"
+    model.final_norm.scale[...] = model.final_norm.scale[...].at[0].set(jnp.nan)
+    found = js.find_nan(power_loss)(model, x, 2, scale=3.0)
+    assert isinstance(found, js.NanInInput) and found.path == "model.final_norm.scale"
