@@ -342,6 +342,8 @@ def _stage(
                 target = _fresh(wrapped)
                 nums = tuple(dict.fromkeys(all_nums))
                 names = tuple(dict.fromkeys(all_names))
+            if own_trace is None:  # a jax.pmap's static arguments stay static
+                nums = tuple(dict.fromkeys(all_nums))
             jitted = jax.jit(target, static_argnums=nums, static_argnames=names)
             traced = jitted.trace(*args, **kwargs)
             all_nums, all_names = _cjaxpr.jit_static_args(jitted) or (nums, names)
@@ -483,7 +485,8 @@ def _check_static_argnums(nums: tuple[int, ...], n_args: int, api_name: str) -> 
 
 
 def _own_static_args(fn: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    return _cjaxpr.jit_static_args(fn) or ((), ())
+    """A ``jax.jit`` wrapper's statics, or a ``jax.pmap``'s static broadcasted ones."""
+    return _cjaxpr.jit_static_args(fn) or ((_cjaxpr.pmap_static_argnums(fn) or ()), ())
 
 
 def first_line(message: str) -> str:

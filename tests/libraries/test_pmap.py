@@ -148,6 +148,20 @@ def test_nnx_pmap_names_a_models_variables_by_their_paths_as_nnx_jit_does():
     assert names == ("model.linear.bias", "model.linear.kernel", "x")
 
 
+def test_pmap_static_broadcasted_arguments_stay_static_in_every_view():
+    def layer(x, n, activation):
+        return jax.lax.psum(activation(x) ** n, "i")
+
+    p_layer = jax.pmap(layer, axis_name="i", static_broadcasted_argnums=(1, 2))
+    x = jnp.ones((N, 3))
+    view = js.jaxpr(p_layer)(x, 2, jnp.tanh)
+    assert view.arg_names == ("x",)
+    stepper = js.step(p_layer)(x, 2, jnp.tanh).run()
+    np.testing.assert_allclose(
+        np.asarray(stepper.result), np.asarray(p_layer(x, 2, jnp.tanh)), rtol=1e-6
+    )
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_shardings_of_a_pmapped_step_lay_inputs_over_the_devices(name):
     step, args, first, _ = PROGRAMS[name]()
