@@ -47,3 +47,9 @@ def test_an_inf_that_reaches_the_output_is_found():
 
     found = js.find_nan(f)(jnp.array([1.0]))
     assert found is not None and found.kind == "inf" and found.primitive == "exp"
+
+
+def test_a_nan_already_in_a_bfloat16_argument_is_reported():
+    # NumPy's own type hierarchy does not count ml_dtypes' bfloat16 as inexact
+    found = js.find_nan(lambda x: x * 2)(jnp.array([1.0, jnp.nan], jnp.bfloat16))
+    assert isinstance(found, js.NanInInput) and found.path == "x"
