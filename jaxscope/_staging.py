@@ -390,8 +390,8 @@ def _input_names(
     for position, arg in zip(positions, dynamic_args, strict=True):
         prefix = params[position] if position < len(params) else f"args[{position}]"
         names += _leaf_names(arg, prefix)
-    for key, value in dynamic_kwargs.items():
-        names += _leaf_names(value, key)
+    for key in sorted(dynamic_kwargs):  # JAX flattens a dict by sorted key
+        names += _leaf_names(dynamic_kwargs[key], key)
     return tuple(names)
 
 
@@ -419,8 +419,8 @@ def _nnx_input_names(
             names += _leaf_names(arg, prefix)
         else:
             return ()
-    for key, value in kwargs.items():
-        names += _leaf_names(value, key)
+    for key in sorted(kwargs):  # JAX flattens a dict by sorted key
+        names += _leaf_names(kwargs[key], key)
     expected = len(jax.tree_util.tree_leaves((pure_args, pure_kwargs)))
     return tuple(names) if len(names) == expected else ()
 
