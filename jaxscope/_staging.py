@@ -353,10 +353,18 @@ def _stage(
     try:
         if not nums and not names and _clib.is_equinox_filter_jit(fn):
             return _stage_equinox(fn, args, kwargs)
+        if not nums and not names and _clib.is_equinox_filter_pmap(fn):
+            # the wrapper itself is staged: it maps the arrays over the devices
+            return _stage_equinox(fn, args, kwargs, call=fn)
         if not nums and not names and _clib.is_nnx_jit(fn):
             traced = _clib.jax_stage(getattr(fn, "trace")(*args, **kwargs))  # noqa: B009
-            inputs = _clib.nnx_pure_arguments(fn, args, kwargs)
-            return Staged(traced, inputs, _nnx_input_names(fn, args, kwargs, inputs))
+            pure_args, pure_kwargs = _clib.nnx_pure_arguments(fn, args, kwargs)
+            own_nums, own_names = _clib.nnx_static_args(fn)
+            inputs = _dynamic_part(pure_args, pure_kwargs, own_nums, own_names)
+            user = _dynamic_part(args, kwargs, own_nums, own_names)
+            positions = _positions(len(args), own_nums)
+            names = _nnx_input_names(fn, positions, *user, inputs)
+            return Staged(traced, inputs, names)
     except InvalidCallError:
         raise
     except Exception as exc:
@@ -378,6 +386,8 @@ def _stage(
                 target = _fresh(wrapped)
                 nums = tuple(dict.fromkeys(all_nums))
                 names = tuple(dict.fromkeys(all_names))
+            if own_trace is None:  # a jax.pmap's static arguments stay static
+                nums = tuple(dict.fromkeys(all_nums))
             jitted = jax.jit(target, static_argnums=nums, static_argnames=names)
             traced = jitted.trace(*args, **kwargs)
             all_nums, all_names = _cjaxpr.jit_static_args(jitted) or (nums, names)
@@ -386,14 +396,32 @@ def _stage(
     except Exception as exc:
         raise trace_error(fn, exc, api_name) from exc
     inputs = _dynamic_part(args, kwargs, all_nums, all_names)
-    statics = {n % len(args) if n < 0 and args else n for n in all_nums}
-    positions = [i for i in range(len(args)) if i not in statics]
+    positions = _positions(len(args), all_nums)
     return Staged(traced, inputs, _input_names(fn, positions, inputs))
 
 
+def _positions(n_args: int, static_argnums: Sequence[int]) -> list[int]:
+    """The positions of the dynamic (not static) positional arguments."""
+    statics = {n % n_args if n < 0 and n_args else n for n in static_argnums}
+    return [i for i in range(n_args) if i not in statics]
+
+
 def _leaf_names(tree: Any, prefix: str) -> list[str]:
-    paths = jax.tree_util.tree_flatten_with_path(tree)[0]
-    return [prefix + jax.tree_util.keystr(path) for path, _ in paths]
+    # An NNX Variable is named by its attribute path (model.linear.kernel), as
+    # nnx.jit's inputs are, not by the pytree key of its value (...kernel.value).
+    paths = jax.tree_util.tree_flatten_with_path(tree, is_leaf=_clib.is_nnx_variable)[0]
+    names: list[str] = []
+    for path, leaf in paths:
+        name = prefix + jax.tree_util.keystr(path)
+        if not _clib.is_nnx_variable(leaf):
+            names.append(name)
+            continue
+        inner = jax.tree_util.tree_flatten_with_path(leaf)[0]
+        if len(inner) == 1:
+            names.append(name)
+        else:
+            names += [name + jax.tree_util.keystr(p[1:]) for p, _ in inner]
+    return names
 
 
 def _input_names(
@@ -406,22 +434,28 @@ def _input_names(
     for position, arg in zip(positions, dynamic_args, strict=True):
         prefix = params[position] if position < len(params) else f"args[{position}]"
         names += _leaf_names(arg, prefix)
-    for key, value in dynamic_kwargs.items():
-        names += _leaf_names(value, key)
+    for key in sorted(dynamic_kwargs):  # JAX flattens a dict by sorted key
+        names += _leaf_names(dynamic_kwargs[key], key)
     return tuple(names)
 
 
 def _nnx_input_names(
-    fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], inputs: Any
+    fn: Any,
+    positions: Sequence[int],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    inputs: Any,
 ) -> tuple[str, ...]:
     """``model.linear1.kernel`` for the state leaves of NNX arguments; plain names
-    for the rest. Empty when the counts do not line up (names would be wrong)."""
+    for the rest (``args`` are the dynamic ones, at ``positions`` of the call).
+    Empty when the counts do not line up (names would be wrong)."""
     params = param_names(fn)
     names: list[str] = []
     pure_args, pure_kwargs = inputs
-    for position, (arg, pure) in enumerate(zip(args, pure_args, strict=True)):
+    seen: set[int] = set()  # Variables an earlier argument passes
+    for position, arg, pure in zip(positions, args, pure_args, strict=True):
         prefix = params[position] if position < len(params) else f"args[{position}]"
-        paths = _clib.nnx_state_paths(arg)
+        paths = _clib.nnx_state_paths(arg, seen)
         n_leaves = len(jax.tree_util.tree_leaves(pure))
         if paths is not None and len(paths) == n_leaves:
             names += [f"{prefix}.{path}" for path in paths]
@@ -429,8 +463,8 @@ def _nnx_input_names(
             names += _leaf_names(arg, prefix)
         else:
             return ()
-    for key, value in kwargs.items():
-        names += _leaf_names(value, key)
+    for key in sorted(kwargs):  # JAX flattens a dict by sorted key
+        names += _leaf_names(kwargs[key], key)
     expected = len(jax.tree_util.tree_leaves((pure_args, pure_kwargs)))
     return tuple(names) if len(names) == expected else ()
 
@@ -448,19 +482,24 @@ def _dynamic_part(
 
 
 def _stage_equinox(
-    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    call: Callable[..., Any] | None = None,
 ) -> Staged:
-    # eqx.filter_jit traces array leaves and treats every other leaf (ints, functions,
-    # activation choices) as static; the static part is closed over, never hashed.
+    # eqx.filter_jit (and filter_pmap) trace array leaves and treat every other leaf
+    # (ints, functions, activation choices) as static; the static part is closed
+    # over, never hashed. ``call`` runs in the trace: the user's function by default.
     import equinox as eqx
 
     user_fn = unwrap(fn)
+    target = user_fn if call is None else call
     dynamic, static = eqx.partition((args, kwargs), eqx.is_array)
 
     @functools.wraps(user_fn)
     def with_static(dynamic: Any) -> Any:
         call_args, call_kwargs = eqx.combine(dynamic, static)
-        return eqx.filter(user_fn(*call_args, **call_kwargs), eqx.is_array)
+        return eqx.filter(target(*call_args, **call_kwargs), eqx.is_array)
 
     traced = jax.jit(with_static).trace(dynamic)
     dynamic_args, dynamic_kwargs = dynamic
@@ -490,7 +529,8 @@ def _check_static_argnums(nums: tuple[int, ...], n_args: int, api_name: str) -> 
 
 
 def _own_static_args(fn: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    return _cjaxpr.jit_static_args(fn) or ((), ())
+    """A ``jax.jit`` wrapper's statics, or a ``jax.pmap``'s static broadcasted ones."""
+    return _cjaxpr.jit_static_args(fn) or ((_cjaxpr.pmap_static_argnums(fn) or ()), ())
 
 
 def first_line(message: str) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from jaxscope._format import short_repr
+from jaxscope._host import aval_text, dtype_name, host_array, is_key
 from jaxscope._purity.bytecode import Access
 from jaxscope._source import is_user_file
 from jaxscope.compat.source import is_library_file
@@ -107,13 +108,13 @@ def array_digest(value: Any) -> Any:
         else:
             if int(np.prod(value.shape)) > _MAX_DEVICE_ELEMENTS:
                 return None
-            host = np.asarray(value)
+            host = host_array(value)  # a typed PRNG key: its key data
         if host.nbytes <= _SMALL_HOST_BYTES or host.dtype.hasobject:
             contents: Any = hash(host.tobytes())
         else:  # no copy of a large array: a checksum of its buffer
             flat = np.ascontiguousarray(host)
             contents = zlib.crc32(flat.data.cast("B"))
-        return (tuple(host.shape), str(host.dtype), contents)
+        return (tuple(value.shape), dtype_name(value.dtype), contents)
     except Exception:  # a tracer or a deleted array has no value to compare
         return None
 
@@ -151,10 +152,14 @@ def describe_value(value: Any) -> str:
     anything else's repr, cut to 60 characters (``<TypeName>`` if repr fails)."""
     if is_array(value):
         try:
+            small = int(np.prod(value.shape)) <= 4
+            if is_key(value):  # key<fry>[2] and, when small, its key data
+                data = f" {host_array(value).tolist()!r}" if small else ""
+                return f"{aval_text(value)}{data}"
             shape = "x".join(str(d) for d in value.shape)
             text = f"{type(value).__name__}({value.dtype}[{shape}])"
-            if int(np.prod(value.shape)) <= 4:
-                text = repr(np.asarray(value).tolist())
+            if small:
+                text = repr(host_array(value).tolist())
             return text
         except Exception:
             return f"<{type(value).__name__}>"

@@ -19,6 +19,7 @@ import numpy as np
 from jaxscope._display import Renderable
 from jaxscope._exceptions import ShardingInputError, ShardingValueError
 from jaxscope._format import a_an, plural, short_repr
+from jaxscope._host import dtype_itemsize, dtype_name
 from jaxscope._sharding.layout import (
     ShardInfo,
     ShardingLayout,
@@ -59,6 +60,8 @@ class ShardingView(Renderable):
     mesh_device_ids: tuple[int, ...] | None = None
     name: str = ""
     memory_kind: str | None = None
+    itemsize: int = 0
+    """Bytes per element (8 for a threefry ``key<fry>``, which NumPy cannot name)."""
 
     @property
     def is_tree(self) -> bool:
@@ -84,7 +87,7 @@ class ShardingView(Renderable):
         """The global array's size in bytes."""
         if self.shape is None or self.dtype is None:
             return sum(v.total_bytes for _, v in self.leaves)
-        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+        return math.prod(self.shape) * (self.itemsize or dtype_itemsize(self.dtype))
 
     @property
     def mesh_grid(self) -> MeshGrid | None:
@@ -167,14 +170,14 @@ def _array_view(x: Any, where: str, dims: Sequence[int] | None) -> ShardingView:
         # an abstract mesh has no devices: lay it out on the first devices present
         sharding = jax.sharding.NamedSharding(make_mesh(sharding.mesh), sharding.spec)
     shape = tuple(int(d) for d in x.shape)
-    dtype = np.dtype(x.dtype)
+    dtype = x.dtype  # an extended dtype (a typed PRNG key) is no NumPy dtype
     if dims is not None:
         check_dims(dims, len(shape))
     shards = shards_of(shape, dtype, sharding)
     mesh, axis_types, mesh_ids = _mesh_facts(sharding)
     return ShardingView(
         shape=shape,
-        dtype=str(dtype),
+        dtype=dtype_name(dtype),
         spec=sharding_text(sharding),
         mesh=mesh,
         shards=shards,
@@ -185,6 +188,7 @@ def _array_view(x: Any, where: str, dims: Sequence[int] | None) -> ShardingView:
         mesh_device_ids=mesh_ids,
         name=where,
         memory_kind=getattr(sharding, "memory_kind", None),
+        itemsize=dtype_itemsize(dtype),
     )
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from jaxscope._exceptions import ShardingValueError
 from jaxscope._format import short_repr
+from jaxscope._host import dtype_itemsize
 from jaxscope._staging import first_line
 
 
@@ -111,7 +112,7 @@ def shards_of(shape: tuple[int, ...], dtype: Any, sharding: Any) -> list[ShardIn
     Works for every device of the sharding, addressable or not: the index map is the
     sharding's, so no data is touched.
     """
-    itemsize = np.dtype(dtype).itemsize
+    itemsize = dtype_itemsize(dtype)
     try:
         index_map = sharding.devices_indices_map(tuple(shape))
     except Exception as exc:

@@ -190,10 +190,12 @@ def _lower(
     names: tuple[str, ...],
 ) -> tuple[Any, tuple[str, ...]]:
     """``fn`` traced and lowered on the example arguments, and the user's name of each
-    input where known (pmap lowers directly;
-    ``eqx.filter_jit``'s own ``lower`` returns Equinox's object, so it is traced)."""
+    input where known (pmap lowers directly; the own ``lower`` of
+    ``eqx.filter_jit`` and ``eqx.filter_pmap`` returns Equinox's object, so they
+    are traced)."""
     pmap_like = hasattr(fn, "lower") and not hasattr(fn, "trace")
-    if pmap_like and not _clib.is_equinox_filter_jit(fn):
+    equinox = _clib.is_equinox_filter_jit(fn) or _clib.is_equinox_filter_pmap(fn)
+    if pmap_like and not equinox:
         try:
             return fn.lower(*args, **kwargs), ()
         except Exception as exc:
@@ -256,12 +258,18 @@ def _as_spec(sharding: Any, mesh: dict[str, int] | None) -> str:
 
 
 def _specs_with_paths(
-    tree: Any, prefix: str, mesh: dict[str, int] | None
+    tree: Any, prefix: str, mesh: dict[str, int] | None, *, nones: bool = True
 ) -> list[tuple[str, str]]:
+    """``(path, spec)`` of each sharding in ``tree``; with ``nones=False`` the None
+    leaves are left out (an Equinox step's non-array outputs: no program output)."""
     leaves = jax.tree_util.tree_flatten_with_path(
         tree, is_leaf=lambda s: isinstance(s, jax.sharding.Sharding) or s is None
     )[0]
-    return [(prefix + jax.tree_util.keystr(p), _as_spec(s, mesh)) for p, s in leaves]
+    return [
+        (prefix + jax.tree_util.keystr(p), _as_spec(s, mesh))
+        for p, s in leaves
+        if nones or s is not None
+    ]
 
 
 def _static_positions(fn: Any, static_argnums: Sequence[int], n_args: int) -> set[int]:
@@ -330,7 +338,7 @@ def program_shardings(
     return ProgramShardingView(
         function_name=function_name(fn),
         inputs=_input_specs(fn, compiled, nums, len(args), mesh, input_names),
-        outputs=_specs_with_paths(compiled.output_shardings, "out", mesh),
+        outputs=_specs_with_paths(compiled.output_shardings, "out", mesh, nones=False),
         ops=parse_op_shardings(pre_text, mesh),
         collectives=parse_collectives(text, parse_stack_frames(text), mesh),
         mesh=mesh,

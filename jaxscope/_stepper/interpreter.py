@@ -24,8 +24,16 @@ import numpy as np
 
 from jaxscope._exceptions import StepError
 from jaxscope._stepper.breakpoints import Breakpoints, Target
+from jaxscope._stepper.names import user_names_of
 from jaxscope._stepper.plan import Node, Plan, read, write
-from jaxscope._stepper.values import Frame, NanFinding, nonfinite_kind, summarize_value
+from jaxscope._stepper.values import (
+    Frame,
+    NanFinding,
+    ValueSummary,
+    nonfinite_kind,
+    summarize_value,
+)
+from jaxscope.compat import jaxpr as _cj
 
 #: Events: paused before the current equation, right after it made a NaN/Inf, or
 #: before it again after a KeyboardInterrupt stopped it (it runs again on resume).
@@ -263,13 +271,23 @@ def _finding(
     for val in invals:
         if nonfinite_kind(val, kind == "nan", kind == "inf") is not None:
             return None  # propagated from an input, not produced here
-    names = [n for n, _ in node.info.inputs]
-    outnames = [n for n, _ in node.info.outputs]
+    users = user_names_of(node.plan, node.index + 1)
+
+    def summaries(
+        pairs: Sequence[tuple[str, str]], atoms: Sequence[Any], values: Sequence[Any]
+    ) -> list[ValueSummary]:
+        # each value with the user's name of its variable (model.linear.kernel, h)
+        out: list[ValueSummary] = []
+        for (name, _), atom, value in zip(pairs, atoms, values, strict=False):
+            user = [] if _cj.is_literal(atom) else users.of(atom)
+            out.append(summarize_value(name, value, user_name=user[0] if user else ""))
+        return out
+
     return NanFinding(
         eqn=node.info,
         kind=kind,
-        inputs=[summarize_value(n, v) for n, v in zip(names, invals, strict=False)],
-        outputs=[summarize_value(n, v) for n, v in zip(outnames, outs, strict=False)],
+        inputs=summaries(node.info.inputs, node.invars, invals),
+        outputs=summaries(node.info.outputs, node.outvars, outs),
         frames=[],
     )
 

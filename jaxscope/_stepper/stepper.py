@@ -30,6 +30,7 @@ from jaxscope._exceptions import (
     StepperFinishedError,
 )
 from jaxscope._format import qualname, short_dtype, short_repr
+from jaxscope._host import host_array, is_inexact
 from jaxscope._jaxpr.model import JaxprModel, build_model
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import loc_of_function
@@ -513,10 +514,12 @@ def _non_finite(values: Any) -> tuple[bool, bool]:
     """Whether any floating leaf of ``values`` holds a NaN, and an Inf."""
     nan = inf = False
     for leaf in jax.tree_util.tree_leaves(values):
-        data = np.asarray(leaf)
-        if np.issubdtype(data.dtype, np.inexact):
-            nan = nan or bool(np.isnan(data).any())
-            inf = inf or bool(np.isinf(data).any())
+        dtype = getattr(leaf, "dtype", None)
+        if not is_inexact(np.result_type(leaf) if dtype is None else dtype):
+            continue
+        data = host_array(leaf)
+        nan = nan or bool(np.isnan(data).any())
+        inf = inf or bool(np.isinf(data).any())
     return nan, inf
 
 

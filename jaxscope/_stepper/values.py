@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
 from jaxscope._display import Renderable
 from jaxscope._format import short_dtype, truncate
+from jaxscope._host import aval_text, dtype_name, host_array, is_inexact, is_key
 from jaxscope._records import EqnInfo, SourceLoc
 
 
@@ -124,9 +124,12 @@ class NanInInput(Renderable):
 def summarize_value(
     name: str, value: Any, preview_chars: int = 120, user_name: str = ""
 ) -> ValueSummary:
-    """Shape, dtype and statistics of a concrete value (host copy, nothing kept)."""
+    """Shape, dtype and statistics of a concrete value (host copy, nothing kept).
+
+    A typed PRNG key is its dtype (``key<fry>[4]``) and its key data, no statistics.
+    """
     try:
-        arr = np.asarray(value)
+        arr = host_array(value)
     except Exception:
         kind = type(value).__name__
         return ValueSummary(
@@ -142,9 +145,23 @@ def summarize_value(
             preview=repr(value)[:preview_chars],
             user_name=user_name,
         )
-    vmin, vmax, mean, nan_count, inf_count = _statistics(arr)
     with np.printoptions(threshold=20, edgeitems=3, precision=4, linewidth=10_000):
         preview = " ".join(str(arr).split())
+    if is_key(value):
+        return ValueSummary(
+            name=name,
+            shape=tuple(int(d) for d in value.shape),
+            dtype=dtype_name(value.dtype),
+            aval=aval_text(value),
+            min=None,
+            max=None,
+            mean=None,
+            nan_count=0,
+            inf_count=0,
+            preview=truncate(preview, preview_chars),
+            user_name=user_name,
+        )
+    vmin, vmax, mean, nan_count, inf_count = _statistics(arr)
     return ValueSummary(
         name=name,
         shape=tuple(int(d) for d in arr.shape),
@@ -186,11 +203,6 @@ def _statistics(
     )
 
 
-def is_inexact(dtype: Any) -> bool:
-    """Whether ``dtype`` is a floating or complex type (JAX's extended ones included)."""
-    return bool(jnp.issubdtype(dtype, jnp.inexact))
-
-
 def nonfinite_kind(value: Any, nan: bool, inf: bool) -> str | None:
     """``"nan"`` or ``"inf"`` when ``value`` holds one (of the kinds asked), else None."""
     dtype = getattr(value, "dtype", None)
@@ -203,7 +215,7 @@ def nonfinite_kind(value: Any, nan: bool, inf: bool) -> str | None:
         return None
     if not is_inexact(dtype):
         return None
-    arr = np.asarray(value)
+    arr = host_array(value)
     if nan and np.isnan(arr).any():
         return "nan"
     if inf and np.isinf(arr).any():

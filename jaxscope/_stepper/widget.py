@@ -19,6 +19,7 @@ import traitlets
 
 from jaxscope._exceptions import JaxscopeError
 from jaxscope._format import truncate
+from jaxscope._host import aval_text, host_array, is_key
 from jaxscope._jaxpr.model import eqn_line
 from jaxscope._stepper.breakpoints import file_matches
 from jaxscope._stepper.render import frames_text, location_text, stat_text
@@ -41,7 +42,9 @@ def _full_text(value: Any) -> str:
     import numpy as np
 
     with np.printoptions(threshold=2_000, linewidth=120):
-        text = repr(np.asarray(value))
+        text = repr(host_array(value))
+    if is_key(value):
+        text = f"{aval_text(value)} key data {text}"
     return truncate(text, _FULL_CHARS)
 
 

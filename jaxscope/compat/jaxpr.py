@@ -127,6 +127,39 @@ def jit_static_args(jitted: Any) -> tuple[tuple[int, ...], tuple[str, ...]] | No
         return None
 
 
+def pmap_static_argnums(fn: Any) -> tuple[int, ...] | None:
+    """The ``static_broadcasted_argnums`` of a ``jax.pmap`` function; None for any
+    other callable.
+
+    Relies on: ``jax._src.pmap.pmap`` returning a function whose closure holds
+    ``infer_params``, itself closing over ``static_broadcasted_tuple`` (jax 0.10.2).
+    """
+    code = getattr(fn, "__code__", None)
+    if code is None or not code.co_filename.replace("\\", "/").endswith(
+        "jax/_src/pmap.py"
+    ):
+        return None
+    infer = _closure_value(fn, "infer_params")
+    found = _closure_value(infer, "static_broadcasted_tuple")
+    if not isinstance(found, tuple):
+        return None
+    return tuple(int(n) for n in found)
+
+
+def _closure_value(fn: Any, name: str) -> Any:
+    code = getattr(fn, "__code__", None)
+    cells = getattr(fn, "__closure__", None) or ()
+    if code is None:
+        return None
+    for var, cell in zip(code.co_freevars, cells, strict=False):
+        if var == name:
+            try:
+                return cell.cell_contents
+            except ValueError:  # an empty cell
+                return None
+    return None
+
+
 def scan_length(eqn: Any) -> int | None:
     """The trip count of a ``scan`` equation (its static ``length``); None for any
     other equation.

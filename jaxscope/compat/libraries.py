@@ -6,7 +6,8 @@ their type's module and name. Relies on (tested with flax 0.12.8, equinox 0.13.8
 a ``Traced`` holding JAX's own as ``.traced`` (``Lowered.lowered``,
 ``Compiled.compiled`` likewise), and whose ``_get_pure_args_kwargs`` gives the pure
 arguments its inner ``jax.jit`` is traced with; ``equinox._jit._JitWrapper``
-(``eqx.filter_jit``), whose ``__wrapped__`` is the user's function.
+(``eqx.filter_jit``) and ``equinox._vmap_pmap._PmapWrapper`` (``eqx.filter_pmap``),
+whose ``__wrapped__`` is the user's function.
 """
 
 from __future__ import annotations
@@ -54,6 +55,15 @@ def is_equinox_filter_jit(fn: Any) -> bool:
     return _type_is(fn, "equinox._jit", "_JitWrapper")
 
 
+def is_equinox_filter_pmap(fn: Any) -> bool:
+    """Whether ``fn`` is an ``eqx.filter_pmap`` wrapper (array leaves are mapped,
+    every other leaf is static, as for ``eqx.filter_jit``).
+
+    Relies on: the class ``equinox._vmap_pmap._PmapWrapper``.
+    """
+    return _type_is(fn, "equinox._vmap_pmap", "_PmapWrapper")
+
+
 def is_nnx_jit(fn: Any) -> bool:
     """Whether ``fn`` is an ``nnx.jit`` wrapper (graph nodes are split into state).
 
@@ -75,21 +85,43 @@ def nnx_pure_arguments(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
         return require(fn, "_get_pure_args_kwargs", needed_by)(args, kwargs)
 
 
-def nnx_state_paths(node: Any) -> list[str] | None:
+def nnx_static_args(fn: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The resolved ``(static_argnums, static_argnames)`` of an ``nnx.jit`` wrapper:
+    those arguments are in its pure arguments but are no inputs of its jaxpr.
+
+    Relies on: ``JitWrapped.jitted_fn``, the ``jax.jit`` it traces (flax 0.12.8).
+    """
+    from jaxscope.compat.jaxpr import jit_static_args
+
+    needed_by = "compat.libraries.nnx_static_args"
+    return jit_static_args(require(fn, "jitted_fn", needed_by)) or ((), ())
+
+
+def nnx_state_paths(node: Any, seen: set[int] | None = None) -> list[str] | None:
     """Dotted paths (``"linear1.kernel"``) of an NNX graph node's state leaves, in
     the order ``nnx.jit`` passes them to its inner ``jax.jit``; None for a value
     that is not an NNX graph node.
 
-    Relies on: the public ``flax.nnx.state`` / ``flax.nnx.to_flat_state`` and
-    ``flax.nnx.graphlib.is_graph_node``.
+    ``seen``: ids of the Variables an earlier argument of the same call holds, which
+    ``nnx.jit`` passes only there (an ``nnx.ModelAndOptimizer`` holds its model);
+    they are left out, and this node's are added.
+
+    Relies on: the public ``flax.nnx.state`` / ``flax.nnx.to_flat_state`` (whose
+    leaves are the node's own Variables) and ``flax.nnx.graphlib.is_graph_node``.
     """
     from flax import nnx
 
     graphlib = private("flax.nnx.graphlib", "compat.libraries.nnx_state_paths")
     if not require(graphlib, "is_graph_node", "compat.libraries.nnx_state_paths")(node):
         return None
-    flat = nnx.to_flat_state(nnx.state(node))
-    return [".".join(str(part) for part in path) for path, _ in flat]
+    seen = set() if seen is None else seen
+    paths: list[str] = []
+    for path, variable in nnx.to_flat_state(nnx.state(node)):
+        if id(variable) in seen:
+            continue
+        seen.add(id(variable))
+        paths.append(".".join(str(part) for part in path))
+    return paths
 
 
 # ----------------------------------------------------------------------------------

@@ -168,3 +168,13 @@ def test_split_pairs_keeps_brackets_and_quotes_whole():
     pairs = cj._split_pairs("a=(1, b=2) c='x y=1' d=[p q]")
     assert pairs == [("a", "(1, b=2)"), ("c", "'x y=1'"), ("d", "[p q]")]
     assert cj._split_pairs("not pairs") is None
+
+
+def test_pmap_static_argnums_reads_a_pmaps_static_broadcasted_arguments():
+    def f(x, n):
+        return x * n
+
+    assert cj.pmap_static_argnums(jax.pmap(f, static_broadcasted_argnums=1)) == (1,)
+    assert cj.pmap_static_argnums(jax.pmap(f)) == ()
+    assert cj.pmap_static_argnums(jax.jit(f)) is None
+    assert cj.pmap_static_argnums(f) is None

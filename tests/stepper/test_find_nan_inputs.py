@@ -47,3 +47,23 @@ def test_an_inf_that_reaches_the_output_is_found():
 
     found = js.find_nan(f)(jnp.array([1.0]))
     assert found is not None and found.kind == "inf" and found.primitive == "exp"
+
+
+def test_a_nan_already_in_a_bfloat16_argument_is_reported():
+    # NumPy's own type hierarchy does not count ml_dtypes' bfloat16 as inexact
+    found = js.find_nan(lambda x: x * 2)(jnp.array([1.0, jnp.nan], jnp.bfloat16))
+    assert isinstance(found, js.NanInInput) and found.path == "x"
+
+
+def test_keyword_arguments_are_named_in_the_order_jax_flattens_them():
+    # JAX flattens keyword arguments by sorted name, whatever order they are given in
+    def f(x, *, zeta, alpha):
+        return x + jnp.log(zeta) + alpha
+
+    x, ok, bad = jnp.ones(2), jnp.ones(2), jnp.array([jnp.nan, 1.0])
+    found = js.find_nan(f)(x, zeta=ok, alpha=bad)
+    assert isinstance(found, js.NanInInput) and found.path == "alpha"
+    stepper = js.step(f)(x, zeta=ok, alpha=ok)
+    assert stepper.current.primitive == "log"
+    assert stepper.arg_names[stepper.current.inputs[0][0]] == "zeta"
+    assert js.jaxpr(f)(x, zeta=ok, alpha=ok).arg_names == ("x", "alpha", "zeta")

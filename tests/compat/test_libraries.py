@@ -1,0 +1,44 @@
+"""compat.libraries on real Flax NNX and Equinox objects."""
+
+from __future__ import annotations
+
+import pytest
+
+nnx = pytest.importorskip("flax.nnx")
+optax = pytest.importorskip("optax")
+
+from jaxscope.compat import libraries as clib  # noqa: E402
+
+
+def test_nnx_state_paths_leave_out_variables_an_earlier_argument_holds():
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    optimizer = nnx.ModelAndOptimizer(model, optax.sgd(0.1))
+    seen: set[int] = set()
+    assert clib.nnx_state_paths(model, seen) == ["bias", "kernel"]
+    paths = clib.nnx_state_paths(optimizer, seen)
+    assert (
+        paths is not None and paths and not any(p.startswith("model.") for p in paths)
+    )
+    assert clib.nnx_state_paths(optimizer) == ["model.bias", "model.kernel", *paths]
+    assert clib.nnx_state_paths([1.0]) is None
+
+
+def test_is_equinox_filter_pmap_recognises_only_the_pmap_wrapper():
+    eqx = pytest.importorskip("equinox")
+
+    def f(x):
+        return x
+
+    assert clib.is_equinox_filter_pmap(eqx.filter_pmap(f))
+    assert not clib.is_equinox_filter_pmap(eqx.filter_jit(f))
+    assert not clib.is_equinox_filter_jit(eqx.filter_pmap(f))
+
+
+def test_nnx_static_args_are_those_of_the_inner_jit():
+    @nnx.jit(static_argnums=2, static_argnames="scale")
+    def f(model, x, n, scale=1.0):
+        return x
+
+    nums, names = clib.nnx_static_args(f)
+    assert 2 in nums and "scale" in names and 1 not in nums
+    assert clib.nnx_static_args(nnx.jit(lambda x: x)) == ((), ())
