@@ -247,6 +247,9 @@ _FLAVORS = {
     "eqx.filter_jit": EQX_JIT,
     "eqx.filter_pmap": EQX_PMAP,
     "nnx.jit": NNX_JIT,
+    "nnx.pmap": Flavor(
+        api="nnx.pmap", is_leaf=NNX_JIT.is_leaf, leaf_value=NNX_JIT.leaf_value
+    ),
     "jax.pmap": Flavor(api="jax.pmap"),
 }
 

@@ -180,8 +180,12 @@ def pmap_call(user: Any, fun: Any, flat_args: tuple[Any, ...]) -> LibraryJitCall
     Relies on (equinox 0.13.8): ``eqx.filter_pmap`` mapping Equinox's
     ``fun_wrapped`` (module ``equinox._vmap_pmap``), called under
     ``_PmapWrapper._call(self, is_lower, args, kwargs)`` whose ``self.__wrapped__``
-    is the user's function (``kwargs`` deleted there after use); for ``jax.pmap``, ``recompiles.pmap_in_tree``.
+    is the user's function (``kwargs`` deleted there after use); for ``nnx.pmap``,
+    ``_nnx_pmap_call``; for ``jax.pmap``, ``recompiles.pmap_in_tree``.
     """
+    nnx_call = _nnx_pmap_call(user)
+    if nnx_call is not None:
+        return nnx_call
     code = getattr(user, "__code__", None)
     if code is not None and code.co_name == "fun_wrapped":
         if getattr(user, "__module__", "") != "equinox._vmap_pmap":
@@ -213,6 +217,37 @@ def pmap_call(user: Any, fun: Any, flat_args: tuple[Any, ...]) -> LibraryJitCall
     if not isinstance(args, (tuple, list)) or not isinstance(kwargs, dict):
         return None
     return LibraryJitCall("jax.pmap", user, _signature(user), tuple(args), kwargs)
+
+
+_NNX_ITERATION = "flax.nnx.transforms.iteration"
+# nnx.pmap's wrappers around jax.pmap: graph mode, and the simple (graph_updates=False)
+_NNX_PMAP_WRAPPERS = frozenset({"vmap_wrapper", "simple_pmap_wrapper"})
+
+
+def _nnx_pmap_call(user: Any) -> LibraryJitCall | None:
+    """``nnx.pmap`` of ``user``: the arguments of the wrapper call in progress.
+
+    Relies on (flax 0.12.8): ``vmap_wrapper(*args)`` / ``simple_pmap_wrapper(*args,
+    **kwargs)`` in ``flax.nnx.transforms.iteration`` calling the closed-over
+    ``pmapped_fn = jax.pmap(PmapFn(f, ...))`` (``__wrapped__``: the ``PmapFn``,
+    whose ``.f`` is the user's function).
+    """
+    for frame in _frames():
+        if frame.f_code.co_name not in _NNX_PMAP_WRAPPERS:
+            continue
+        if frame.f_globals.get("__name__") != _NNX_ITERATION:
+            continue
+        local = frame.f_locals
+        mapped = getattr(
+            getattr(local.get("pmapped_fn"), "__wrapped__", None), "f", None
+        )
+        if mapped is not user:
+            return None
+        args, kwargs = local.get("args"), local.get("kwargs", {})
+        if not isinstance(args, tuple) or not isinstance(kwargs, dict):
+            return None
+        return LibraryJitCall("nnx.pmap", user, _signature(user), args, dict(kwargs))
+    return None
 
 
 def _frames() -> Any:

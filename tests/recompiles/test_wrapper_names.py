@@ -43,6 +43,34 @@ def test_pmap_causes_name_the_users_arguments_not_pmaps_flat_args():
     ]
 
 
+def test_nnx_pmap_causes_name_the_models_variables_by_their_paths():
+    from flax import nnx
+
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(3, 2, rngs=rngs)
+
+        def __call__(self, x):
+            return self.linear(x)
+
+    @nnx.pmap(in_axes=(None, 0), axis_name="i")
+    def total(model, x):
+        return model(x).sum()
+
+    model = Net(nnx.Rngs(0))
+    with js.watch_recompiles() as log:
+        total(model, jnp.ones((N, 4, 3)))
+        total(model, jnp.ones((N, 5, 3)))
+    # nnx.pmap writes the model's state back replicated over the devices: a real
+    # sharding change, named as the user's model names it
+    kinds = {(kind, path) for kind, path, _, _ in _causes(log.events[1])}
+    assert kinds == {
+        ("sharding", "model.linear.bias"),
+        ("sharding", "model.linear.kernel"),
+        ("shape", "x"),
+    }
+
+
 class Scale(eqx.Module):
     w: jax.Array
 
