@@ -70,18 +70,25 @@ _INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 
 
 def short_path(file: str) -> str:
-    """A file as views show it: relative to the working directory when under it, an
-    installed library's from its top-level package (``flax/linen/linear.py``), a
-    notebook cell's ``In [N]`` unchanged, any other path in full.
+    """A file as every view and message shows it: a notebook cell's ``In [N]``
+    (IPython's ``<ipython-input-N-…>`` and ipykernel's file names included), relative
+    to the working directory when under it, an installed library's from its
+    top-level package (``flax/linen/linear.py``), any other path in full.
 
-    Only for display: ``SourceLoc.file`` keeps the full path.
+    The one path formatter: ``str(SourceLoc)`` and every ``file:line`` shown go
+    through it. Only for display: ``SourceLoc.file`` keeps the full path.
 
     Example:
         >>> short_path("/usr/lib/python3/dist-packages/flax/linen/linear.py")
         'flax/linen/linear.py'
         >>> short_path(os.path.join(os.getcwd(), "model", "train.py"))
         'model/train.py'
+        >>> short_path("<ipython-input-45-80b4c3dd3c15>")
+        'In [45]'
     """
+    shown = display_filename(file)
+    if shown is not file:
+        return shown
     try:
         cwd = os.getcwd()
     except OSError:  # the working directory was removed
@@ -101,9 +108,31 @@ def _short_path(file: str, cwd: str) -> str:
     return file
 
 
+def short_place(text: str) -> str:
+    """A ``file:line[:column]`` written by JAX or Python (in a message) with its file
+    shortened by ``short_path``; other text unchanged.
+
+    Example:
+        >>> short_place("<ipython-input-45-80b4c3dd3c15>:5:8")
+        'In [45]:5:8'
+    """
+    match = _PLACE.match(text)
+    if match is None:
+        return text
+    return short_path(match.group("file")) + text[match.end("file") :]
+
+
+_PLACE = re.compile(r"^(?P<file>.+?)(?::\d+){1,2}$")
+
+
 def short_loc(loc: SourceLoc) -> str:
-    """``file:line`` with the file shortened by ``short_path``."""
+    """``file:line`` with the file shortened by ``short_path`` (``str(loc)``)."""
     return f"{short_path(loc.file)}:{loc.line}"
+
+
+def full_loc(loc: SourceLoc) -> str:
+    """``file:line`` with the full path: for a tooltip over the short form."""
+    return f"{loc.file}:{loc.line}"
 
 
 def loc_from_raw(raw: _csource.RawFrame) -> SourceLoc:

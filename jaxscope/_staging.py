@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxscope._exceptions import InvalidCallError, TraceError
 from jaxscope._format import a_an, qualname, short_repr, unwrap
-from jaxscope._source import user_frames_of_exception
+from jaxscope._source import is_library_file, user_frames_of_exception
 from jaxscope.compat import jaxpr as _cjaxpr
 from jaxscope.compat import libraries as _clib
 
@@ -318,6 +318,8 @@ def _stage(
     except Exception as exc:
         raise trace_error(fn, exc, api_name) from exc
     _check_static_argnums(nums, len(args), api_name)
+    if getattr(fn, "trace", None) is None:
+        nums, names = _with_python_constants(args, kwargs, nums, names)
     own_statics = _own_static_args(fn)
     all_nums, all_names = nums + own_statics[0], names + own_statics[1]
     check_example_args(fn, args, kwargs, all_nums, all_names, api_name)
@@ -345,6 +347,56 @@ def _stage(
     statics = {n % len(args) if n < 0 and args else n for n in all_nums}
     positions = [i for i in range(len(args)) if i not in statics]
     return Staged(traced, inputs, _input_names(fn, positions, inputs))
+
+
+def _is_python_constant(value: Any) -> bool:
+    """Whether ``value`` is Python data a function reads as a constant, never an
+    array: a string, a dtype, or a tuple of ints, strings and such (a shape, axes, a
+    mode). A plain number is not: JAX traces it, as ``jax.jit`` would."""
+    if isinstance(value, str) or _is_dtype(value):
+        return True
+    if isinstance(value, tuple):
+        items: tuple[Any, ...] = value
+        return all(
+            value is None
+            or (isinstance(value, int) and not isinstance(value, bool))
+            or _is_python_constant(value)
+            for value in items
+        )
+    return False
+
+
+def _is_dtype(value: Any) -> bool:
+    """A dtype, or a type that names one (``jnp.float16``, ``np.int8``, ``float``)."""
+    if isinstance(value, np.dtype):
+        return True
+    if not isinstance(value, type):
+        return False
+    try:
+        np.dtype(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _with_python_constants(
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    nums: tuple[int, ...],
+    names: tuple[str, ...],
+) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """``nums``/``names`` with every argument that is Python data (see
+    ``_is_python_constant``) added: ``jnp.reshape(x, (32, 32))`` stages as its
+    user means it, the shape static, where jitting it as it stands traces the ints
+    and fails."""
+    given = {n % len(args) if n < 0 and args else n for n in nums}
+    more = tuple(
+        i for i, arg in enumerate(args) if i not in given and _is_python_constant(arg)
+    )
+    more_names = tuple(
+        k for k, v in kwargs.items() if k not in names and _is_python_constant(v)
+    )
+    return nums + more, names + more_names
 
 
 def _leaf_names(tree: Any, prefix: str) -> list[str]:
@@ -461,7 +513,8 @@ def trace_error(fn: Any, exc: BaseException, api_name: str) -> TraceError:
     """A one-line ``TraceError`` for an exception raised while tracing ``fn``."""
     fn_name = getattr(unwrap(fn), "__name__", type(fn).__name__)
     frames = user_frames_of_exception(exc)
-    where = f" at {frames[-1]}" if frames else ""
+    own = [loc for loc in frames if not is_library_file(loc.file)]
+    where = f" at {(own or frames)[-1]}" if frames else ""
     kind = type(exc).__name__
     text = first_line(str(exc))
     hint = _hint(fn, exc, api_name)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxscope._format import truncate
+from jaxscope._format import plural, truncate
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import display_filename, short_loc
 from jaxscope.compat import jaxpr as _cj
@@ -354,7 +354,9 @@ def _params(params: dict[str, Any], subs: list[tuple[str, Any]]) -> dict[str, st
     sub_counts: dict[str, list[str]] = {}
     for key, sub in subs:
         n = len(_cj.open_jaxpr(sub)[0].eqns)
-        sub_counts.setdefault(key.split("[", 1)[0], []).append(f"{{{n} eqns}}")
+        sub_counts.setdefault(key.split("[", 1)[0], []).append(
+            f"{{{plural(n, 'eqn')}}}"
+        )
     shown = {
         key: _param_str(value) for key, value in params.items() if key not in sub_counts
     }
@@ -557,7 +559,7 @@ def is_noisy_param(key: str, value: str) -> bool:
     return noisy is not None and value in noisy
 
 
-_NESTED_VALUE = re.compile(r"^\(?\{\d+ eqns\}(?:, \{\d+ eqns\})*\)?$")
+_NESTED_VALUE = re.compile(r"^\(?\{\d+ eqns?\}(?:, \{\d+ eqns?\})*\)?$")
 
 
 def shown_params(info: EqnInfo, *, nested: bool = True) -> dict[str, str]:
@@ -656,7 +658,7 @@ def display_lines(
     lines: list[Line] = []
     for region in model.shared:
         if max_depth is not None and region.depth > max_depth:
-            text = f"let {region.shared} = {{ ... {region.total} equations }} in"
+            text = f"let {region.shared} = {{ ... {_eqns(region.total)} }} in"
             lines.append(Line("fold", 0, text, region=region, count=region.total))
         else:
             _region_lines(region, 0, lines, max_depth, max_eqns_per_region, width)
@@ -706,7 +708,7 @@ def _region_lines(
                 Line(
                     "elided",
                     indent + 4,
-                    f"... {-index} equations elided "
+                    f"... {_eqns(-index)} elided "
                     "(%jaxpr --all, or view.max_eqns = None, shows them) ...",
                     region=region,
                     count=-index,
@@ -732,7 +734,7 @@ def _region_lines(
                     Line(
                         "fold",
                         indent + 6,
-                        f"{child.label}={{ ... {child.total} equations }}",
+                        f"{child.label}={{ ... {_eqns(child.total)} }}",
                         region=child,
                         count=child.total,
                     )
@@ -769,11 +771,10 @@ def render_text(
     max_depth: int | None = None,
     max_eqns_per_region: int | None = None,
     source: bool = True,
-    short_paths: bool = False,
     width: int | None = None,
 ) -> str:
     """The jaxpr as text; each equation line ends with ``# file:line`` where known
-    (the file shortened by ``short_path`` for displays, with ``short_paths``).
+    (the file shortened by ``short_path``, as in every view).
 
     ``max_depth`` folds nested jaxprs deeper than it into ``{ ... N equations }``;
     ``max_eqns_per_region`` keeps the first and last equations of long regions.
@@ -789,7 +790,7 @@ def render_text(
             text = " " * line.indent + line.text
             if source and line.info is not None and line.info.source is not None:
                 loc = line.info.source
-                text += f"  # {short_loc(loc) if short_paths else loc}"
+                text += f"  # {short_loc(loc)}"
             out.append(text)
     return "\n".join(out)
 
@@ -818,7 +819,7 @@ def render_by_line(model: JaxprModel, *, max_eqns_per_line: int | None = None) -
             out.append(f"{short_loc(locs[key])}  {code}".rstrip())
         for index in shown_indices(len(infos), max_eqns_per_line):
             if index < 0:
-                out.append(f"    ... {-index} equations elided ...")
+                out.append(f"    ... {_eqns(-index)} elided ...")
                 continue
             info = infos[index]
             out.append("    " + "  " * info.depth + eqn_line(info, nested=False))
@@ -835,3 +836,8 @@ def shown_indices(n: int, max_eqns: int | None) -> Iterator[int]:
     yield from range(head)
     yield -(n - head - tail)
     yield from range(n - tail, n)
+
+
+def _eqns(count: int) -> str:
+    """``"1 equation"``, ``"2 equations"``."""
+    return plural(count, "equation")

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from jaxscope._display import Renderable, printable
+from jaxscope._format import plural
 from jaxscope._jaxpr.model import (
     JaxprModel,
     Region,
@@ -125,7 +126,6 @@ class JaxprView(Renderable):
             max_depth=depth,
             max_eqns_per_region=max_eqns,
             source=source,
-            short_paths=True,
             width=width,
         )
 
@@ -193,7 +193,7 @@ class JaxprView(Renderable):
 
     def __repr__(self) -> str:
         name = f" of {self.function_name}" if self.function_name else ""
-        return printable(f"<JaxprView{name}: {len(self.eqns)} equations>")
+        return printable(f"<JaxprView{name}: {plural(len(self.eqns), 'equation')}>")
 
 
 def display_width() -> int:

@@ -42,9 +42,10 @@ class Leak:
 
     def describe(self, *, short: bool = False) -> str:
         """One line: what leaked, from where, created where, held where (control
-        characters and line breaks of user strings spelled out). ``short=True``
-        shows files as views do (``short_path``); the default keeps full paths."""
-        loc = _short_loc if short else str  # full paths: the data
+        characters and line breaks of user strings spelled out). Files are shown
+        as every view shows them (``str(SourceLoc)``: ``short_path``), ``short``
+        or not; ``created_at.file`` keeps the full path."""
+        loc = _short_loc if short else str
         what = "argument" if self.argument else "tracer"
         text = f"{self.aval} {what} from {self.transformation}"
         if self.created_at is not None:
