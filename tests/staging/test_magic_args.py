@@ -30,8 +30,8 @@ def test_unknown_option_is_a_one_line_usage_error(ip, name):
 def test_call_after_options_is_kept_verbatim(ip):
     ip.run_cell("def f(s, n): return n")
     # argparse would have split the string and taken -b / -1 for options
-    with pytest.raises(UsageError, match=r"s is a str \('a  -b'\)"):
-        ip.run_line_magic("jaxpr", "--no-source f('a  -b', -1)")
+    with pytest.raises(UsageError, match=r"s\[0\] is a str \('a  -b'\)"):
+        ip.run_line_magic("jaxpr", "--no-source f(['a  -b'], -1)")
 
 
 @pytest.mark.parametrize("magic", ["jaxgraph", "jaxstep --prompt", "sharding"])
