@@ -17,7 +17,12 @@ import numpy as np
 
 from jaxscope._exceptions import InvalidCallError, TraceError
 from jaxscope._format import a_an, qualname, short_repr, unwrap
-from jaxscope._source import is_library_file, user_frames_of_exception
+from jaxscope._source import (
+    is_library_file,
+    program,
+    program_scope,
+    user_frames_of_exception,
+)
 from jaxscope.compat import jaxpr as _cjaxpr
 from jaxscope.compat import libraries as _clib
 
@@ -86,12 +91,14 @@ def staged(
     build: Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], R],
 ) -> Callable[..., R]:
     """The ``api(f)(*args)`` transform shape: check ``fun`` now, then each call of
-    the result builds ``build(fun, args, kwargs)``."""
+    the result builds ``build(fun, args, kwargs)``, its sources mapped within
+    ``fun``'s program (``_source.program``)."""
     check_callable(fun, api_name)
 
     @functools.wraps(fun)
     def call(*args: Any, **kwargs: Any) -> R:
-        return build(fun, args, kwargs)
+        with program(program_scope(fun)):
+            return build(fun, args, kwargs)
 
     return call
 

@@ -73,7 +73,13 @@ def from_builder(build: Callable[..., T]) -> Callable[..., Callable[..., T]]:
     ``build(fn, args, kwargs, **options)``."""
 
     def wrap(fn: Any, **options: Any) -> Callable[..., T]:
-        return lambda *args, **kwargs: build(fn, args, kwargs, **options)
+        from jaxscope._source import program, program_scope  # imports JAX
+
+        def call(*args: Any, **kwargs: Any) -> T:
+            with program(program_scope(fn)):
+                return build(fn, args, kwargs, **options)
+
+        return call
 
     return wrap
 

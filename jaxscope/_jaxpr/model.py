@@ -17,7 +17,12 @@ from typing import Any
 
 from jaxscope._format import plural, truncate
 from jaxscope._records import EqnInfo, SourceLoc
-from jaxscope._source import display_filename, short_loc
+from jaxscope._source import (
+    ProgramCut,
+    current_program,
+    display_filename,
+    short_loc,
+)
 from jaxscope.compat import jaxpr as _cj
 from jaxscope.compat import source as _csource
 
@@ -115,11 +120,16 @@ def _letter_name(n: int) -> str:
             return out
 
 
+def _where(raw: Any) -> tuple[str, int, str]:
+    return raw.file, raw.line, raw.function
+
+
 class _Sources:
     """Source locations of equations, cached per traceback frame, with the text of
     each line and the file name Python compiled each shown file under."""
 
     __slots__ = (
+        "cut",
         "files",
         "keys",
         "loc_keys",
@@ -139,6 +149,9 @@ class _Sources:
         self.traces: dict[tuple[Any, ...], tuple[tuple[SourceLoc, ...], Any]] = {}
         self.source_text: dict[tuple[str, int], str] = {}
         self.raw_files: dict[str, str] = {}
+        # frames outside the staged function are its caller's (from the call JAX
+        # traced and cached first), never the program's source
+        self.cut: ProgramCut[Any] = ProgramCut(current_program(), _where)
 
     def loc(self, raw: Any) -> SourceLoc:
         loc = self.locs.get(raw)
@@ -186,6 +199,7 @@ class _Sources:
         return (frames[0] if frames else None), frames
 
     def _trace(self, raws: Any) -> tuple[tuple[SourceLoc, ...], SourceLoc | None]:
+        raws = self.cut(raws)
         frames = tuple([self.loc(raw) for raw in raws])
         for raw, loc in zip(raws, frames, strict=True):
             if not _csource.is_library_file(raw.file):
@@ -401,6 +415,9 @@ def build_model(closed_jaxpr: Any, input_names: Sequence[str] = ()) -> JaxprMode
     """
     builder = _Builder()
     jaxpr, _consts = _cj.open_jaxpr(closed_jaxpr)
+    builder.sources.cut.learn(
+        _csource.frames_of(_csource.eqn_traceback(eqn)) for eqn in jaxpr.eqns
+    )
     # The walk allocates one small acyclic record per equation; letting the cyclic
     # GC rescan JAX's large heap on the way costs more than the walk itself.
     with gc_paused():
