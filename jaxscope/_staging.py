@@ -580,3 +580,24 @@ def _hint(fn: Any, exc: BaseException, api_name: str) -> str:
 def lower(traced: Any) -> Any:
     """``jax.stages.Lowered`` for a ``Traced``."""
     return traced.lower()
+
+
+def library_lowered(
+    fn: Any,
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    *,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    api_name: str = "jaxscope",
+) -> Any:
+    """The ``jax.stages.Lowered`` an ``eqx.filter_jit`` function's own ``lower``
+    makes (given no extra static arguments here): the program Equinox runs, its
+    donation and output marker included, where ``stage`` traces the user's function
+    as Equinox partitions it. None for any other callable."""
+    if static_argnums or static_argnames or not _clib.is_equinox_filter_jit(fn):
+        return None
+    try:
+        return _clib.jax_stage(getattr(fn, "lower")(*args, **kwargs))  # noqa: B009
+    except Exception as exc:
+        raise trace_error(fn, exc, api_name) from exc

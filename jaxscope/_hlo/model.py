@@ -214,11 +214,16 @@ def _align_hlo_lines(parsed: ParsedOps, text: str) -> ParsedOps:
     return ParsedOps(parsed.ops, lines, parsed.raw_files)
 
 
-def capture(traced: Any, stage: str) -> HloCapture:
-    """Lower a ``jax.stages.Traced`` (and compile it for ``optimized``); never run it."""
+def capture(traced: Any, stage: str, lowered: Any = None) -> HloCapture:
+    """Lower a ``jax.stages.Traced`` (and compile it for ``optimized``); never run it.
+
+    ``lowered``: the program as the function's library lowers it, when that differs
+    from lowering ``traced`` (``eqx.filter_jit``); ``traced`` then gives its loops.
+    """
     check_stage(stage)
     try:
-        lowered = traced.lower()
+        if lowered is None:
+            lowered = traced.lower()
     except JaxscopeError:
         raise
     except Exception as exc:
