@@ -135,3 +135,16 @@ def test_installed_commands_are_not_the_users_code():
     script = os.path.join(os.path.dirname(sys.executable), "ipython")
     assert is_library_file(script)
     assert not is_library_file(os.path.abspath(__file__))
+
+
+def test_a_reused_donated_array_is_reported_with_a_short_path():
+    double = jax.jit(lambda v: v * 2, donate_argnums=0)
+    v = jnp.ones(3)
+    double(v)
+    try:
+        double(v)
+    except (RuntimeError, ValueError) as exc:
+        report = js.explain(exc)
+    assert report.category == "donated"
+    assert f" at {short_path(__file__)}:" in str(report)
+    assert absolute_paths(shown(report)) == []
