@@ -60,7 +60,9 @@ class SourceLoc:
     """A place in the user's source code.
 
     ``file`` is the path, or ``"In [N]"`` for code typed in IPython cell N.
-    ``str(loc)`` is ``"file:line"``.
+    ``str(loc)`` is ``"file:line"`` as every view and message shows it: the file
+    shortened by ``jaxscope._source.short_path`` (relative to the working directory,
+    an installed library's from its package); ``file`` keeps the full path.
     """
 
     file: str
@@ -69,7 +71,9 @@ class SourceLoc:
     function: str | None = None
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+        from jaxscope._source import short_path
+
+        return f"{short_path(self.file)}:{self.line}"
 
     @property
     def key(self) -> tuple[str, int]:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import sys
 import types
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
+from jaxscope._format import unwrap
 from jaxscope._records import SourceLoc
 from jaxscope.compat import source as _csource
 
@@ -70,18 +75,25 @@ _INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 
 
 def short_path(file: str) -> str:
-    """A file as views show it: relative to the working directory when under it, an
-    installed library's from its top-level package (``flax/linen/linear.py``), a
-    notebook cell's ``In [N]`` unchanged, any other path in full.
+    """A file as every view and message shows it: a notebook cell's ``In [N]``
+    (IPython's ``<ipython-input-N-…>`` and ipykernel's file names included), relative
+    to the working directory when under it, an installed library's from its
+    top-level package (``flax/linen/linear.py``), any other path in full.
 
-    Only for display: ``SourceLoc.file`` keeps the full path.
+    The one path formatter: ``str(SourceLoc)`` and every ``file:line`` shown go
+    through it. Only for display: ``SourceLoc.file`` keeps the full path.
 
     Example:
         >>> short_path("/usr/lib/python3/dist-packages/flax/linen/linear.py")
         'flax/linen/linear.py'
         >>> short_path(os.path.join(os.getcwd(), "model", "train.py"))
         'model/train.py'
+        >>> short_path("<ipython-input-45-80b4c3dd3c15>")
+        'In [45]'
     """
+    shown = display_filename(file)
+    if shown is not file:
+        return shown
     try:
         cwd = os.getcwd()
     except OSError:  # the working directory was removed
@@ -101,9 +113,31 @@ def _short_path(file: str, cwd: str) -> str:
     return file
 
 
+def short_place(text: str) -> str:
+    """A ``file:line[:column]`` written by JAX or Python (in a message) with its file
+    shortened by ``short_path``; other text unchanged.
+
+    Example:
+        >>> short_place("<ipython-input-45-80b4c3dd3c15>:5:8")
+        'In [45]:5:8'
+    """
+    match = _PLACE.match(text)
+    if match is None:
+        return text
+    return short_path(match.group("file")) + text[match.end("file") :]
+
+
+_PLACE = re.compile(r"^(?P<file>.+?)(?::\d+){1,2}$")
+
+
 def short_loc(loc: SourceLoc) -> str:
-    """``file:line`` with the file shortened by ``short_path``."""
+    """``file:line`` with the file shortened by ``short_path`` (``str(loc)``)."""
     return f"{short_path(loc.file)}:{loc.line}"
+
+
+def full_loc(loc: SourceLoc) -> str:
+    """``file:line`` with the full path: for a tooltip over the short form."""
+    return f"{loc.file}:{loc.line}"
 
 
 def loc_from_raw(raw: _csource.RawFrame) -> SourceLoc:
@@ -188,3 +222,121 @@ def user_frames_of_exception(exc: BaseException) -> list[SourceLoc]:
             locs.append(loc_of_code(code, tb.tb_lineno))
         tb = tb.tb_next
     return locs
+
+
+_Frame = TypeVar("_Frame")
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramScope:
+    """Where the function whose program a view shows is defined.
+
+    A traced equation records the whole Python stack: the function's frames and,
+    outside them, its caller's. JAX caches traces and lowerings, so the caller's
+    frames are those of whichever call traced it first (an earlier cell, the
+    ``%hlo`` line of another view); they are never the program's (see
+    ``ProgramCut``).
+    """
+
+    file: str  # as Python compiled it (``co_filename``)
+    name: str  # ``co_name``
+    first: int
+    last: int
+
+    def holds(self, file: str, line: int, function: str | None) -> bool:
+        """Whether a frame at ``file:line`` in ``function`` runs this function."""
+        return (
+            file == self.file
+            and self.first <= line <= self.last
+            and (function or "").rsplit(".", 1)[-1] == self.name
+        )
+
+    def index(
+        self, frames: Sequence[_Frame], where: Callable[[_Frame], tuple[str, int, str]]
+    ) -> int | None:
+        """The index of the outermost of ``frames`` (innermost first) that runs this
+        function, or None. ``where`` gives a frame's ``(file, line, function)``."""
+        for index in range(len(frames) - 1, -1, -1):
+            if self.holds(*where(frames[index])):
+                return index
+        return None
+
+
+class ProgramCut(Generic[_Frame]):
+    """One view's stacks cut to its program (``ProgramScope``).
+
+    A stack through the program's function keeps its frames from that function
+    inwards. A stack without it (JAX made the op for a transform: a hessian's
+    identity, a constant) loses the caller's frames, learnt from the stacks that
+    go through the function (``learn``), and is left with no source where the rest
+    is not the user's own code. A stack JAX recorded short (a loop body's, where
+    the function's frame is missing) keeps its frames of the user's own code.
+    """
+
+    def __init__(
+        self,
+        scope: ProgramScope | None,
+        where: Callable[[_Frame], tuple[str, int, str]],
+    ) -> None:
+        self.scope = scope
+        self.where = where
+        self.callers: frozenset[tuple[str, int, str]] | None = None
+
+    def learn(self, stacks: Iterable[Sequence[_Frame]]) -> None:
+        """Take the caller's frames from the first stack that runs the program."""
+        if self.scope is None or self.callers is not None:
+            return
+        for frames in stacks:
+            index = self.scope.index(frames, self.where)
+            if index is not None:
+                self.callers = frozenset(map(self.where, frames[index + 1 :]))
+                return
+
+    def __call__(self, frames: Sequence[_Frame]) -> Sequence[_Frame]:
+        if self.scope is None:
+            return frames
+        index = self.scope.index(frames, self.where)
+        if index is not None:
+            return frames[: index + 1]
+        kept = [f for f in frames if self.where(f) not in (self.callers or ())]
+        if all(is_library_file(self.where(f)[0]) for f in kept):
+            return []  # a transform's helper (numpy's reshape), not the program
+        return kept
+
+
+def program_scope(fn: Any) -> ProgramScope | None:
+    """The ``ProgramScope`` of the Python function ``fn`` stages, seen through
+    ``jax.jit``, ``nnx.jit``, ``eqx.filter_jit``, transforms and ``partial``; None
+    where it has no Python code of its own outside JAX (``jnp.reshape``), whose
+    equations' frames are all the caller's."""
+    target = unwrap(fn)
+    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    if not isinstance(code, types.CodeType):
+        code = getattr(type(target).__call__, "__code__", None)  # a Module
+    if not isinstance(code, types.CodeType) or not is_user_file(code.co_filename):
+        return None
+    lines = [line for _, _, line in code.co_lines() if line is not None]
+    return ProgramScope(
+        file=code.co_filename,
+        name=code.co_name,
+        first=min(lines, default=code.co_firstlineno),
+        last=max(lines, default=code.co_firstlineno),
+    )
+
+
+_PROGRAM: ContextVar[ProgramScope | None] = ContextVar("jaxscope_program", default=None)
+
+
+def current_program() -> ProgramScope | None:
+    """The ``ProgramScope`` of the view being built (see ``program``), or None."""
+    return _PROGRAM.get()
+
+
+@contextlib.contextmanager
+def program(scope: ProgramScope | None) -> Iterator[None]:
+    """Within: views map sources inside ``scope`` (None: no scope)."""
+    token = _PROGRAM.set(scope)
+    try:
+        yield
+    finally:
+        _PROGRAM.reset(token)

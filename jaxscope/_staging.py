@@ -18,7 +18,12 @@ import numpy as np
 
 from jaxscope._exceptions import InvalidCallError, TraceError
 from jaxscope._format import a_an, qualname, short_repr, unwrap
-from jaxscope._source import user_frames_of_exception
+from jaxscope._source import (
+    is_library_file,
+    program,
+    program_scope,
+    user_frames_of_exception,
+)
 from jaxscope.compat import jaxpr as _cjaxpr
 from jaxscope.compat import libraries as _clib
 from jaxscope.compat import sharding as _csharding
@@ -130,12 +135,14 @@ def staged(
     build: Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], R],
 ) -> Callable[..., R]:
     """The ``api(f)(*args)`` transform shape: check ``fun`` now, then each call of
-    the result builds ``build(fun, args, kwargs)``."""
+    the result builds ``build(fun, args, kwargs)``, its sources mapped within
+    ``fun``'s program (``_source.program``)."""
     check_callable(fun, api_name)
 
     @functools.wraps(fun)
     def call(*args: Any, **kwargs: Any) -> R:
-        return build(fun, args, kwargs)
+        with program(program_scope(fun)):
+            return build(fun, args, kwargs)
 
     return call
 
@@ -370,6 +377,8 @@ def _stage(
     except Exception as exc:
         raise trace_error(fn, exc, api_name) from exc
     _check_static_argnums(nums, len(args), api_name)
+    if getattr(fn, "trace", None) is None:
+        nums, names = _with_python_constants(args, kwargs, nums, names)
     own_statics = _own_static_args(fn)
     all_nums, all_names = nums + own_statics[0], names + own_statics[1]
     check_example_args(fn, args, kwargs, all_nums, all_names, api_name)
@@ -404,6 +413,56 @@ def _positions(n_args: int, static_argnums: Sequence[int]) -> list[int]:
     """The positions of the dynamic (not static) positional arguments."""
     statics = {n % n_args if n < 0 and n_args else n for n in static_argnums}
     return [i for i in range(n_args) if i not in statics]
+
+
+def _is_python_constant(value: Any) -> bool:
+    """Whether ``value`` is Python data a function reads as a constant, never an
+    array: a string, a dtype, or a tuple of ints, strings and such (a shape, axes, a
+    mode). A plain number is not: JAX traces it, as ``jax.jit`` would."""
+    if isinstance(value, str) or _is_dtype(value):
+        return True
+    if isinstance(value, tuple):
+        items: tuple[Any, ...] = value
+        return all(
+            value is None
+            or (isinstance(value, int) and not isinstance(value, bool))
+            or _is_python_constant(value)
+            for value in items
+        )
+    return False
+
+
+def _is_dtype(value: Any) -> bool:
+    """A dtype, or a type that names one (``jnp.float16``, ``np.int8``, ``float``)."""
+    if isinstance(value, np.dtype):
+        return True
+    if not isinstance(value, type):
+        return False
+    try:
+        np.dtype(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _with_python_constants(
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    nums: tuple[int, ...],
+    names: tuple[str, ...],
+) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """``nums``/``names`` with every argument that is Python data (see
+    ``_is_python_constant``) added: ``jnp.reshape(x, (32, 32))`` stages as its
+    user means it, the shape static, where jitting it as it stands traces the ints
+    and fails."""
+    given = {n % len(args) if n < 0 and args else n for n in nums}
+    more = tuple(
+        i for i, arg in enumerate(args) if i not in given and _is_python_constant(arg)
+    )
+    more_names = tuple(
+        k for k, v in kwargs.items() if k not in names and _is_python_constant(v)
+    )
+    return nums + more, names + more_names
 
 
 def _leaf_names(tree: Any, prefix: str) -> list[str]:
@@ -545,7 +604,8 @@ def trace_error(fn: Any, exc: BaseException, api_name: str) -> TraceError:
     """A one-line ``TraceError`` for an exception raised while tracing ``fn``."""
     fn_name = getattr(unwrap(fn), "__name__", type(fn).__name__)
     frames = user_frames_of_exception(exc)
-    where = f" at {frames[-1]}" if frames else ""
+    own = [loc for loc in frames if not is_library_file(loc.file)]
+    where = f" at {(own or frames)[-1]}" if frames else ""
     kind = type(exc).__name__
     text = first_line(str(exc))
     hint = _hint(fn, exc, api_name)
@@ -717,3 +777,24 @@ def compile_dumping(
                 again, found = once(_CACHE_KEY_CHANGE)
             compiled = again if found is not None else compiled
     return compiled, found
+
+
+def library_lowered(
+    fn: Any,
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    *,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    api_name: str = "jaxscope",
+) -> Any:
+    """The ``jax.stages.Lowered`` an ``eqx.filter_jit`` function's own ``lower``
+    makes (given no extra static arguments here): the program Equinox runs, its
+    donation and output marker included, where ``stage`` traces the user's function
+    as Equinox partitions it. None for any other callable."""
+    if static_argnums or static_argnames or not _clib.is_equinox_filter_jit(fn):
+        return None
+    try:
+        return _clib.jax_stage(getattr(fn, "lower")(*args, **kwargs))  # noqa: B009
+    except Exception as exc:
+        raise trace_error(fn, exc, api_name) from exc

@@ -48,7 +48,7 @@ def test_one_of_a_thing_is_singular_in_hlo_and_sharding_views():
         ("n(x)", "`n` is an int, not a function"),
         ("f(*n)", "`*n` is an int, not an iterable"),
         ("f(x, **n)", "`**n` is an int, not a mapping"),
-        ("g(x, 'a')", "label is a str"),
+        ("g(x, ['a'])", "label[0] is a str"),
         ("g(x, ob)", "label is an object"),
     ],
 )

@@ -14,7 +14,7 @@ from jaxscope._explain.messages import ARISES, Tracing, first_line, short_aval
 from jaxscope._explain.report import ErrorKind, Operand
 from jaxscope._explain.site import Site
 from jaxscope._format import format_bytes
-from jaxscope._source import display_filename
+from jaxscope._source import short_path, short_place
 from jaxscope.compat import errors as _cerrors
 from jaxscope.compat.source import is_jax_file
 
@@ -51,7 +51,7 @@ def message_context(
     if aval:
         out.append(f"traced value: {short_aval(aval.group(1))}")
     if tracing.function:
-        where = display_filename(tracing.file or "")
+        where = short_path(tracing.file or "")
         out.append(
             f"traced function: {tracing.function} ({where}:{tracing.line}), "
             f"for {tracing.transform}"
@@ -66,7 +66,7 @@ def message_context(
             out.append("shapes in JAX's message: " + ", ".join(shapes))
     created = _CREATED_ON.search(text)
     if created:
-        out.append(f"tracer created at {created.group('where')}")
+        out.append(f"tracer created at {short_place(created.group('where'))}")
     return tuple(out)
 
 

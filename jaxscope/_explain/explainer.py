@@ -37,6 +37,7 @@ from jaxscope._explain.frames import (
     entries,
     loc,
     raw_filename,
+    shown_frames,
     traced_code,
     user_entries,
 )
@@ -183,7 +184,7 @@ def _plain(exc: BaseException) -> ErrorReport:
     frames: list[SourceLoc] = []
     try:
         users, inner = user_entries(entries(exc.__traceback__))
-        frames = [loc(e) for e in users]
+        frames = shown_frames(users)
         user_frame = loc(inner) if inner is not None else None
     except Exception:
         pass
@@ -363,7 +364,7 @@ def _explain(exc: BaseException) -> ErrorReport:
             library=library_facts(exc, users, inner, where.site),
         )
     )
-    frames = [loc(e) for e in users]
+    frames = shown_frames(users)
     if origin is not None and (not frames or frames[-1] != where.user_frame):
         frames.append(origin.source)
     return ErrorReport(

@@ -134,6 +134,15 @@ def user_entries(found: list[Entry]) -> tuple[list[Entry], Entry | None]:
     return users, (own or users)[-1]
 
 
+def shown_frames(users: list[Entry]) -> list[SourceLoc]:
+    """The frames a report lists: the user's own code only, outermost first (an
+    installed library's frames between them left out); a library's where the
+    stack has no frame of the user's own code."""
+    libs = _library_dirs()
+    own = [e for e in users if not _is_library(e.filename, libs)]
+    return [loc(e) for e in own or users]
+
+
 def raises_here(entry: Entry) -> bool:
     """Whether the entry's own line raises (``raise ...``, ``assert ...``)."""
     text = linecache.getline(entry.filename, entry.line).strip()

@@ -30,7 +30,7 @@ from jaxscope._explain.report import ErrorKind, Operand
 from jaxscope._explain.transfer_hints import donated, trace_level, unbound_axis
 from jaxscope._explain.wrappers import FieldFix, library_of
 from jaxscope._format import format_bytes
-from jaxscope._source import display_filename
+from jaxscope._source import short_path
 
 __all__ = ["Explanation", "Facts", "explanation"]
 
@@ -341,7 +341,7 @@ def _leak(facts: Facts) -> Explanation:
     tracing = facts.tracing
     leaked_from = ""
     if leak:
-        loc = f"{display_filename(leak.group('file'))}:{leak.group('line')}"
+        loc = f"{short_path(leak.group('file'))}:{leak.group('line')}"
         leaked_from = f" from {leak.group('fn')} ({loc}, traced for {leak.group('tr')})"
     elif tracing.function:
         leaked_from = f" from {tracing.function} (traced for {tracing.transform})"

@@ -10,6 +10,7 @@ from jaxscope._explain.donation import Deleted
 from jaxscope._explain.facts import Explanation, Facts
 from jaxscope._explain.messages import first_line
 from jaxscope._explain.wrappers import library_of
+from jaxscope._source import short_path
 
 
 def donated(facts: Facts) -> Explanation:
@@ -24,7 +25,7 @@ def donated(facts: Facts) -> Explanation:
             "donate= of eqx.filter_jit)",
         )
     name = f"`{gone.expr}`"
-    file = facts.user_frame.file if facts.user_frame is not None else ""
+    file = short_path(facts.user_frame.file) if facts.user_frame is not None else ""
     at = f" at {file}:{gone.line}" if gone.line else ""
     extra = (f"last passed to: {gone.call}{at}",) if gone.call else ()
     if gone.by_hand:

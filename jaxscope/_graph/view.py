@@ -15,6 +15,7 @@ from jaxscope._graph.model import (
     build_graph,
     to_payload,
 )
+from jaxscope._source import full_loc
 
 # Nodes drawn by to_dot before it refuses (Graphviz itself slows to minutes beyond).
 DOT_MAX_NODES = 5000
@@ -157,7 +158,7 @@ def _dot(model: GraphModel) -> Any:
             if node.kind == "eqn" and node.outputs:
                 label += "\n" + _dot_text(" ".join(t for _, t in node.outputs))
             if node.source is not None:
-                attrs["tooltip"] = _dot_text(str(node.source))
+                attrs["tooltip"] = _dot_text(full_loc(node.source))
             graph.node(_dot_id(node.id), label=graphviz.nohtml(label), **attrs)
         for group in children.get(gid, ()):
             with graph.subgraph(name=f"cluster_{_dot_id(group.id)}") as sub:

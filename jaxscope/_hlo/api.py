@@ -7,7 +7,7 @@ from typing import Any
 
 from jaxscope._hlo.model import capture, check_stage
 from jaxscope._hlo.view import HloView
-from jaxscope._staging import function_name, staged, trace
+from jaxscope._staging import function_name, library_lowered, staged, trace
 
 
 def hlo(
@@ -34,7 +34,17 @@ def hlo(
             static_argnames=static_argnames,
             api_name="js.hlo",
         )
-        return HloView(capture(traced, stage), function_name=function_name(fn))
+        lowered = library_lowered(
+            fn,
+            args,
+            kwargs,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            api_name="js.hlo",
+        )
+        return HloView(
+            capture(traced, stage, lowered=lowered), function_name=function_name(fn)
+        )
 
     transform = staged(fun, "js.hlo", build)
     check_stage(stage, "js.hlo")

@@ -24,6 +24,7 @@ from jaxscope._hlo.ops import ParsedOps, by_line, parse_hlo
 from jaxscope._hlo.parse import instructions
 from jaxscope._hlo.stablehlo import parse_stablehlo
 from jaxscope._records import OpInfo
+from jaxscope._source import current_program
 from jaxscope._staging import first_line
 
 STAGES: tuple[str, ...] = ("stablehlo", "hlo", "optimized")
@@ -127,6 +128,8 @@ class HloCapture:
         self, lowered: Any, stage: str, compiled: Any = None, jaxpr: Any = None
     ) -> None:
         self.stage = check_stage(stage)
+        # the ops are parsed later (on first use): the program's scope is kept now
+        self.scope = current_program()
         self.lowered = lowered  # the ``jax.stages.Lowered`` the text came from
         self._compiled = compiled
         self.jaxpr = jaxpr  # the traced ``ClosedJaxpr``, to find loops; None: unknown
@@ -166,8 +169,8 @@ class HloCapture:
             # No debug-info printer for this program: ops without sources.
             source_text = self.text
         if self.stage == "stablehlo":
-            return parse_stablehlo(source_text)
-        parsed = parse_hlo(source_text)
+            return parse_stablehlo(source_text, self.scope)
+        parsed = parse_hlo(source_text, self.scope)
         if self.stage == "hlo":
             parsed = _align_hlo_lines(parsed, self.text)
         return parsed
@@ -211,11 +214,16 @@ def _align_hlo_lines(parsed: ParsedOps, text: str) -> ParsedOps:
     return ParsedOps(parsed.ops, lines, parsed.raw_files)
 
 
-def capture(traced: Any, stage: str) -> HloCapture:
-    """Lower a ``jax.stages.Traced`` (and compile it for ``optimized``); never run it."""
+def capture(traced: Any, stage: str, lowered: Any = None) -> HloCapture:
+    """Lower a ``jax.stages.Traced`` (and compile it for ``optimized``); never run it.
+
+    ``lowered``: the program as the function's library lowers it, when that differs
+    from lowering ``traced`` (``eqx.filter_jit``); ``traced`` then gives its loops.
+    """
     check_stage(stage)
     try:
-        lowered = traced.lower()
+        if lowered is None:
+            lowered = traced.lower()
     except JaxscopeError:
         raise
     except Exception as exc:

@@ -22,7 +22,14 @@ from jaxscope._hlo.parse import (
     stack_frame_id,
 )
 from jaxscope._records import OpInfo, SourceLoc
-from jaxscope._source import display_filename, is_library_file, is_user_file
+from jaxscope._source import (
+    ProgramCut,
+    ProgramScope,
+    current_program,
+    display_filename,
+    is_library_file,
+    is_user_file,
+)
 
 # Front-end machinery JAX counts as user code: a call site traced through ``%hlo`` or a
 # pytest run must show the cell / test line, not IPython's or pytest's own frames.
@@ -33,16 +40,29 @@ _MACHINERY = re.compile(
 )
 
 
+def _where(frame: Frame) -> tuple[str, int, str]:
+    return frame.file, frame.line, frame.function or ""
+
+
 class LocResolver:
     """Raw frames → ``SourceLoc`` (innermost user frame), remembering raw file names.
 
     With a ``FrameTable``, ``of_metadata`` resolves an op's metadata (compact or
-    inline), each stack frame once.
+    inline), each stack frame once. With a ``ProgramScope`` (by default the view's
+    being built, ``current_program``), the frames outside the program's function
+    (its caller's, from whichever call JAX traced and cached) are never a source.
     """
 
-    def __init__(self, table: FrameTable | None = None) -> None:
+    def __init__(
+        self,
+        table: FrameTable | None = None,
+        scope: ProgramScope | None = None,
+    ) -> None:
         self.raw_files: dict[str, str] = {}
         self.table = table if table is not None else FrameTable()
+        self.cut: ProgramCut[Frame] = ProgramCut(
+            scope if scope is not None else current_program(), _where
+        )
         self._user: dict[str, bool] = {}
         self._display: dict[str, str] = {}
         self._by_frame_id: dict[
@@ -77,6 +97,7 @@ class LocResolver:
         """``(source, user frames)`` of a stack (innermost first): the innermost frame
         in the user's own code, else in any user-visible file (an installed
         library's), else the innermost frame."""
+        frames = list(self.cut(frames))
         if not frames:
             return None, ()
         visible = [fr for fr in frames if self._is_user(fr.file)]
@@ -116,7 +137,7 @@ class ParsedOps:
     raw_files: dict[str, str]  # display file ("In [3]") -> file as JAX recorded it
 
 
-def parse_hlo(text: str) -> ParsedOps:
+def parse_hlo(text: str, scope: ProgramScope | None = None) -> ParsedOps:
     """The op table of an HLO module's text (``hlo`` or ``optimized`` stage).
 
     Every instruction of every computation is listed; an op inside a fused
@@ -124,7 +145,9 @@ def parse_hlo(text: str) -> ParsedOps:
     Sources come from the ``StackFrames`` tables or the older inline metadata.
     """
     lines = text.splitlines()
-    resolver = LocResolver(read_frame_tables(lines))
+    resolver = LocResolver(read_frame_tables(lines), scope)
+    table = resolver.table
+    resolver.cut.learn(table.frames(key) for key in table.stack_frames)
     instrs = list(instructions(lines))
     fusion_of_computation: dict[str, str] = {}
     for instr in instrs:

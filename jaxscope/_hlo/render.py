@@ -33,7 +33,7 @@ from jaxscope._hlo.parse import COMPUTATION_HEADER, HLO_SECTIONS, instruction_pa
 from jaxscope._hlo.stablehlo import FUNC_HEADER
 from jaxscope._hlo.view import HloView
 from jaxscope._records import OpInfo, SourceLoc
-from jaxscope._source import short_loc
+from jaxscope._source import full_loc, short_loc
 
 # Displays never flood a notebook or terminal; `.text` always has everything.
 DISPLAY_MAX_LINES = 5000
@@ -452,7 +452,7 @@ def _code_line(line: str, op: OpInfo | None, keys: Keys, stage: str) -> str:
         return f'<div class="jxh-l"><span class="jxh-at"></span>{content}</div>'
     k = keys[op.source.key]
     fusion = f" (in fusion {op.fusion})" if op.fusion else ""
-    title = f"{op.source}{fusion}" + (f" {op.op_name}" if op.op_name else "")
+    title = f"{full_loc(op.source)}{fusion}" + (f" {op.op_name}" if op.op_name else "")
     return (
         f'<div class="jxh-l jxh-op" data-k="{k}" '
         f'style="background:{_TINTS[k % _PALETTE]}" title="{_e(title)}">'

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from jaxscope._hlo.ops import LocResolver, ParsedOps
 from jaxscope._hlo.parse import Frame
 from jaxscope._records import OpInfo, SourceLoc
+from jaxscope._source import ProgramScope
 
 _LOC_ALIAS = re.compile(r"^#(loc\d*)\s*=\s*loc\((.*)\)\s*$")
 FUNC_HEADER = re.compile(r"^\s*func\.func\s+(?:\w+\s+)?@([\w.$\-]+)")
@@ -241,7 +242,7 @@ def _rows(lines: list[str]) -> list[_Row]:
     return rows
 
 
-def parse_stablehlo(debug_text: str) -> ParsedOps:
+def parse_stablehlo(debug_text: str, scope: ProgramScope | None = None) -> ParsedOps:
     """The op table of a StableHLO module printed with ``debug_info=True``.
 
     ``lines`` index the same text without locations, which has the same line
@@ -249,8 +250,17 @@ def parse_stablehlo(debug_text: str) -> ParsedOps:
     """
     lines = debug_text.splitlines()
     locs = _MlirLocs(_loc_aliases(lines))
-    resolver = LocResolver()
+    resolver = LocResolver(scope=scope)
     rows = _rows(lines)
+    stacks: dict[str, tuple[list[Frame], str]] = {}
+    for row in rows:
+        if row.loc and row.loc not in stacks:
+            # a pathological location chain gives no source rather than a crash
+            try:
+                stacks[row.loc] = locs.resolve(row.loc)
+            except RecursionError:
+                stacks[row.loc] = ([], "")
+    resolver.cut.learn(frames for frames, _ in stacks.values())
     ops: list[OpInfo] = []
     resolved: dict[str, tuple[SourceLoc | None, str]] = {}
     for row in rows:
@@ -258,11 +268,7 @@ def parse_stablehlo(debug_text: str) -> ParsedOps:
         if row.loc:
             known = resolved.get(row.loc)
             if known is None:
-                # a pathological location chain gives no source rather than a crash
-                try:
-                    frames, op_name = locs.resolve(row.loc)
-                except RecursionError:
-                    frames, op_name = [], ""
+                frames, op_name = stacks[row.loc]
                 known = resolved[row.loc] = (resolver.loc(frames), op_name)
         source, op_name = known
         ops.append(

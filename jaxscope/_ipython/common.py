@@ -73,7 +73,13 @@ def from_builder(build: Callable[..., T]) -> Callable[..., Callable[..., T]]:
     ``build(fn, args, kwargs, **options)``."""
 
     def wrap(fn: Any, **options: Any) -> Callable[..., T]:
-        return lambda *args, **kwargs: build(fn, args, kwargs, **options)
+        from jaxscope._source import program, program_scope  # imports JAX
+
+        def call(*args: Any, **kwargs: Any) -> T:
+            with program(program_scope(fn)):
+                return build(fn, args, kwargs, **options)
+
+        return call
 
     return wrap
 
@@ -138,11 +144,11 @@ def split_options(magic_fn: Any, line: str) -> tuple[str, str]:
     """
     parser = getattr(magic_fn, "parser", None)
     known: set[str] = {"-h", "--help"}
-    valued: set[str] = set()
+    valued: dict[str, Any] = {}
     for action in getattr(parser, "_actions", ()):
         known.update(action.option_strings)
         if action.nargs != 0 and action.option_strings:
-            valued.update(action.option_strings)
+            valued.update(dict.fromkeys(action.option_strings, action))
     options, rest = _leading_options(magic_fn, line.strip(), valued)
     rest, trailing = _trailing_options(magic_fn, rest, known)
     if trailing:
@@ -161,7 +167,9 @@ def _magic_name(magic_fn: Any) -> str:
     return str(getattr(getattr(magic_fn, "parser", None), "prog", "magic"))
 
 
-def _leading_options(magic_fn: Any, text: str, valued: set[str]) -> tuple[str, str]:
+def _leading_options(
+    magic_fn: Any, text: str, valued: dict[str, Any]
+) -> tuple[str, str]:
     options: list[str] = []
     rest = text
     while rest.startswith("-"):
@@ -171,11 +179,43 @@ def _leading_options(magic_fn: Any, text: str, valued: set[str]) -> tuple[str, s
             print(getattr(magic_fn, "__doc__", None) or "no help available")
             raise HelpShown
         options.append(token)
-        if token in valued and rest:
-            value, _, rest = rest.partition(" ")
-            rest = rest.lstrip()
+        action = valued.get(token)
+        if action is not None and rest:
+            value, _, after = rest.partition(" ")
+            if _is_the_call(value, after.strip()):
+                if action.nargs == "?":  # its value is optional: none was given
+                    continue
+                name = _magic_name(magic_fn)
+                raise InvalidCallError(
+                    f"%{name}: {token} takes a value before the call, and `{value}` "
+                    f"is the start of the call; write e.g. "
+                    f"`%{name} {token} {_example_value(action)} {rest}`"
+                )
+            rest = after.lstrip()
             options.append(value)
     return " ".join(options), rest
+
+
+def _example_value(action: Any) -> str:
+    """A value to show for ``action`` in a hint: its first choice or its default,
+    else one that fits its type or metavar (``FILE`` -> ``out.svg``), else a line
+    number (``-b``)."""
+    if action.choices:
+        return str(next(iter(action.choices)))
+    if isinstance(action.default, str) and action.default:
+        return action.default
+    if action.type is int:
+        return "1"
+    examples = {"FILE": "out.svg", "N": "1", "NUMS": "0", "NAMES": "n", "NAME": "r"}
+    return examples.get(action.metavar or "", "12")
+
+
+def _is_the_call(value: str, after: str) -> bool:
+    """Whether the token an option would take as its value is the call itself: the
+    start of it (``f(x,`` of ``f(x, y)``), or all of it with nothing after."""
+    if _parses(value) is None:
+        return isinstance(_parses(f"{value} {after}"), ast.Call)
+    return not after and isinstance(_parses(value), ast.Call)
 
 
 def _parses(text: str) -> ast.expr | None:

@@ -15,9 +15,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxscope._format import truncate
+from jaxscope._format import plural, truncate
 from jaxscope._records import EqnInfo, SourceLoc
-from jaxscope._source import display_filename, short_loc
+from jaxscope._source import (
+    ProgramCut,
+    current_program,
+    display_filename,
+    short_loc,
+)
 from jaxscope.compat import jaxpr as _cj
 from jaxscope.compat import source as _csource
 
@@ -115,11 +120,16 @@ def _letter_name(n: int) -> str:
             return out
 
 
+def _where(raw: Any) -> tuple[str, int, str]:
+    return raw.file, raw.line, raw.function
+
+
 class _Sources:
     """Source locations of equations, cached per traceback frame, with the text of
     each line and the file name Python compiled each shown file under."""
 
     __slots__ = (
+        "cut",
         "files",
         "keys",
         "loc_keys",
@@ -139,6 +149,9 @@ class _Sources:
         self.traces: dict[tuple[Any, ...], tuple[tuple[SourceLoc, ...], Any]] = {}
         self.source_text: dict[tuple[str, int], str] = {}
         self.raw_files: dict[str, str] = {}
+        # frames outside the staged function are its caller's (from the call JAX
+        # traced and cached first), never the program's source
+        self.cut: ProgramCut[Any] = ProgramCut(current_program(), _where)
 
     def loc(self, raw: Any) -> SourceLoc:
         loc = self.locs.get(raw)
@@ -186,6 +199,7 @@ class _Sources:
         return (frames[0] if frames else None), frames
 
     def _trace(self, raws: Any) -> tuple[tuple[SourceLoc, ...], SourceLoc | None]:
+        raws = self.cut(raws)
         frames = tuple([self.loc(raw) for raw in raws])
         for raw, loc in zip(raws, frames, strict=True):
             if not _csource.is_library_file(raw.file):
@@ -354,7 +368,9 @@ def _params(params: dict[str, Any], subs: list[tuple[str, Any]]) -> dict[str, st
     sub_counts: dict[str, list[str]] = {}
     for key, sub in subs:
         n = len(_cj.open_jaxpr(sub)[0].eqns)
-        sub_counts.setdefault(key.split("[", 1)[0], []).append(f"{{{n} eqns}}")
+        sub_counts.setdefault(key.split("[", 1)[0], []).append(
+            f"{{{plural(n, 'eqn')}}}"
+        )
     shown = {
         key: _param_str(value) for key, value in params.items() if key not in sub_counts
     }
@@ -399,6 +415,9 @@ def build_model(closed_jaxpr: Any, input_names: Sequence[str] = ()) -> JaxprMode
     """
     builder = _Builder()
     jaxpr, _consts = _cj.open_jaxpr(closed_jaxpr)
+    builder.sources.cut.learn(
+        _csource.frames_of(_csource.eqn_traceback(eqn)) for eqn in jaxpr.eqns
+    )
     # The walk allocates one small acyclic record per equation; letting the cyclic
     # GC rescan JAX's large heap on the way costs more than the walk itself.
     with gc_paused():
@@ -557,7 +576,7 @@ def is_noisy_param(key: str, value: str) -> bool:
     return noisy is not None and value in noisy
 
 
-_NESTED_VALUE = re.compile(r"^\(?\{\d+ eqns\}(?:, \{\d+ eqns\})*\)?$")
+_NESTED_VALUE = re.compile(r"^\(?\{\d+ eqns?\}(?:, \{\d+ eqns?\})*\)?$")
 
 
 def shown_params(info: EqnInfo, *, nested: bool = True) -> dict[str, str]:
@@ -656,7 +675,7 @@ def display_lines(
     lines: list[Line] = []
     for region in model.shared:
         if max_depth is not None and region.depth > max_depth:
-            text = f"let {region.shared} = {{ ... {region.total} equations }} in"
+            text = f"let {region.shared} = {{ ... {_eqns(region.total)} }} in"
             lines.append(Line("fold", 0, text, region=region, count=region.total))
         else:
             _region_lines(region, 0, lines, max_depth, max_eqns_per_region, width)
@@ -706,7 +725,7 @@ def _region_lines(
                 Line(
                     "elided",
                     indent + 4,
-                    f"... {-index} equations elided "
+                    f"... {_eqns(-index)} elided "
                     "(%jaxpr --all, or view.max_eqns = None, shows them) ...",
                     region=region,
                     count=-index,
@@ -732,7 +751,7 @@ def _region_lines(
                     Line(
                         "fold",
                         indent + 6,
-                        f"{child.label}={{ ... {child.total} equations }}",
+                        f"{child.label}={{ ... {_eqns(child.total)} }}",
                         region=child,
                         count=child.total,
                     )
@@ -769,11 +788,10 @@ def render_text(
     max_depth: int | None = None,
     max_eqns_per_region: int | None = None,
     source: bool = True,
-    short_paths: bool = False,
     width: int | None = None,
 ) -> str:
     """The jaxpr as text; each equation line ends with ``# file:line`` where known
-    (the file shortened by ``short_path`` for displays, with ``short_paths``).
+    (the file shortened by ``short_path``, as in every view).
 
     ``max_depth`` folds nested jaxprs deeper than it into ``{ ... N equations }``;
     ``max_eqns_per_region`` keeps the first and last equations of long regions.
@@ -789,7 +807,7 @@ def render_text(
             text = " " * line.indent + line.text
             if source and line.info is not None and line.info.source is not None:
                 loc = line.info.source
-                text += f"  # {short_loc(loc) if short_paths else loc}"
+                text += f"  # {short_loc(loc)}"
             out.append(text)
     return "\n".join(out)
 
@@ -818,7 +836,7 @@ def render_by_line(model: JaxprModel, *, max_eqns_per_line: int | None = None) -
             out.append(f"{short_loc(locs[key])}  {code}".rstrip())
         for index in shown_indices(len(infos), max_eqns_per_line):
             if index < 0:
-                out.append(f"    ... {-index} equations elided ...")
+                out.append(f"    ... {_eqns(-index)} elided ...")
                 continue
             info = infos[index]
             out.append("    " + "  " * info.depth + eqn_line(info, nested=False))
@@ -835,3 +853,8 @@ def shown_indices(n: int, max_eqns: int | None) -> Iterator[int]:
     yield from range(head)
     yield -(n - head - tail)
     yield from range(n - tail, n)
+
+
+def _eqns(count: int) -> str:
+    """``"1 equation"``, ``"2 equations"``."""
+    return plural(count, "equation")

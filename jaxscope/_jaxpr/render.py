@@ -27,7 +27,7 @@ from jaxscope._jaxpr.model import (
 )
 from jaxscope._jaxpr.view import JaxprView, display_width
 from jaxscope._records import EqnInfo, SourceLoc
-from jaxscope._source import short_loc
+from jaxscope._source import full_loc, short_loc
 
 # Equation rows written into one HTML fragment at most (elided runs beyond it say so).
 HTML_MAX_ROWS = 2000
@@ -160,13 +160,13 @@ class _HtmlWriter:
             stop = min(end, start + HTML_CHUNK)
             if self.rows + (stop - start) > HTML_MAX_ROWS:
                 self.parts.append(
-                    f'<div class="jxs-n"{pad}>... {end - start} equations not shown '
+                    f'<div class="jxs-n"{pad}>... {plural(end - start, "equation")} not shown '
                     "here (see <code>.text</code>) ...</div>"
                 )
                 return
             self.parts.append(
-                f'<details class="jxs-x"><summary{pad}>... {stop - start} equations '
-                f"elided (#{start} to #{stop - 1}; click to expand) ...</summary>"
+                f'<details class="jxs-x"><summary{pad}>... '
+                f"{plural(stop - start, 'equation')} elided (#{start} to #{stop - 1}; click to expand) ...</summary>"
             )
             for index in range(start, stop):
                 self.eqn_and_children(region, index, indent)
@@ -187,14 +187,15 @@ class _HtmlWriter:
         head = f"{label}{{ lambda {_binders(child.constvars, child.invars)}. let"
         if self.rows + child.total > HTML_MAX_ROWS and not is_open:
             self.parts.append(
-                f'<div class="jxs-n"{pad}>{_esc(label)}{{ ... {child.total} equations '
+                f'<div class="jxs-n"{pad}>{_esc(label)}{{ ... '
+                f"{plural(child.total, 'equation')} "
                 "not shown here (see <code>.text</code>) }</div>"
             )
             return
         self.parts.append(
             f'<details class="jxs-r"{" open" if is_open else ""}>'
             f'<summary{pad}>{_esc(head)} <span class="jxs-n">'
-            f"({child.total} equations)</span></summary>"
+            f"({plural(child.total, 'equation')})</span></summary>"
         )
         self.region(child, indent)
         self.close(child, indent)
@@ -251,9 +252,7 @@ def _binders(consts: list[tuple[str, str]], invars: list[tuple[str, str]]) -> st
 
 def _loc_span(loc: SourceLoc, style: str = "") -> str:
     """``file:line`` shortened (``short_loc``), the full path as its tooltip."""
-    return (
-        f'<span class="jxs-l"{style} title="{_esc(loc)}">{_esc(short_loc(loc))}</span>'
-    )
+    return f'<span class="jxs-l"{style} title="{_esc(full_loc(loc))}">{_esc(short_loc(loc))}</span>'
 
 
 def _source_panel(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 from jaxscope._checks import check_count
 from jaxscope._display import Renderable, printable
+from jaxscope._format import plural
 from jaxscope._jaxpr.model import (
     JaxprModel,
     Region,
@@ -162,7 +163,6 @@ class JaxprView(Renderable):
             max_depth=depth,
             max_eqns_per_region=max_eqns,
             source=source,
-            short_paths=True,
             width=width,
         )
 
@@ -233,7 +233,7 @@ class JaxprView(Renderable):
 
     def __repr__(self) -> str:
         name = f" of {self.function_name}" if self.function_name else ""
-        return printable(f"<JaxprView{name}: {len(self.eqns)} equations>")
+        return printable(f"<JaxprView{name}: {plural(len(self.eqns), 'equation')}>")
 
 
 def display_width() -> int:

@@ -108,7 +108,7 @@ class LeakReport(NotAHolder, Renderable):
 
             SESSION.stop(self, thread)
         if exc_type is None and self.raise_on_leak and self.leaks:
-            err = TracerLeakError(self.message())
+            err = TracerLeakError(self.message(short=True))
             err.report = self  # type: ignore[attr-defined]
             raise err
 

@@ -25,7 +25,8 @@ from jaxscope._ipython.common import HelpShown, JaxscopeMagics, show, usage_erro
 
 @magics_class
 class LeakMagics(JaxscopeMagics):
-    @magic_arguments()
+    # IPython's usage line puts one "%" before the name: a cell magic needs two
+    @magic_arguments(name="%leaks")
     @argument(
         "--as",
         dest="name",

@@ -43,8 +43,9 @@ class Leak:
     def describe(self, *, short: bool = False) -> str:
         """One line: what leaked, from where, created where, held where (control
         characters and line breaks of user strings spelled out). ``short=True``
-        shows files as views do (``short_path``); the default keeps full paths."""
-        loc = _short_loc if short else str  # full paths: the data
+        shows files as every view and message does (``short_path``); the default
+        keeps full paths (the data, and a tooltip over the short form)."""
+        loc = _short_loc if short else _full_loc
         what = "argument" if self.argument else "tracer"
         text = f"{self.aval} {what} from {self.transformation}"
         if self.created_at is not None:
@@ -60,6 +61,10 @@ class Leak:
 
     def __str__(self) -> str:
         return self.describe()
+
+
+def _full_loc(loc: SourceLoc) -> str:
+    return f"{loc.file}:{loc.line}"
 
 
 def _short_loc(loc: SourceLoc) -> str:

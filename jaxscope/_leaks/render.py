@@ -15,7 +15,7 @@ from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._leaks.checker import LeakReport
 from jaxscope._leaks.records import Leak, LeakSummary, LeakSummaryRow, count_text
 from jaxscope._records import SourceLoc
-from jaxscope._source import short_loc
+from jaxscope._source import full_loc, short_loc
 
 _CSS = (
     "<style>.jaxscope-leaks{font-family:monospace;font-size:12px}"
@@ -35,7 +35,7 @@ def _esc(text: str) -> str:
 
 def _title(loc: SourceLoc | None) -> str:
     """The full ``file:line`` as a tooltip attribute (the cell shows it short)."""
-    return "" if loc is None else f' title="{_html.escape(printable(str(loc)))}"'
+    return "" if loc is None else f' title="{_html.escape(printable(full_loc(loc)))}"'
 
 
 _HINT = (

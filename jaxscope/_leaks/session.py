@@ -198,7 +198,7 @@ class Session(NotAHolder):
             leak = state.record(
                 tracer, dataclasses.replace(leak, used_at=user_frame_of_stack(1))
             )
-            return f"jaxscope: leaked {leak.describe()}"
+            return f"jaxscope: leaked {leak.describe(short=True)}"
         return None  # never replace JAX's error with ours
 
     def on_misuse(self, tracer: Any) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from jaxscope._records import SourceLoc
+from jaxscope._source import short_path
 
 #: op kinds: ``compute`` (fusions, dots, ...), ``collective`` (all-reduce, ...),
 #: ``copy``, ``transfer`` (host transfers, send/recv, infeed/outfeed, callbacks),
@@ -78,7 +79,7 @@ class LineTime:
         return self.time / self.count if self.count else 0.0
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+        return f"{short_path(self.file)}:{self.line}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

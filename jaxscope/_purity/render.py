@@ -11,7 +11,7 @@ from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._format import plural
 from jaxscope._purity.records import PurityFinding, PuritySummary, PuritySummaryRow
 from jaxscope._purity.watcher import PurityLog
-from jaxscope._source import short_loc
+from jaxscope._source import full_loc, short_loc
 
 
 def _esc(text: str) -> str:
@@ -97,7 +97,7 @@ def _title(finding: PurityFinding) -> str:
     """The full ``file:line`` as a tooltip attribute (the cell shows it short)."""
     if finding.source is None:
         return ""
-    return f' title="{_html.escape(printable(str(finding.source)), quote=True)}"'
+    return f' title="{_html.escape(printable(full_loc(finding.source)), quote=True)}"'
 
 
 def findings_html(findings: list[PurityFinding], title: str) -> str:

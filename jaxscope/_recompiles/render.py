@@ -23,7 +23,7 @@ from jaxscope._recompiles.records import (
 )
 from jaxscope._recompiles.watcher import RecompileLog
 from jaxscope._records import SourceLoc
-from jaxscope._source import short_loc, short_path
+from jaxscope._source import full_loc, short_loc, short_path
 
 # A display shows at most this many events (the log keeps them all).
 MAX_EVENTS_SHOWN = 50
@@ -190,7 +190,7 @@ def _e(text: object) -> str:
 
 def _loc_html(loc: SourceLoc) -> str:
     """The short ``file:line``, the full path in its tooltip."""
-    return f'<span title="{_e(loc)}">{_e(short_loc(loc))}</span>'
+    return f'<span title="{_e(full_loc(loc))}">{_e(short_loc(loc))}</span>'
 
 
 def _event_html(event: RecompileEvent) -> str:

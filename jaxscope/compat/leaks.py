@@ -120,35 +120,48 @@ def traced_function(tracer: Any) -> str:
 def creation_traceback(tracer: Any) -> Any:
     """The JAX ``Traceback`` recorded when ``tracer`` was created, or None.
 
-    Looks at the tracer itself, then at the tracers it wraps (a ``grad`` tracer's
-    tangent carries the line of the operation that made it).
+    Looks at the tracer itself, the equation that made it (a partial-eval tracer's
+    recipe), then at the tracers it wraps (a ``grad`` tracer's tangent carries the
+    line of the operation that made it). A traceback with a frame of the user's
+    own code is preferred to one whose frames are all an installed library's (a
+    tracer Flax's ``nn.scan`` makes while re-tracing a body records only Flax's).
 
     Relies on: ``Tracer._line_info`` (a ``SourceInfo``), ``BatchTracer.source_info``,
-    ``JaxprTracer.recipe.source_info`` (partial evaluation: the equation that made
-    it), ``LinearizeTracer.tangent/primal``, ``JVPTracer.tangent/primal``,
-    ``BatchTracer.val``.
+    ``JaxprTracer.recipe.source_info``, ``LinearizeTracer.tangent/primal``,
+    ``JVPTracer.tangent/primal``, ``BatchTracer.val``.
     """
+    from jaxscope.compat.source import frames_of, is_library_file
+
     base = tracer_type()
     todo = [tracer]
     seen = 0
+    found = None
     while todo and seen < 8:
         t = todo.pop(0)
         seen += 1
-        infos = [
-            getattr(t, attr, None) if hasattr(type(t), attr) else None
-            for attr in ("_line_info", "source_info")
-        ]
-        if hasattr(type(t), "recipe"):
-            infos.append(getattr(getattr(t, "recipe", None), "source_info", None))
-        for info in infos:
+        recipe = getattr(t, "recipe", None) if hasattr(type(t), "recipe") else None
+        for info in (
+            _attribute(t, "_line_info"),
+            _attribute(t, "source_info"),
+            getattr(recipe, "source_info", None),
+        ):
             tb = getattr(info, "traceback", None)
-            if tb is not None and _siu.user_frame(tb) is not None:
+            if tb is None or _siu.user_frame(tb) is None:
+                continue
+            if any(not is_library_file(f.file) for f in frames_of(tb)):
                 return tb
+            found = found or tb
         for attr in ("tangent", "primal", "val"):
-            inner = getattr(t, attr, None) if hasattr(type(t), attr) else None
+            inner = _attribute(t, attr)
             if isinstance(inner, base):
                 todo.append(inner)
-    return None
+    return found
+
+
+def _attribute(obj: Any, name: str) -> Any:
+    """``obj.name`` where its type defines it (a tracer's ``__getattr__`` forwards
+    unknown names to its aval), else None."""
+    return getattr(obj, name, None) if hasattr(type(obj), name) else None
 
 
 def current_traceback() -> Any:

@@ -11,6 +11,8 @@ import bisect
 import functools
 import operator
 import os
+import sys
+import sysconfig
 import types
 import weakref
 from typing import Any, NamedTuple
@@ -265,14 +267,27 @@ def innermost_user_frame(traceback: Any) -> RawFrame | None:
 
 
 _LIBRARY_DIRS = ("site-packages", "dist-packages")
+# Where installed commands live (the ``ipython``, ``pytest``, ``jupyter`` scripts):
+# their ``<module>`` frame starts every stack and is never the user's code.
+_SCRIPT_DIRS = frozenset(
+    os.path.abspath(path)
+    for path in {
+        sysconfig.get_path("scripts"),
+        os.path.dirname(os.path.abspath(sys.executable)),
+    }
+    if path
+)
 
 
 @functools.cache
 def is_library_file(filename: str) -> bool:
-    """Whether ``filename`` belongs to an installed library (site-packages or a path
-    listed in ``$JAXSCOPE_LIBRARY_PATHS``) rather than the user's own project."""
+    """Whether ``filename`` belongs to an installed library (site-packages, an
+    installed command such as ``bin/ipython``, or a path listed in
+    ``$JAXSCOPE_LIBRARY_PATHS``) rather than the user's own project."""
     parts = filename.replace("\\", "/").split("/")
     if any(part in _LIBRARY_DIRS for part in parts):
+        return True
+    if os.path.dirname(filename) in _SCRIPT_DIRS:
         return True
     extra = os.environ.get("JAXSCOPE_LIBRARY_PATHS", "")
     prefixes = [os.path.abspath(p) for p in extra.split(os.pathsep) if p]

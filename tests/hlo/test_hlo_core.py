@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import functools
 import os
+import re
+from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -302,8 +305,8 @@ def test_non_callable_is_rejected():
 
 
 def test_untraceable_argument_is_one_line_error():
-    with pytest.raises(js.InvalidCallError, match=r"x is a str") as info:
-        js.hlo(lambda x: x)("hello")
+    with pytest.raises(js.InvalidCallError, match=r"x\[0\] is a str") as info:
+        js.hlo(lambda x: x)(["hello"])
     assert "\n" not in str(info.value)
 
 
@@ -424,3 +427,38 @@ def test_stage_objects_are_available_for_power_users():
     assert view.lowered.as_text(dialect="hlo") == view.text
     assert isinstance(view.compiled, jax.stages.Compiled)
     assert view.compiled is view.compiled  # compiled once
+
+
+class _EqxMLP(eqx.Module):
+    layers: list
+    activation: Any
+
+    def __init__(self, key):
+        k1, k2 = jax.random.split(key)
+        self.layers = [eqx.nn.Linear(3, 8, key=k1), eqx.nn.Linear(8, 2, key=k2)]
+        self.activation = jax.nn.relu
+
+    def __call__(self, x):
+        x = self.activation(self.layers[0](x))  # L:eqx-hidden
+        return self.layers[1](x)
+
+
+@eqx.filter_jit
+def _eqx_loss(model, x, scale):
+    return jnp.mean(jax.vmap(model)(x) ** 2) * scale
+
+
+def _without_locations(text: str) -> str:
+    lines = [line for line in text.splitlines() if not line.startswith("#loc")]
+    return re.sub(r" loc\((?:[^()]|\([^()]*\))*\)", "", "\n".join(lines))
+
+
+@pytest.mark.parametrize("stage", ["stablehlo", "hlo"])
+def test_filter_jit_program_is_the_one_equinox_lowers(stage, line_of):
+    model, x = _EqxMLP(jax.random.key(0)), jnp.ones((4, 3))
+    view = js.hlo(_eqx_loss, stage=stage)(model, x, 2)
+    theirs = _eqx_loss.lower(model, x, 2).lowered
+    expected = theirs.as_text() if stage == "stablehlo" else theirs.as_text("hlo")
+    assert _without_locations(view.text) == _without_locations(expected)
+    hidden = line_of(_EqxMLP.__call__, "L:eqx-hidden")
+    assert any(op.source is not None and op.source.line == hidden for op in view.ops)

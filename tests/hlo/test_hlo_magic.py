@@ -98,7 +98,7 @@ def test_hlo_magic_does_not_run_the_call(ip):
         ("", r"needs a call expression"),
         ("cell_fn", r"needs a call expression"),
         ("undefined_fn(x)", r"undefined_fn"),
-        ("cell_fn('text')", r"x is a str .*cannot trace"),
+        ("cell_fn(['text'])", r"x\[0\] is a str .*cannot trace"),
     ],
 )
 def test_hlo_magic_bad_input_is_a_one_line_usage_error(ip, line, message):

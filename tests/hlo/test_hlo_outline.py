@@ -91,7 +91,8 @@ def test_html_nests_fused_bodies_after_the_entry_and_keeps_their_ops_linked():
     assert html.index(">ENTRY %") < html.index("jxh-fused")
     sin = next(op for op in view.ops if op.opcode == "sine")
     assert sin.fusion is not None
-    assert f'title="{sin.source}' in html  # the full path stays in the title
+    # the full path stays in the title
+    assert f'title="{sin.source.file}:{sin.source.line}' in html
     assert "stack_frame_id" not in html and "FileNames" not in html
 
 

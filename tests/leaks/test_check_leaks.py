@@ -14,6 +14,7 @@ from jax import lax
 
 import jaxscope as js
 from jaxscope._leaks.checker import LeakSummary, hooks_installed
+from jaxscope._source import short_path
 
 
 def line_of(marker: str) -> int:
@@ -468,7 +469,7 @@ def test_leak_raises_tracer_leak_error_listing_every_leak_on_exit():
     message = str(info.value)
     first, *rest = message.splitlines()
     assert first.startswith("2 leaked tracers: f32[] tracer from jit, created at ")
-    assert f"{__file__}:{line_of('L:leaky')}" in first
+    assert f"{short_path(__file__)}:{line_of('L:leaky')}" in first
     assert any("from vmap" in line for line in rest)
     assert len(info.value.report.leaks) == 2
     assert isinstance(info.value, RuntimeError)
@@ -516,7 +517,7 @@ def test_using_a_leaked_tracer_later_augments_the_unexpected_tracer_error():
     assert first.startswith("jaxscope: leaked f32[] tracer from jit, created at ")
     assert f":{line_of('L:leaky')}" in first
     assert "stored in global list `store`[0]" in first
-    assert f"used at {__file__}:{line_of('L:use')}" in first
+    assert f"used at {short_path(__file__)}:{line_of('L:use')}" in first
     leak = only_leak(report)
     assert leak.used_at is not None and leak.used_at.line == line_of("L:use")
 

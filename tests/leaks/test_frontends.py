@@ -281,6 +281,7 @@ def test_leaks_cell_magic_help(ip):
     with capture_output() as cap:
         ip.run_cell_magic("leaks", "--help", "raise RuntimeError('must not run')")
     assert "--as NAME" in cap.stdout
+    assert "  %%leaks [--as NAME] [-q]" in cap.stdout  # a cell magic: two %
 
 
 # --------------------------------------------------------------------------- pytest

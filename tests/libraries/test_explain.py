@@ -13,10 +13,12 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import optax
 import pytest
-from flax import nnx
+from flax import linen, nnx
 
 import jaxscope as js
+from jaxscope._source import short_path
 
 
 def raised(fn, *args, **kwargs) -> BaseException:
@@ -80,7 +82,7 @@ def test_filter_jit_traced_flag_is_named_and_passing_a_python_value_is_the_fix()
     assert "eqx.filter_jit keeps non-array arguments static" in report.hint
     # JAX's message names Equinox's own wrapper; the report names the user's function
     assert any(
-        c.startswith("traced function: eqx_branch (") and __file__ in c
+        c.startswith(f"traced function: eqx_branch ({short_path(__file__)}:")
         for c in report.jax_context
     )
 
@@ -393,3 +395,63 @@ def test_mutation_under_jax_jit():
     out = result.stdout.str()
     assert "jaxscope: source-mapped JAX error" in out
     assert "`model` (an NNX M) is captured by step" in out
+
+
+# ------------------------------------------------------ frames: the user's code only
+
+
+class LinenMLP(linen.Module):
+    @linen.compact
+    def __call__(self, x):
+        return linen.Dense(4)(x)
+
+
+class EqxBlock(eqx.Module):
+    lin: eqx.nn.Linear
+
+    def __call__(self, x):
+        return self.lin(x)
+
+
+def _nnx_wrong_width():
+    model = nnx.Linear(3, 4, rngs=nnx.Rngs(0))
+
+    @nnx.jit
+    def step(model, x):
+        return model(x).sum()
+
+    return raised(step, model, jnp.ones((2, 5)))
+
+
+def _linen_wrong_width():
+    model = LinenMLP()
+    params = model.init(jax.random.key(0), jnp.ones((1, 3)))
+    return raised(jax.jit(model.apply), params, jnp.ones((1, 5)))
+
+
+def _eqx_wrong_width():
+    block = EqxBlock(eqx.nn.Linear(3, 4, key=jax.random.key(0)))
+    return raised(eqx.filter_jit(lambda m, x: m(x)), block, jnp.ones(5))
+
+
+def _optax_wrong_tree():
+    optimizer = optax.adam(1e-3)
+    state = optimizer.init({"w": jnp.ones(3)})
+    return raised(
+        jax.jit(optimizer.update), {"w": jnp.ones(3), "b": jnp.ones(2)}, state
+    )
+
+
+@pytest.mark.parametrize(
+    "make", [_nnx_wrong_width, _linen_wrong_width, _eqx_wrong_width, _optax_wrong_tree]
+)
+def test_report_frames_are_the_users_own_code_never_a_librarys(make):
+    report = js.explain(make())
+    assert report.frames, report
+    assert all(
+        "site-packages" not in frame.file
+        and not frame.file.startswith(("flax", "equinox", "optax", "jax"))
+        for frame in report.frames
+    ), report.frames
+    assert report.frames[-1] == report.user_frame
+    assert report.user_frame.file == __file__

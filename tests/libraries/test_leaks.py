@@ -482,3 +482,41 @@ def test_warm_nnx_steps_in_a_block_cost_about_what_jax_checking_leaks_costs():
         ratios.append(times["js"] / max(times["jax"], 1e-4))
     # the budget is 1.5x (it was 140x); the margin absorbs a loaded CI machine
     assert statistics.median(ratios) < 2.5
+
+
+_scan_leaks: list = []
+
+
+class _LeakyCell(linen.Module):
+    @linen.compact
+    def __call__(self, carry, x):
+        h = linen.Dense(4)(x) + carry  # L:leak
+        _scan_leaks.append(h)
+        return h, h
+
+
+class _ScannedRNN(linen.Module):
+    @linen.compact
+    def __call__(self, xs):
+        scan = linen.scan(
+            _LeakyCell,
+            variable_broadcast="params",
+            split_rngs={"params": False},
+            in_axes=0,
+            out_axes=0,
+        )
+        return scan()(jnp.zeros(4), xs)
+
+
+def test_leaks_in_a_linen_scan_body_are_created_at_the_users_line(line_of):
+    model, xs = _ScannedRNN(), jnp.ones((5, 3))
+    params = model.init(jax.random.key(0), xs)
+    _scan_leaks.clear()
+    with js.check_leaks(raise_on_leak=False) as report:
+        jax.jit(model.apply)(params, xs)
+    _scan_leaks.clear()
+    line = line_of(_LeakyCell.__call__, "L:leak")
+    assert len(report.leaks) >= 2
+    assert [(leak.created_at.file, leak.created_at.line) for leak in report.leaks] == [
+        (__file__, line)
+    ] * len(report.leaks)

@@ -251,8 +251,8 @@ def test_collective_inside_scan_body_is_listed_once(mesh1d):
 def test_bad_inputs_are_one_line_errors():
     with pytest.raises(InvalidCallError, match="expects a callable"):
         js.shardings(3)
-    with pytest.raises(InvalidCallError, match="x is a str"):
-        js.shardings(lambda x: x)("no")
+    with pytest.raises(InvalidCallError, match=r"x\[0\] is a str"):
+        js.shardings(lambda x: x)(["no"])
     with pytest.raises(TraceError, match="raised TypeError") as err:
         js.shardings(lambda x: x + "s")(jnp.ones(2))
     assert "\n" not in str(err.value)

@@ -236,7 +236,7 @@ def test_cond_and_switch_branches():
     conds = eqns_of(v, "cond")
     assert conds, [e.primitive for e in v.eqns]
     assert conds[0].n_subjaxprs == 2
-    assert conds[0].params["branches"] == "({1 eqns}, {1 eqns})"
+    assert conds[0].params["branches"] == "({1 eqn}, {1 eqn})"
     sin, cos = the_eqn(v, "sin"), the_eqn(v, "cos")
     assert {sin.region, cos.region} == {"branches[0]", "branches[1]"}
     assert_at(sin, branching, "mark: cond")

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxscope as js
+from jaxscope._source import short_path
 
 X = jnp.ones(3)
 
@@ -22,6 +23,10 @@ def takes(x, label):
     return x
 
 
+def avals(binders):
+    return [aval for _, aval in binders]
+
+
 def test_not_a_callable():
     with pytest.raises(js.InvalidCallError) as info:
         js.jaxpr(42)
@@ -31,11 +36,32 @@ def test_not_a_callable():
     )
 
 
-def test_string_argument_names_it_and_suggests_static_argnums():
+def test_python_data_arguments_are_static_as_their_users_mean_them():
+    # a shape, axes, a mode, a dtype: traced they would fail (`Shapes must be 1D
+    # sequences of concrete values`); JAX users pass them as constants
+    reshape = js.jaxpr(jnp.reshape)(jnp.ones(1024), (32, 32))
+    assert [e.primitive for e in reshape.eqns] == ["reshape"]
+    assert reshape.eqns[0].params["new_sizes"] == "(32, 32)"
+    assert len(avals(reshape.top.invars)) == 1
+    summed = js.jaxpr(jnp.sum)(jnp.ones((2, 3)), axis=(0, 1))
+    assert summed.eqns[0].params["axes"] == "(0, 1)"
+    zeros = js.jaxpr(jnp.zeros)((3,), jnp.float16)
+    assert avals(zeros.top.outvars) == ["f16[3]"]
+    padded = js.jaxpr(jnp.pad)(X, ((1, 2),), mode="edge")
+    assert avals(padded.top.outvars) == ["f32[6]"]
+    assert avals(js.jaxpr(takes)(X, "hello").top.invars) == ["f32[3]"]
+
+
+def test_python_numbers_are_traced_as_jax_jit_traces_them():
+    view = js.jaxpr(lambda x, scale, shift: x * scale + sum(shift))(X, 2.0, (1.0, 2))
+    assert avals(view.top.invars) == ["f32[3]", "f32[]", "f32[]", "i32[]"]
+
+
+def test_an_unhashable_argument_jax_cannot_trace_names_it_and_suggests_static():
     with pytest.raises(js.InvalidCallError) as info:
-        js.jaxpr(takes)(X, "hello")
+        js.jaxpr(takes)(X, ["a", "b"])
     assert one_line(info) == (
-        "label is a str ('hello'), which JAX cannot trace; pass it as a static "
+        "label[0] is a str ('a'), which JAX cannot trace; pass it as a static "
         "argument (js.jaxpr(takes, static_argnums=(1,))(...)) or convert it to an array"
     )
 
@@ -48,8 +74,8 @@ def test_object_inside_a_pytree_names_its_path():
 
 def test_keyword_argument_suggests_static_argnames():
     with pytest.raises(js.InvalidCallError) as info:
-        js.jaxpr(takes)(X, label="hi")
-    assert "label (keyword) is a str ('hi')" in one_line(info)
+        js.jaxpr(takes)(X, label=["hi"])
+    assert "label (keyword)[0] is a str ('hi')" in one_line(info)
     assert "js.jaxpr(takes, static_argnames=('label',))(...)" in one_line(info)
 
 
@@ -80,7 +106,8 @@ def test_function_raising_while_traced_names_its_line():
     line = start + next(i for i, t in enumerate(lines) if "the raising line" in t)
     message = one_line(info)
     assert message == (
-        f"raises_inside raised KeyError at {__file__}:{line} while being traced: "
+        f"raises_inside raised KeyError at {short_path(__file__)}:{line} while being "
+        "traced: "
         "'missing key'"
     )
     assert isinstance(info.value.__cause__, KeyError)
@@ -115,7 +142,7 @@ def test_value_dependent_keyword_suggests_static_argnames():
 
 def test_errors_are_jaxscope_errors_and_builtins():
     with pytest.raises(ValueError):
-        js.jaxpr(takes)(X, "s")
+        js.jaxpr(takes)(X, ["s"])
     with pytest.raises(RuntimeError):
         js.jaxpr(raises_inside)(X)
 

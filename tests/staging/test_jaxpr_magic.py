@@ -176,11 +176,18 @@ def test_syntax_error(shell):
     assert "syntax error in `f(x,,)`" in msg and "write a call such as" in msg
 
 
-def test_string_argument(shell):
-    run(shell, "def s(x, label):\n    return x\n")
-    msg = usage_error(shell, "s(x, 'hello')")
-    assert "label is a str ('hello'), which JAX cannot trace" in msg
-    assert "(%jaxpr --static-argnums 1 s(x, 'hello'))" in msg
+def test_string_argument_in_a_list(shell):
+    run(shell, "def s(x, labels):\n    return x\n")
+    msg = usage_error(shell, "s(x, ['hello'])")
+    assert "labels[0] is a str ('hello'), which JAX cannot trace" in msg
+    assert "(%jaxpr --static-argnums 1 s(x, ['hello']))" in msg
+
+
+def test_shape_tuple_and_mode_string_are_static(shell):
+    reshaped = magic(shell, "jnp.reshape(jnp.ones(1024), (32, 32))")["text/plain"]
+    assert "reshape[new_sizes=(32, 32)]" in reshaped
+    padded = magic(shell, "jnp.pad(jnp.ones(3), (1, 2), mode='edge')")["text/plain"]
+    assert "f32[6]" in padded
 
 
 def test_object_argument(shell):

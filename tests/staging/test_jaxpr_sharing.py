@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxscope as js
+from jaxscope._format import plural
 from jaxscope._jaxpr.view import display_width
 
 
@@ -94,6 +95,6 @@ def test_folding_below_a_shared_jaxpr_folds_its_let_block_too():
     folded = view.text_at(depth=0)
     first = folded.splitlines()[0]
     total = view.model.shared[0].total
-    assert first == f"let relu = {{ ... {total} equations }} in"
+    assert first == f"let relu = {{ ... {plural(total, 'equation')} }} in"
     assert "= max " not in folded
     assert folded.count("call_jaxpr={ ... 2 equations }") == 3  # jit and max

@@ -30,8 +30,8 @@ def test_unknown_option_is_a_one_line_usage_error(ip, name):
 def test_call_after_options_is_kept_verbatim(ip):
     ip.run_cell("def f(s, n): return n")
     # argparse would have split the string and taken -b / -1 for options
-    with pytest.raises(UsageError, match=r"s is a str \('a  -b'\)"):
-        ip.run_line_magic("jaxpr", "--no-source f('a  -b', -1)")
+    with pytest.raises(UsageError, match=r"s\[0\] is a str \('a  -b'\)"):
+        ip.run_line_magic("jaxpr", "--no-source f(['a  -b'], -1)")
 
 
 @pytest.mark.parametrize("magic", ["jaxgraph", "jaxstep --prompt", "sharding"])
@@ -49,3 +49,34 @@ def test_quoted_strings_in_the_call_reach_the_function_intact(ip, magic, monkeyp
     ip.run_cell("from functools import partial")
     call = "partial(tagged, tag='a  b')(xq)"
     ip.run_line_magic(magic.split()[0], " ".join([*magic.split()[1:], call]))
+
+
+@pytest.mark.parametrize(
+    ("magic", "option", "fixed"),
+    [
+        ("jaxgraph", "--svg", "--svg out.svg"),
+        ("jaxstep", "-b", "-b 12"),
+        ("jaxpr", "--depth", "--depth 1"),
+        ("hlo", "--stage", "--stage hlo"),
+    ],
+)
+def test_an_option_missing_its_value_does_not_swallow_the_call(
+    ip, magic, option, fixed
+):
+    ip.run_cell("import jax.numpy as jnp\ndef g(x, y, lr): return x * lr + y")
+    with pytest.raises(UsageError) as info:
+        ip.run_line_magic(magic, f"{option} g(jnp.ones(3), jnp.ones(3), 0.1)")
+    assert str(info.value) == (
+        f"%{magic}: {option} takes a value before the call, and `g(jnp.ones(3),` "
+        f"is the start of the call; write e.g. "
+        f"`%{magic} {fixed} g(jnp.ones(3), jnp.ones(3), 0.1)`"
+    )
+    with pytest.raises(UsageError, match=f"{option} takes a value before the call"):
+        ip.run_line_magic(magic, f"{option} g(1)")
+
+
+def test_an_option_whose_value_is_optional_leaves_the_call_alone(ip, tmp_path):
+    ip.run_cell("import jax.numpy as jnp\ndef g(x, y): return x * y")
+    with capture_output() as cap:
+        ip.run_line_magic("jaxgraph", "--dot g(jnp.ones(3), jnp.ones(3))")
+    assert "digraph" in cap.stdout

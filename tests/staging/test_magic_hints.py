@@ -106,16 +106,30 @@ def test_static_hint_keeps_the_static_arguments_already_given(shell):
     _runs(shell, command)
 
 
+def test_string_arguments_are_static_with_no_option_needed(shell):
+    assert "tanh" in str(_runs(shell, "%jaxpr act('tanh', x)"))
+    assert "tanh" in str(_runs(shell, "%hlo act_kw(x, kind='tanh')"))
+
+
 def test_untraceable_argument_hints_are_working_commands(shell):
-    message = _usage_error(shell, "%jaxpr act('tanh', x)")
-    assert "kind is a str" in message
+    shell.run_cell(
+        "import enum\n"
+        "class Kind(enum.Enum):\n"
+        "    TANH = 1\n"
+        "def act_enum(kind, x):\n"
+        "    return jnp.tanh(x) if kind is Kind.TANH else jnp.sin(x)\n"
+        "def act_enum_kw(x, *, kind):\n"
+        "    return jnp.tanh(x) if kind is Kind.TANH else jnp.sin(x)\n"
+    ).raise_error()
+    message = _usage_error(shell, "%jaxpr act_enum(Kind.TANH, x)")
+    assert "kind is a Kind" in message
     command = _found(r"static argument \((%.*\))\)", message)
-    assert command == "%jaxpr --static-argnums 0 act('tanh', x)"
+    assert command == "%jaxpr --static-argnums 0 act_enum(Kind.TANH, x)"
     assert "tanh" in str(_runs(shell, command))
 
-    message = _usage_error(shell, "%hlo act_kw(x, kind='tanh')")
+    message = _usage_error(shell, "%hlo act_enum_kw(x, kind=Kind.TANH)")
     command = _found(r"static argument \((%.*\))\)", message)
-    assert command == "%hlo --static-argnames kind act_kw(x, kind='tanh')"
+    assert command == "%hlo --static-argnames kind act_enum_kw(x, kind=Kind.TANH)"
     assert "tanh" in str(_runs(shell, command))
 
 

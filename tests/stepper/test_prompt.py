@@ -50,7 +50,7 @@ def test_step_next_print_and_continue_transcript(loss, fake_io):
         """\
         > nan_prog.py:9 in loss  [loss]
             a = scale(x)
-          -> b:f32[2] = jit[name=scale jaxpr={1 eqns}] a
+          -> b:f32[2] = jit[name=scale jaxpr={1 eqn}] a
         (jaxstep) s
         > nan_prog.py:6 in scale  [loss > jit(scale)]
             return v * 2.0
