@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import inspect
 import re
 import tempfile
@@ -18,6 +17,7 @@ import numpy as np
 
 from jaxscope._exceptions import InvalidCallError, TraceError
 from jaxscope._format import a_an, qualname, short_repr, unwrap
+from jaxscope._gc import full_collections_deferred
 from jaxscope._source import (
     is_library_file,
     program,
@@ -320,30 +320,6 @@ def stage(
     """``trace``, also returning the values the staged function was traced with."""
     with full_collections_deferred():
         return _stage(fn, args, kwargs, static_argnums, static_argnames, api_name)
-
-
-@contextlib.contextmanager
-def full_collections_deferred() -> Iterator[None]:
-    """The cyclic GC's full collections held off while a trace runs; young ones go
-    on, and the thresholds are restored on every exit path.
-
-    A trace keeps every equation so far alive, so each full collection rescans them
-    all: tracing 100,000 equations ran 7 of them, a quarter of its time. The first
-    full collection after the trace finds what it left. Thresholds that already
-    stop automatic collection, or full ones, are left as they are.
-    """
-    threshold = gc.get_threshold()
-    if not threshold[0] or (len(threshold) > 2 and threshold[2] >= _NEVER):
-        yield
-        return
-    gc.set_threshold(threshold[0], threshold[1], _NEVER)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-
-
-_NEVER = 2**31 - 1  # a generation-2 threshold no count reaches
 
 
 def _stage(

@@ -7,8 +7,6 @@ as a list of ``Line`` records that the text, rich and HTML renderers all draw fr
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import linecache
 import re
 from collections.abc import Iterator, Sequence
@@ -16,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jaxscope._format import plural, truncate
+from jaxscope._gc import gc_paused
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import (
     ProgramCut,
@@ -378,32 +377,6 @@ def _params(params: dict[str, Any], subs: list[tuple[str, Any]]) -> dict[str, st
         multi = isinstance(params[key], (tuple, list))
         shown[key] = "(" + ", ".join(counts) + ")" if multi else counts[0]
     return shown
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while a model is built: building allocates a few small
-    acyclic objects per equation, and rescanning JAX's large heap meanwhile cost more
-    than the build itself (2.5x at 20k equations).
-
-    On the way out the young objects are filed with the old ones unscanned
-    (``gc.freeze()`` then ``gc.unfreeze()``, both O(1)): the model lives as long as its
-    view, so the young collection that resuming would start next scans a few
-    objects per equation (a tenth of the build) only to promote them. The user's
-    young objects go too: cyclic garbage among them waits for the next full
-    collection. Skipped when the user has frozen objects of their own, which must
-    stay frozen.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if not gc.get_freeze_count():
-            gc.freeze()
-            gc.unfreeze()
-        if enabled:
-            gc.enable()
 
 
 def build_model(closed_jaxpr: Any, input_names: Sequence[str] = ()) -> JaxprModel:

@@ -12,10 +12,8 @@ every level pauses.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import inspect
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import jax
@@ -23,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxscope._exceptions import StepError
+from jaxscope._gc import young_collections_only
 from jaxscope._stepper.breakpoints import Breakpoints, Target
 from jaxscope._stepper.names import user_names_of
 from jaxscope._stepper.plan import Node, Plan, read, write
@@ -135,7 +134,7 @@ class Interpreter:
         a watched NaN/Inf (``"after"``) or the end (``"done"``); ``StepError`` when an
         equation (or the interpreter) fails."""
         stack, breaks = self.stack, self.breaks
-        with _young_collections_only() as collect:
+        with young_collections_only() as collect:
             for count, event in enumerate(self._events):
                 if event == BREAK_AFTER:
                     return "after"
@@ -222,31 +221,6 @@ class Interpreter:
 
 #: Equations between the young-generation collections of a run.
 _COLLECT_EVERY = 2_000
-
-
-@contextlib.contextmanager
-def _young_collections_only() -> Iterator[Callable[[], None]]:
-    """Automatic garbage collection paused while the stepper runs, with a
-    ``collect`` of the two young generations to call every so often.
-
-    The values of every equation run so far stay alive in the frames, so each full
-    collection rescans them all: one run of 20,000 equations spent as long in the
-    collector as in the equations. Young collections still free the cycles the run
-    makes; the full one happens when collection resumes. A collector the user
-    disabled stays disabled, and nothing is collected.
-    """
-    enabled = gc.isenabled()
-
-    def collect() -> None:
-        if enabled:
-            gc.collect(1)
-
-    gc.disable()
-    try:
-        yield collect
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _enter(

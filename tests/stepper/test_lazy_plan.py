@@ -84,23 +84,3 @@ def test_a_line_breakpoint_still_stops_at_the_first_equation_of_the_line():
     s = js.step(f)(jnp.ones(2)).break_on(line=line).run()
     assert s.reason == "breakpoint"
     assert s.current.primitive == "cos" and s.current.source.line == line
-
-
-def test_the_garbage_collector_is_left_as_the_user_had_it():
-    import gc
-
-    def f(x):
-        return jnp.sin(x) * 2.0
-
-    assert gc.isenabled()
-    s = js.step(f)(jnp.ones(2))
-    s.step()
-    assert gc.isenabled()
-    s.run()
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        js.step(f)(jnp.ones(2)).run()
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
