@@ -63,7 +63,13 @@ _LOAD_EXT = (
     "assert {'jaxpr', 'hlo', 'jaxstep', 'purity', 'recompiles'} <= set(magics['line'])\n"
     "assert 'leaks' in magics['cell']\n"
 )
-_LOADED_BY_MAGICS = ["jax", "rich", "ipywidgets", "anywidget", "jaxscope._jaxpr.model"]
+_LOADED_BY_MAGICS = [
+    "jax",
+    "rich",
+    "ipywidgets",
+    "anywidget",
+    "jaxscope._jaxpr.builder",
+]
 
 
 def test_load_ext_registers_magics_without_loading_what_they_use():
@@ -76,9 +82,9 @@ def test_a_magic_loads_what_it_uses_when_first_used():
         "result = shell.run_cell('v = %jaxpr jnp.sin(jnp.ones(2))')\n"
         "assert result.success\n"
     )
-    assert loaded_after(code, ["jax", "jaxscope._jaxpr.model"]) == [
+    assert loaded_after(code, ["jax", "jaxscope._jaxpr.builder"]) == [
         "jax",
-        "jaxscope._jaxpr.model",
+        "jaxscope._jaxpr.builder",
     ]
 
 

@@ -210,7 +210,7 @@ def test_no_import_cycles_between_modules():
 
 
 def test_checker_sees_relative_and_lazy_imports(tmp_path, monkeypatch):
-    feature = PACKAGE / "_jaxpr" / "model.py"
+    feature = PACKAGE / "_jaxpr" / "builder.py"
     found = imports_of(feature)
     assert any(i.module == "jaxscope._records" for i in found)
     src = PACKAGE / "_leaks" / "checker.py"

@@ -146,7 +146,7 @@ def _buffers_at_peak(traced: object, limit: int) -> list[str]:
 
 def _largest_values(traced: object, limit: int) -> list[str]:
     """The largest values of the traced program (when no compile is possible)."""
-    from jaxscope._jaxpr.model import build_model
+    from jaxscope._jaxpr.builder import build_model
 
     try:
         eqns = build_model(traced.jaxpr).eqns  # type: ignore[attr-defined]

@@ -155,7 +155,7 @@ def _origin_of(found: Any, source: SourceLoc) -> NanOrigin:
         for v in getattr(found, "inputs", [])[:_MAX_INPUTS]
     )
     try:
-        from jaxscope._jaxpr.model import eqn_line
+        from jaxscope._jaxpr.params import eqn_line
 
         equation = eqn_line(found.eqn)
     except Exception:

@@ -47,7 +47,7 @@ from typing import Any
 from jaxscope._gc import gc_paused
 from jaxscope._graph import calls
 from jaxscope._graph.sources import source_snippets
-from jaxscope._jaxpr.model import JaxprModel, Region
+from jaxscope._jaxpr.records import JaxprModel, Region
 from jaxscope._records import EqnInfo, SourceLoc, fast_init, fill_in
 from jaxscope._source import short_path
 

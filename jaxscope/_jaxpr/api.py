@@ -7,7 +7,7 @@ from typing import Any
 
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import qualname
-from jaxscope._jaxpr.model import build_model
+from jaxscope._jaxpr.builder import build_model
 from jaxscope._jaxpr.view import JaxprView
 from jaxscope._staging import stage, staged
 

@@ -17,14 +17,14 @@ from typing import Any
 from jaxscope._bundles import inline_script
 from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._format import plural
-from jaxscope._jaxpr.model import (
-    Region,
+from jaxscope._jaxpr.layout import (
     closing_text,
     display_lines,
-    eqn_parts,
     shared_refs,
     shown_indices,
 )
+from jaxscope._jaxpr.params import eqn_parts
+from jaxscope._jaxpr.records import Region
 from jaxscope._jaxpr.view import JaxprView, display_width
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import full_loc, short_loc

@@ -8,13 +8,8 @@ from typing import Any
 from jaxscope._checks import check_count
 from jaxscope._display import Renderable, printable
 from jaxscope._format import plural
-from jaxscope._jaxpr.model import (
-    JaxprModel,
-    Region,
-    fold_depth,
-    render_by_line,
-    render_text,
-)
+from jaxscope._jaxpr.layout import fold_depth, render_by_line, render_text
+from jaxscope._jaxpr.records import JaxprModel, Region
 from jaxscope._records import EqnInfo
 from jaxscope._source import running_shell
 

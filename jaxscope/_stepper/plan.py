@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from jaxscope._jaxpr.model import _Builder, _params, letter_name
-from jaxscope._jaxpr.model import arg_names as _arg_names
+from jaxscope._jaxpr.builder import _Builder, letter_name
+from jaxscope._jaxpr.builder import arg_names as _arg_names
+from jaxscope._jaxpr.params import param_strings
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope.compat import jaxpr as _cj
 from jaxscope.compat import source as _csource
@@ -282,7 +283,7 @@ class Plan:
         enclosing = self.call.info.source if self.call is not None else None
         source, frames = b.sources.of(eqn, enclosing)
         atom = b.atom
-        params = _params(eqn.params, subs)
+        params = param_strings(eqn.params, subs)
         return EqnInfo(
             path=node.path,
             depth=self.depth,

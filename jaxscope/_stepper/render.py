@@ -8,7 +8,7 @@ from typing import Any
 from jaxscope._display import html as html_dispatch
 from jaxscope._display import plain, printable, rich_renderable
 from jaxscope._format import truncate
-from jaxscope._jaxpr.model import eqn_line
+from jaxscope._jaxpr.params import eqn_line
 from jaxscope._records import EqnInfo
 from jaxscope._source import short_loc, short_path
 from jaxscope._stepper.stepper import Frame, NanFinding, Stepper, ValueSummary

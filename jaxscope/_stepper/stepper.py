@@ -31,7 +31,8 @@ from jaxscope._exceptions import (
 )
 from jaxscope._format import qualname, short_dtype, short_repr
 from jaxscope._host import host_array, is_inexact
-from jaxscope._jaxpr.model import JaxprModel, build_model
+from jaxscope._jaxpr.builder import build_model
+from jaxscope._jaxpr.records import JaxprModel
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import loc_of_function
 from jaxscope._staging import Staged, stage, staged, static_args

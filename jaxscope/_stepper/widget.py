@@ -20,7 +20,7 @@ import traitlets
 from jaxscope._exceptions import JaxscopeError
 from jaxscope._format import truncate
 from jaxscope._host import aval_text, host_array, is_key
-from jaxscope._jaxpr.model import eqn_line
+from jaxscope._jaxpr.params import eqn_line
 from jaxscope._stepper.breakpoints import file_matches
 from jaxscope._stepper.render import frames_text, location_text, stat_text
 from jaxscope._stepper.stepper import Stepper
