@@ -151,41 +151,71 @@ class _Sources:
         return frames, None
 
 
-class _Builder:
-    """State of one walk: variable names, aval strings, primitives and sources, cached."""
+class EqnBuilder:
+    """Makes equations' ``EqnInfo`` as ``js.jaxpr`` does: variable names, aval
+    strings, primitives, params and sources, each cached across equations.
+
+    ``names`` (``{id(var): name}``) names the variables where given (the stepper
+    names a whole program up front); else they are named in order of first use.
+    """
 
     __slots__ = (
         "avals",
-        "by_line",
-        "flat",
         "flat_prims",
         "kinds",
-        "line_lists",
         "namer",
         "pairs",
         "prim_names",
         "printed",
         "sources",
-        "sub_names",
-        "sub_uses",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, names: dict[int, str] | None = None) -> None:
         self.namer = _Namer()
+        if names is not None:
+            self.namer.names = names
         # id of a variable -> atom(it); the jaxpr being walked keeps it alive
         self.pairs: dict[int, tuple[str, str]] = {}
         self.sources = _Sources()
-        self.flat: list[EqnInfo] = []
-        self.by_line: dict[tuple[str, int], list[EqnInfo]] = {}
-        self.line_lists: dict[int, list[EqnInfo]] = {}
         self.avals: dict[Any, str] = {}
         self.kinds: dict[type, str] = {}
         self.flat_prims: set[Any] = set()
         self.prim_names: dict[Any, str] = {}
         self.printed: dict[Any, dict[str, str] | None] = {}
-        # id of each nested jaxpr -> its uses, and the name JAX would give it
-        self.sub_uses: dict[int, list[Region]] = {}
-        self.sub_names: dict[int, str] = {}
+
+    def eqn_info(
+        self,
+        eqn: Any,
+        path: tuple[int, ...],
+        region: str,
+        used: set[int],
+        enclosing: SourceLoc | None,
+        subs: list[tuple[str, Any]],
+    ) -> EqnInfo:
+        """``eqn``'s ``EqnInfo``: ``path`` places it in the (nested) jaxpr held by
+        the param ``region`` (``""`` at the top); outputs whose id is not in ``used``
+        print as ``_``; ``enclosing`` is the source of the equation holding that
+        jaxpr (``None`` at the top) and ``subs`` is ``subjaxprs(eqn)``."""
+        params = param_strings(eqn.params, subs)
+        source, frames = self.sources.of(eqn, enclosing)
+        atom, aval = self.atom, self.aval
+        return EqnInfo(
+            path=path,
+            depth=len(path) // 2,
+            primitive=self.primitive(eqn),
+            inputs=[atom(v) for v in eqn.invars],
+            outputs=[
+                atom(v) if id(v) in used else ("_", aval(v.aval)) for v in eqn.outvars
+            ],
+            params=params,
+            source=source,
+            scope=_csource.eqn_name_stack(eqn),
+            name_stack=_csource.eqn_name_stack_entries(eqn),
+            region=region,
+            n_subjaxprs=len(subs),
+            frames=frames,
+            printed_params=self.printed_params(eqn, params, bool(subs)),
+        )
 
     def printed_params(
         self, eqn: Any, params: dict[str, str], has_subs: bool
@@ -267,6 +297,21 @@ class _Builder:
         return name
 
 
+class _Walk(EqnBuilder):
+    """An ``EqnBuilder`` that also gathers what ``build_model`` returns."""
+
+    __slots__ = ("by_line", "flat", "line_lists", "sub_names", "sub_uses")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flat: list[EqnInfo] = []
+        self.by_line: dict[tuple[str, int], list[EqnInfo]] = {}
+        self.line_lists: dict[int, list[EqnInfo]] = {}
+        # id of each nested jaxpr -> its uses, and the name JAX would give it
+        self.sub_uses: dict[int, list[Region]] = {}
+        self.sub_names: dict[int, str] = {}
+
+
 def build_model(closed_jaxpr: Any, input_names: Sequence[str] = ()) -> JaxprModel:
     """Walk a ClosedJaxpr (from ``Traced.jaxpr`` or ``jax.make_jaxpr``) depth-first.
 
@@ -274,7 +319,7 @@ def build_model(closed_jaxpr: Any, input_names: Sequence[str] = ()) -> JaxprMode
     where there is one per input; else JAX's (for ``nnx.jit`` and ``eqx.filter_jit``
     steps, its wrappers' ``model.states[0][3]``).
     """
-    builder = _Builder()
+    builder = _Walk()
     jaxpr, _consts = _cj.open_jaxpr(closed_jaxpr)
     builder.sources.cut.learn(
         _csource.frames_of(_csource.eqn_traceback(eqn)) for eqn in jaxpr.eqns
@@ -304,7 +349,7 @@ def arg_names(jaxpr: Any, input_names: Sequence[str] = ()) -> tuple[str, ...] | 
     return _cj.jaxpr_arg_names(jaxpr)
 
 
-def _name_shared(b: _Builder) -> list[Region]:
+def _name_shared(b: _Walk) -> list[Region]:
     """Mark jaxprs used more than once with a unique name (``relu``, ``relu1``...,
     as JAX's printer numbers them); return their first uses."""
     taken: dict[str, int] = {}
@@ -328,10 +373,9 @@ def _walk(
     jaxpr: Any,
     path: tuple[int, ...],
     label: str,
-    b: _Builder,
+    b: _Walk,
     enclosing: SourceLoc | None = None,
 ) -> Region:
-    depth = len(path) // 2
     atom = b.atom
     function, traced_for = _cj.jaxpr_function(jaxpr)
     region = Region(
@@ -349,36 +393,14 @@ def _walk(
         used.update(map(id, eqn.invars))
     total = 0
     # Hot loop: names bound once, not looked up per equation.
-    subjaxprs, primitive, of = b.subjaxprs, b.primitive, b.sources.of
-    printed_params, aval = b.printed_params, b.aval
-    name_stack, name_stack_entries = (
-        _csource.eqn_name_stack,
-        _csource.eqn_name_stack_entries,
-    )
+    subjaxprs, eqn_info = b.subjaxprs, b.eqn_info
     flat_append, region_append = b.flat.append, region.eqns.append
     by_line, line_lists, loc_keys = b.by_line, b.line_lists, b.sources.loc_keys
     for index, eqn in enumerate(jaxpr.eqns):
         eqn_path = (*path, index)
         subs = subjaxprs(eqn)
-        params = param_strings(eqn.params, subs)
-        source, frames = of(eqn, enclosing)
-        info = EqnInfo(
-            path=eqn_path,
-            depth=depth,
-            primitive=primitive(eqn),
-            inputs=[atom(v) for v in eqn.invars],
-            outputs=[
-                atom(v) if id(v) in used else ("_", aval(v.aval)) for v in eqn.outvars
-            ],
-            params=params,
-            source=source,
-            scope=name_stack(eqn),
-            name_stack=name_stack_entries(eqn),
-            region=label,
-            n_subjaxprs=len(subs),
-            frames=frames,
-            printed_params=printed_params(eqn, params, bool(subs)),
-        )
+        info = eqn_info(eqn, eqn_path, label, used, enclosing, subs)
+        source = info.source
         flat_append(info)
         region_append(info)
         total += 1

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from jaxscope._jaxpr.builder import _Builder, letter_name
-from jaxscope._jaxpr.builder import arg_names as _arg_names
-from jaxscope._jaxpr.params import param_strings
+from jaxscope._jaxpr.builder import EqnBuilder, letter_name
+from jaxscope._jaxpr.builder import arg_names as jaxpr_arg_names
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope.compat import jaxpr as _cj
 from jaxscope.compat import source as _csource
@@ -35,7 +34,7 @@ class Program:
         #: ``{id(plan): PlanNames}``, filled by ``names.user_names_of``.
         self.user_names: dict[int, Any] = {}
         self._names: dict[int, str] | None = None
-        self._builder: _Builder | None = None
+        self._builder: EqnBuilder | None = None
         self._primitives: dict[Any, str] = {}
         self._eqns: list[EqnInfo] | None = None
         self._present: list[str] | None = None
@@ -72,11 +71,9 @@ class Program:
         return self._names
 
     @property
-    def builder(self) -> _Builder:
+    def builder(self) -> EqnBuilder:
         if self._builder is None:
-            builder = _Builder()
-            builder.namer.names = self.names
-            self._builder = builder
+            self._builder = EqnBuilder(self.names)
         return self._builder
 
     def primitive(self, eqn: Any) -> str:
@@ -208,7 +205,7 @@ def arg_names(plan: Plan) -> tuple[str, ...]:
     """The names of ``plan``'s inputs: the staged call's for the top jaxpr (where
     there is one per input), else JAX's own."""
     staged = plan.program.input_names if plan is plan.program.top else ()
-    return _arg_names(plan.jaxpr, staged) or ()
+    return jaxpr_arg_names(plan.jaxpr, staged) or ()
 
 
 class Plan:
@@ -272,35 +269,15 @@ class Plan:
     def eqn_info(self, node: Node) -> EqnInfo:
         """``node``'s ``EqnInfo``, equal to the one ``js.jaxpr``'s model makes."""
         b = self.program.builder
-        eqn = node.eqn
-        if self._used is None:
+        used = self._used
+        if used is None:
             used = {id(v) for v in self.outvars}
             for other in self.jaxpr.eqns:
                 used.update(map(id, other.invars))
             self._used = used
-        used = self._used
-        subs = _cj.subjaxprs(eqn)
         enclosing = self.call.info.source if self.call is not None else None
-        source, frames = b.sources.of(eqn, enclosing)
-        atom = b.atom
-        params = param_strings(eqn.params, subs)
-        return EqnInfo(
-            path=node.path,
-            depth=self.depth,
-            primitive=node.primitive,
-            inputs=[atom(v) for v in eqn.invars],
-            outputs=[
-                atom(v) if id(v) in used else ("_", b.aval(v.aval)) for v in eqn.outvars
-            ],
-            params=params,
-            source=source,
-            scope=_csource.eqn_name_stack(eqn),
-            name_stack=_csource.eqn_name_stack_entries(eqn),
-            region=self.label,
-            n_subjaxprs=len(subs),
-            frames=frames,
-            printed_params=b.printed_params(eqn, params, bool(subs)),
-        )
+        subs = b.subjaxprs(node.eqn)
+        return b.eqn_info(node.eqn, node.path, self.label, used, enclosing, subs)
 
     def name(self, var: Any) -> str:
         """The variable's name in ``js.jaxpr``'s listing (``_`` when nothing reads it)."""
