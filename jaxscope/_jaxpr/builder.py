@@ -183,6 +183,11 @@ class EqnBuilder:
         self.prim_names: dict[Any, str] = {}
         self.printed: dict[Any, dict[str, str] | None] = {}
 
+    @property
+    def raw_files(self) -> dict[str, str]:
+        """Each file shown so far (``"In [3]"``) -> the name Python compiled it under."""
+        return self.sources.raw_files
+
     def eqn_info(
         self,
         eqn: Any,

@@ -221,7 +221,7 @@ def _levels(
     offsets = _cs.frame_offsets(node.eqn)
     if len(offsets) != len(frames):
         offsets = [-1] * len(frames)
-    raw_files = plan.program.builder.sources.raw_files
+    raw_files = plan.program.builder.raw_files
     out = []
     for level, frame in enumerate(inside):
         function = frame.function or ""
