@@ -165,21 +165,16 @@ def _ipython_traceback(
         return ""
 
 
-def _colour(shell: Any) -> bool:
-    colors = str(getattr(shell, "colors", "nocolor")).lower()
-    return colors not in ("nocolor", "none", "") and sys.stdout.isatty()
+def _colour() -> bool:
+    from jaxscope._display import colour_terminal
+
+    return colour_terminal() and sys.stdout.isatty()
 
 
 def _report_text(report: ErrorReport, colour: bool) -> str:
-    from jaxscope._explain.render import text_of
+    from jaxscope._display import to_text
 
-    return text_of(report, _width(), color=colour, soft_wrap=True)
-
-
-def _width() -> int:
-    import shutil
-
-    return max(60, min(160, shutil.get_terminal_size((100, 24)).columns))
+    return to_text(report, color=colour, soft_wrap=True)  # long code hints stay whole
 
 
 def _show(
@@ -208,7 +203,7 @@ def _show(
             stb = [full]
         shell._showtraceback(etype, value, stb)
         return
-    text = _report_text(report, _colour(shell))
+    text = _report_text(report, _colour())
     lines = []
     if mode == "full" and full:
         lines.append(full)

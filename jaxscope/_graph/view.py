@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
-from jaxscope._display import GRAPH_MIME, Renderable, mimebundle, printable, widget_of
+from jaxscope._display import GRAPH_MIME, Renderable, printable, widget_of
 from jaxscope._exceptions import GraphvizMissingError, JaxscopeError
 from jaxscope._format import plural
 from jaxscope._graph.model import (
@@ -39,6 +40,9 @@ class GraphView(Renderable):
     """
 
     __slots__ = ("_payload", "model")
+
+    # The graph data lives once, in the text/html; this part only says "draw it".
+    extra_mime = MappingProxyType({GRAPH_MIME: {"version": 1}})
 
     def __init__(self, model: GraphModel) -> None:
         self.model = model
@@ -87,12 +91,6 @@ class GraphView(Renderable):
     def widget(self) -> Any:
         """An anywidget ``GraphWidget`` showing this graph (for notebooks)."""
         return widget_of(self)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
-        bundle: dict[str, Any] = dict(mimebundle(self))
-        # The graph data lives once, in the text/html; this part only says "draw it".
-        bundle[GRAPH_MIME] = {"version": 1}
-        return bundle
 
     def __repr__(self) -> str:
         title = f" of {printable(self.title)}" if self.title else ""

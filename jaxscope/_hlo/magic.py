@@ -46,9 +46,8 @@ class HloMagics(JaxscopeMagics):
         from jaxscope._hlo.api import hlo
 
         view = self.traced_call("hlo", opts, hlo, stage=opts.stage)
-        view.show_cost = opts.cost
-        view.expand_fused = opts.all
-        return present(view, line)
+        shown = view.with_options(show_cost=opts.cost, expand_fused=opts.all)
+        return present(shown, line)
 
 
 MAGICS = HloMagics

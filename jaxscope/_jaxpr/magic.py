@@ -77,14 +77,14 @@ class JaxprMagics(JaxscopeMagics):
         )
         if opts.graph:
             return present(view.graph(), line)
-        view.depth = opts.depth
-        if opts.all:
-            view.max_eqns = None
-        elif opts.max_eqns is not None:
-            view.max_eqns = opts.max_eqns
-        view.show_source = not opts.no_source
-        view.by_source = opts.source
-        return present(view, line)
+        max_eqns = view.max_eqns if opts.max_eqns is None else opts.max_eqns
+        shown = view.with_options(
+            depth=opts.depth,
+            max_eqns=None if opts.all else max_eqns,
+            show_source=not opts.no_source,
+            by_source=opts.source,
+        )
+        return present(shown, line)
 
 
 MAGICS = JaxprMagics
