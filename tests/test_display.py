@@ -3,15 +3,23 @@ object's repr (escaped in HTML) with a warning that names the renderer."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import io
+import pkgutil
+import re
+import warnings
 
+import jax
 import jax.numpy as jnp
 import pytest
 from rich.console import Console
 
+import jaxscope
 import jaxscope as js
 from jaxscope import _display
 from jaxscope._display import Renderable, html, rich_renderable
+from jaxscope._recompiles.records import RecompileEvents
 
 
 class Exploding(Renderable):
@@ -92,3 +100,194 @@ def test_user_strings_are_plain_text_without_terminal_controls():
     assert "[bold red]x[/] cache[/data]" in out
     assert "\\x1b[31mred" in out and "\x1b]8" not in out
     assert _display.printable("a\tb\nc\x07") == "a\tb\nc\\x07"
+
+
+# --------------------------------------------------------------------------- every view
+#
+# One small real instance of every ``Renderable`` in the package, built as users
+# build them. A new view without an entry here fails
+# ``test_every_renderable_has_an_entry``.
+
+_X = jnp.arange(1.0, 5.0)
+_SCALE = 1.0
+
+
+def _mlp(x):
+    h = jnp.tanh(x * 2.0 + 1.0)
+    return jnp.sum(jax.lax.scan(lambda c, a: (c + a, c), 0.0, h)[0] * h)
+
+
+def _leak_report():
+    kept = []
+
+    @jax.jit
+    def keep(x):
+        kept.append(x)
+        return x + 1
+
+    with js.check_leaks(raise_on_leak=False) as report:
+        keep(_X)
+    return report
+
+
+def _recompile_log():
+    @jax.jit
+    def double(x):
+        return x * 2
+
+    with js.watch_recompiles() as log:
+        double(_X)
+        double(jnp.ones(3))
+    return log
+
+
+def _purity_log():
+    global _SCALE
+
+    def scaled(x):
+        return x * _SCALE
+
+    with js.watch_purity() as log:
+        jax.jit(scaled)(_X)
+    _SCALE += 1.0
+    return log
+
+
+def _error_report():
+    def positive(x):
+        if x > 0:
+            return x
+        return -x
+
+    try:
+        jax.jit(positive)(1.0)
+    except Exception as exc:
+        return js.explain(exc)
+    raise AssertionError("tracing should have failed")
+
+
+def _mesh_array():
+    mesh = jax.make_mesh((4, 2), ("data", "model"))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
+    return jax.device_put(jnp.ones((8, 4)), sharding)
+
+
+VIEWS = {
+    "JaxprView": lambda: js.jaxpr(_mlp)(_X),
+    "HloView": lambda: js.hlo(_mlp)(_X),
+    "GraphView": lambda: js.graph(_mlp)(_X),
+    "ErrorReport": _error_report,
+    "LeakReport": _leak_report,
+    "LeakSummary": lambda: _leak_report().summary(),
+    "RecompileLog": _recompile_log,
+    "RecompileSummary": lambda: _recompile_log().summary(),
+    "RecompileEvents": lambda: RecompileEvents(_recompile_log().events, title="t"),
+    "PurityLog": _purity_log,
+    "PuritySummary": lambda: _purity_log().summary(),
+    "ShardingView": lambda: js.sharding(_mesh_array()),
+    "ProgramShardingView": lambda: js.shardings(lambda a: a.sum(0))(_mesh_array()),
+    "Stepper": lambda: js.step(_mlp)(_X).run(until=lambda e, v: e.primitive == "scan"),
+    "NanFinding": lambda: js.find_nan(lambda x: jnp.log(x - 3.0))(_X),
+    "NanInInput": lambda: js.find_nan(jnp.sin)(jnp.array([1.0, jnp.nan])),
+    "ProfileView": lambda: js.profile(_mlp, repeat=1, warmup=0)(_X),
+    "MemoryView": lambda: js.memory(_mlp)(_X),
+}
+
+
+def _package_renderables() -> dict[str, type]:
+    """Every ``Renderable`` subclass defined in jaxscope (every module imported)."""
+    for module in pkgutil.walk_packages(jaxscope.__path__, "jaxscope."):
+        if module.name != "jaxscope.__main__":
+            importlib.import_module(module.name)
+    found: dict[str, type] = {}
+    todo = list(Renderable.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.__module__.startswith("jaxscope."):
+            found[cls.__name__] = cls
+    return found
+
+
+@pytest.fixture(scope="module")
+def views():
+    return {name: build() for name, build in VIEWS.items()}
+
+
+def test_every_renderable_has_an_entry():
+    classes = _package_renderables()
+    missing = sorted(set(classes) - set(VIEWS))
+    assert not missing, f"add a small real instance of {missing} to VIEWS"
+    assert len(classes) >= 18
+
+
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_every_renderable_renders_as_text_and_html_without_a_warning(views, name):
+    view = views[name]
+    assert type(view).__name__ == name
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        text = str(view)
+        coloured = _display.to_text(view, color=True)
+        bundle = view._repr_mimebundle_()
+        console = Console(file=io.StringIO(), width=100, color_system="standard")
+        console.print(view)
+    assert text and text != repr(view)
+    # str() and a colour terminal show the same characters, however they are drawn
+    assert _SGR.sub("", coloured) == text
+    assert bundle["text/plain"] == text
+    assert bundle["text/html"] and not bundle["text/html"].startswith("<pre")
+    assert console.file.getvalue().strip()
+
+
+# --------------------------------------------------------------------------- fallbacks
+
+
+@contextlib.contextmanager
+def _renderers_raising(cls: type):
+    """Every renderer registered for ``cls`` (text, plain text, HTML) raises inside."""
+    _display.load_renderers_for(cls)
+    dispatchers = (rich_renderable, _display.plain_text, html) if hasattr(_display, "plain_text") else (rich_renderable, html)
+    originals = [dispatcher.dispatch(cls) for dispatcher in dispatchers]
+
+    def boom(obj: object, *args: object) -> object:
+        raise ZeroDivisionError(f"{type(obj).__name__} renderer broke")
+
+    for dispatcher in dispatchers:
+        dispatcher.register(cls, boom)
+    try:
+        yield
+    finally:
+        for dispatcher, original in zip(dispatchers, originals, strict=True):
+            dispatcher.register(cls, original)
+
+
+def _one_line(text: str) -> str:
+    assert "\n" not in text, text
+    return text
+
+
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_every_renderable_falls_back_to_its_repr_when_its_renderers_fail(views, name):
+    view = views[name]
+    short = _one_line(_display.printable(_display.safe_repr(view)))
+    with _renderers_raising(type(view)):
+        with pytest.warns(RuntimeWarning, match=f"text renderer for {name} failed"):
+            assert _one_line(str(view)) == short
+        with pytest.warns(RuntimeWarning) as record:
+            bundle = view._repr_mimebundle_()
+        console = Console(file=io.StringIO(), width=100, color_system="standard")
+        with pytest.warns(RuntimeWarning, match=f"text renderer for {name} failed"):
+            console.print(view)
+    assert any(f"HTML renderer for {name} failed" in str(w.message) for w in record)
+    assert bundle["text/plain"] == short
+    assert bundle["text/html"].startswith('<pre class="jaxscope-text">')
+    assert set(bundle) == {"text/plain", "text/html"}  # no part whose data is missing
+    assert console.file.getvalue().strip() == short.strip() or (
+        short[:40] in console.file.getvalue()
+    )
+    # and the renderers are back
+    assert str(view) != short
