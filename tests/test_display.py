@@ -250,7 +250,7 @@ def test_every_renderable_renders_as_text_and_html_without_a_warning(views, name
 def _renderers_raising(cls: type):
     """Every renderer registered for ``cls`` (text, plain text, HTML) raises inside."""
     _display.load_renderers_for(cls)
-    dispatchers = (rich_renderable, _display.plain_text, html) if hasattr(_display, "plain_text") else (rich_renderable, html)
+    dispatchers = (rich_renderable, _display.plain_text, html)
     originals = [dispatcher.dispatch(cls) for dispatcher in dispatchers]
 
     def boom(obj: object, *args: object) -> object:
@@ -291,3 +291,18 @@ def test_every_renderable_falls_back_to_its_repr_when_its_renderers_fail(views, 
     )
     # and the renderers are back
     assert str(view) != short
+
+
+def test_a_jaxpr_whose_layout_fails_still_displays(monkeypatch):
+    """The jaxpr's text layout (not only its registered renderers) is inside the guard."""
+    from jaxscope._jaxpr import view as jaxpr_view
+
+    def broken(*args: object, **kwargs: object) -> str:
+        raise IndexError("layout broke")
+
+    monkeypatch.setattr(jaxpr_view, "render_text", broken)
+    view = js.jaxpr(_mlp)(_X)
+    with pytest.warns(RuntimeWarning, match="text renderer for JaxprView failed"):
+        assert str(view) == repr(view)
+    with pytest.warns(RuntimeWarning, match="text renderer for JaxprView failed"):
+        assert view._repr_mimebundle_()["text/plain"] == repr(view)
