@@ -28,7 +28,7 @@ class _Keep:
         return "<unchanged>"
 
 
-KEEP = _Keep()
+_KEEP = _Keep()
 
 
 def _check_depth(value: Any, where: str, example: str) -> None:
@@ -149,10 +149,10 @@ class JaxprView(Renderable):
     def with_options(
         self,
         *,
-        depth: int | _Keep | None = KEEP,
-        show_source: bool | _Keep = KEEP,
-        by_source: bool | _Keep = KEEP,
-        max_eqns: int | _Keep | None = KEEP,
+        depth: int | _Keep | None = _KEEP,
+        show_source: bool | _Keep = _KEEP,
+        by_source: bool | _Keep = _KEEP,
+        max_eqns: int | _Keep | None = _KEEP,
     ) -> JaxprView:
         """This view displaying with the given options changed (the trace is shared;
         this view is unchanged).
