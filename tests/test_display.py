@@ -4,6 +4,7 @@ object's repr (escaped in HTML) with a warning that names the renderer."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import io
 import pkgutil
@@ -306,3 +307,46 @@ def test_a_jaxpr_whose_layout_fails_still_displays(monkeypatch):
         assert str(view) == repr(view)
     with pytest.warns(RuntimeWarning, match="text renderer for JaxprView failed"):
         assert view._repr_mimebundle_()["text/plain"] == repr(view)
+
+
+# --------------------------------------------------------------------------- options
+
+
+def test_display_options_are_a_frozen_record_replaced_by_with_options(views):
+    view = views["JaxprView"]
+    folded = view.with_options(depth=0, show_source=False)
+    assert view.options == js.JaxprDisplay()  # the original is unchanged
+    assert folded.options == js.JaxprDisplay(depth=0, show_source=False)
+    assert folded.model is view.model and folded.text == view.text
+    assert "# " not in str(folded) and "# " in str(view)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        folded.options.depth = 1  # type: ignore[misc]
+    hlo = views["HloView"]
+    costly = hlo.with_options(show_cost=True)
+    assert not hlo.show_cost and costly.options == js.HloDisplay(show_cost=True)
+    assert "cost and memory" in str(costly) and "cost and memory" not in str(hlo)
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (lambda v: v.with_options(depth=-1), "JaxprView.with_options: depth must"),
+        (lambda v: v.with_options(max_eqns=1), "max_eqns must be an int >= 2"),
+        (lambda v: v.with_options(by_source="yes"), "by_source must be True or"),
+        (lambda v: js.JaxprDisplay(depth="2"), "JaxprDisplay: depth must be"),
+    ],
+)
+def test_bad_display_options_are_one_line_errors(views, call, says):
+    with pytest.raises(js.InvalidCallError, match=says) as info:
+        call(views["JaxprView"])
+    assert "\n" not in str(info.value) and "e.g." in str(info.value)
+
+
+def test_magics_give_a_view_with_their_options_and_keep_the_defaults(ip):
+    ip.user_ns.update(mlp=_mlp, X=_X)
+    view = ip.run_line_magic("jaxpr", "--depth 0 --no-source mlp(X);")
+    assert view.options == js.JaxprDisplay(depth=0, show_source=False)
+    view = ip.run_line_magic("jaxpr", "--all --source mlp(X);")
+    assert view.options == js.JaxprDisplay(by_source=True, max_eqns=None)
+    hlo = ip.run_line_magic("hlo", "--cost --all mlp(X);")
+    assert hlo.options == js.HloDisplay(show_cost=True, expand_fused=True)

@@ -80,14 +80,16 @@ class HloView(Renderable):
     ) -> HloView:
         """This view displaying with the given options changed (None: unchanged); the
         compiled program is shared and this view is unchanged."""
-        changes = {
-            name: value
-            for name, value in (
-                ("show_cost", show_cost),
-                ("expand_fused", expand_fused),
+        given = (("show_cost", show_cost), ("expand_fused", expand_fused))
+        for name, flag in given:
+            check_flag(
+                flag,
+                name,
+                where="HloView.with_options",
+                example=f"view.with_options({name}=True)",
+                none_ok=True,
             )
-            if value is not None
-        }
+        changes = {name: value for name, value in given if value is not None}
         return HloView(
             self._capture,
             function_name=self.function_name,

@@ -166,6 +166,16 @@ class JaxprView(Renderable):
                 c:f32[3] = mul b 2.0:f32[]
               in (c,) }
         """
+        where = "JaxprView.with_options"
+        if not isinstance(depth, _Keep):
+            _check_depth(depth, where, "view.with_options(depth=1)")
+        if not isinstance(max_eqns, _Keep):
+            _check_max_eqns(max_eqns, where, "view.with_options(max_eqns=400)")
+        for name, flag in (("show_source", show_source), ("by_source", by_source)):
+            if not isinstance(flag, _Keep):
+                check_flag(
+                    flag, name, where=where, example=f"view.with_options({name}=True)"
+                )
         changes = {
             name: value
             for name, value in (
