@@ -179,7 +179,7 @@ def _print_script_error(exc: BaseException, err: TextIO) -> None:
 def _print_explained(exc: BaseException, err: TextIO) -> None:
     """The source-mapped report IPython and pytest show, for an error from JAX."""
     try:
-        from jaxscope._display import to_text
+        from jaxscope._display import rendered_text
         from jaxscope._explain.classify import explainable
         from jaxscope._explain.explainer import explain
         from jaxscope._explain.report import relativize
@@ -187,7 +187,7 @@ def _print_explained(exc: BaseException, err: TextIO) -> None:
         if not explainable(exc):
             return
         report = relativize(explain(exc), os.getcwd())
-        text = to_text(report, 100, soft_wrap=True)
+        text = rendered_text(report, 100, soft_wrap=True)
     except Exception:  # an explanation must never hide the script's own error
         return
     title = " jaxscope: source-mapped JAX error "  # as pytest's section says

@@ -157,20 +157,32 @@ def to_text(
     to ``not obj.wrap_text``. Never raises: a failing renderer gives ``repr(obj)`` and a
     ``RuntimeWarning``.
     """
+    try:
+        return rendered_text(obj, width, color=color, soft_wrap=soft_wrap)
+    except Exception as exc:  # rendering must never kill a cell
+        _renderer_failed("text", obj, exc, "its repr")
+        return printable(safe_repr(obj))
+
+
+def rendered_text(
+    obj: Any,
+    width: int | None = None,
+    *,
+    color: bool = False,
+    soft_wrap: bool | None = None,
+) -> str:
+    """``to_text`` that raises what the renderer raises, for a front-end with a
+    fallback of its own (IPython's traceback, the script's own error)."""
     if width is None:
         width = terminal_width()
     if soft_wrap is None:
         soft_wrap = not getattr(obj, "wrap_text", True)
+    if not color and _has_plain_text(type(obj)):
+        text = plain_text(obj, width)
+        if text is not None:
+            return text
     console = new_console(width, color=color)
-    try:
-        if not color and _has_plain_text(type(obj)):
-            text = plain_text(obj, width)
-            if text is not None:
-                return text
-        console.print(get_rich(obj), soft_wrap=soft_wrap)
-    except Exception as exc:  # rendering must never kill a cell
-        _renderer_failed("text", obj, exc, "its repr")
-        return printable(safe_repr(obj))
+    console.print(get_rich(obj), soft_wrap=soft_wrap)
     return console.file.getvalue().rstrip("\n")
 
 

@@ -172,9 +172,11 @@ def _colour() -> bool:
 
 
 def _report_text(report: ErrorReport, colour: bool) -> str:
-    from jaxscope._display import to_text
+    from jaxscope._display import rendered_text
 
-    return to_text(report, color=colour, soft_wrap=True)  # long code hints stay whole
+    return rendered_text(
+        report, color=colour, soft_wrap=True
+    )  # long code hints stay whole
 
 
 def _show(
