@@ -224,12 +224,11 @@ def mimebundle(obj: Any) -> dict[str, Any]:
     """``text/plain`` always (ANSI-coloured in a terminal IPython with colours on),
     ``text/html`` too, and the object's ``extra_mime`` parts when its HTML rendered
     (for ``_repr_mimebundle_``)."""
-    text = to_text(obj)
-    coloured = to_text(obj, color=True) if colour_terminal() else text
-    bundle: dict[str, Any] = {"text/plain": coloured}
+    colour = colour_terminal()
+    bundle: dict[str, Any] = {"text/plain": to_text(obj, color=colour)}
     page = _html_or_none(obj)
     if page is None:
-        bundle["text/html"] = pre(text)
+        bundle["text/html"] = pre(to_text(obj) if colour else bundle["text/plain"])
     else:
         bundle["text/html"] = page
         extra = getattr(obj, "extra_mime", {})

@@ -350,3 +350,18 @@ def test_magics_give_a_view_with_their_options_and_keep_the_defaults(ip):
     assert view.options == js.JaxprDisplay(by_source=True, max_eqns=None)
     hlo = ip.run_line_magic("hlo", "--cost --all mlp(X);")
     assert hlo.options == js.HloDisplay(show_cost=True, expand_fused=True)
+
+
+def test_a_colour_terminal_ipython_shows_every_view_coloured(ip, views):
+    before = ip.colors
+    ip.colors = "linux"
+    try:
+        bundles = {name: view._repr_mimebundle_() for name, view in views.items()}
+    finally:
+        ip.colors = before
+    for name, bundle in bundles.items():
+        assert _SGR.sub("", bundle["text/plain"]) == str(views[name]), name
+    assert all(
+        "\x1b[" in bundles[name]["text/plain"] for name in ("JaxprView", "HloView")
+    )
+    assert views["HloView"]._repr_mimebundle_()["text/plain"] == str(views["HloView"])
