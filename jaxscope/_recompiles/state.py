@@ -506,20 +506,9 @@ def _record(frame: _Frame) -> None:
             compiled=bool(frame.compiles),
             signature=frame.sig.flat() if frame.sig is not None else (),
             thread=threading.current_thread().name,
-            caused_by_jaxscope=_caused_by_jaxscope(causes),
         )
         for log in logs:
             log.add(event)
-
-
-def _caused_by_jaxscope(causes: list[Cause]) -> bool:
-    """Whether every cause is jaxscope's leak checking (its trace-context salt)."""
-    return bool(causes) and all(
-        c.kind == "config"
-        and c.path == _crec.USER_CONTEXT
-        and "jaxscope.check_leaks" in c.before + c.after
-        for c in causes
-    )
 
 
 def _classify(frame: _Frame) -> tuple[SourceLoc | None, list[Cause]]:
