@@ -20,7 +20,9 @@ from IPython.core.magic import cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._ipython.common import HelpShown, JaxscopeMagics, show, usage_errors
+from jaxscope._ipython.magics import JaxscopeMagics, usage_errors
+from jaxscope._ipython.options import HelpShown
+from jaxscope._ipython.results import show
 
 
 @magics_class
