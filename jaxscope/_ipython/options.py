@@ -25,7 +25,7 @@ class HelpShown(Exception):
     """Raised after ``--help`` printed a magic's help; the magic then does nothing."""
 
 
-def split_options(magic_fn: Any, line: str) -> tuple[str, str]:
+def split_options(magic_fn: Any, line: str, call: bool = True) -> tuple[str, str]:
     """Split a magic's line into its ``--options`` and the rest, verbatim.
 
     Options come before the rest (``%hlo --stage optimized f(x)``) or after it
@@ -34,7 +34,9 @@ def split_options(magic_fn: Any, line: str) -> tuple[str, str]:
     that take a value (``--depth 2``, ``--stage=hlo``) are read from the magic's
     ``magic_arguments`` parser. ``-h`` / ``--help`` prints the magic's help and
     raises ``HelpShown`` (which ``usage_errors`` turns into a quiet return). The
-    rest is returned untouched (quotes, ``-1``, spaces and all).
+    rest is returned untouched (quotes, ``-1``, spaces and all). ``call=False``: the
+    line holds no call (``%%leaks --as NAME``), so an option's value is never taken
+    for the start of one.
     """
     parser = getattr(magic_fn, "parser", None)
     known: set[str] = {"-h", "--help"}
@@ -43,10 +45,10 @@ def split_options(magic_fn: Any, line: str) -> tuple[str, str]:
         known.update(action.option_strings)
         if action.nargs != 0 and action.option_strings:
             valued.update(dict.fromkeys(action.option_strings, action))
-    options, rest = _leading_options(magic_fn, line.strip(), valued)
+    options, rest = _leading_options(magic_fn, line.strip(), valued, call)
     rest, trailing = _trailing_options(magic_fn, rest, known)
     if trailing:
-        more, left = _leading_options(magic_fn, trailing, valued)
+        more, left = _leading_options(magic_fn, trailing, valued, call)
         if left:  # e.g. `f(x) --depth 1 extra`
             raise InvalidCallError(
                 f"%{_magic_name(magic_fn)}: unexpected `{left}` after the options; "
@@ -62,7 +64,7 @@ def _magic_name(magic_fn: Any) -> str:
 
 
 def _leading_options(
-    magic_fn: Any, text: str, valued: dict[str, Any]
+    magic_fn: Any, text: str, valued: dict[str, Any], call: bool = True
 ) -> tuple[str, str]:
     options: list[str] = []
     rest = text
@@ -76,7 +78,7 @@ def _leading_options(
         action = valued.get(token)
         if action is not None and rest:
             value, _, after = rest.partition(" ")
-            if _is_the_call(value, after.strip()):
+            if call and _is_the_call(value, after.strip()):
                 if action.nargs == "?":  # its value is optional: none was given
                     continue
                 name = _magic_name(magic_fn)
@@ -212,14 +214,15 @@ def parse_magic_args(magic_fn: Any, line: str, verbatim: str | None = None) -> A
 
     ``-h`` / ``--help`` among the leading options prints the magic's help and raises
     ``HelpShown`` (see ``split_options``); an argparse error becomes a one-line
-    ``InvalidCallError``. With ``verbatim="call"`` only the leading options go
-    through argparse and ``opts.call`` is ``[rest of the line]`` (or ``[]``),
-    untouched: argparse would strip the quotes of string arguments and take ``-1``
-    for an option.
+    ``InvalidCallError``. Without ``verbatim`` the whole line is options (and at
+    most an action, as in ``%recompiles on``). With ``verbatim="call"`` only the
+    leading options go through argparse and ``opts.call`` is ``[rest of the line]``
+    (or ``[]``), untouched: argparse would strip the quotes of string arguments and
+    take ``-1`` for an option.
     """
     # `%magic f(x);` reaches here with its `;`, which IPython reads as "show nothing"
     line = line.rstrip().removesuffix(";")
-    options, rest = split_options(magic_fn, line)
+    options, rest = split_options(magic_fn, line, call=verbatim is not None)
     try:
         opts = parse_argstring(magic_fn, options if verbatim is not None else line)
     except Exception as exc:  # argparse errors are UsageErrors already; keep one line
