@@ -1,4 +1,4 @@
-"""``GraphModel``: the dataflow graph of a jaxpr as plain data (nodes, edges, groups).
+"""``build_graph``: the dataflow graph of a jaxpr as a ``GraphModel`` (``records``).
 
 Nodes are the program's inputs, outputs and constants and every equation that holds no
 nested jaxpr. An equation that does hold nested jaxprs (jit, scan, while, cond,
