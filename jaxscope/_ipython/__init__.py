@@ -62,7 +62,7 @@ def load(shell: Any) -> None:
     """Register magics, events and formatters of every feature (idempotent)."""
     if id(shell) in _STATES:
         return
-    from jaxscope._ipython.common import keep_user_exception
+    from jaxscope._ipython.magics import keep_user_exception
 
     state = ExtensionState(shell)
     _STATES[id(shell)] = state
