@@ -8,16 +8,14 @@ is checked against the role of the file that makes it (``RULES``); a private nam
 imported from another module, an import of a computed name and an import cycle over
 all of those edges each fail unless an allow-list below names it, with its reason.
 
-Each rule is proven by a probe module that it catches, written into a copy of the
-package under ``tmp_path``, never into the package itself.
+Each rule is proven by a probe module that it catches, written under ``tmp_path`` in a
+tree laid over the package (``Package.under``), never into the package itself.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
-import os
-import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,12 +104,28 @@ class Import:
 
 @dataclass(frozen=True)
 class Package:
-    """A source tree of jaxscope: the real one, or a copy under ``tmp_path``."""
+    """A source tree of jaxscope: the real one, or probe files under ``tmp_path``
+    laid over it (a file under ``root`` hides the real one at the same place)."""
 
     root: Path  # the folder named ``jaxscope``
+    under: Path | None = None  # the tree ``root`` is laid over, read, never written
+
+    @functools.cached_property
+    def _relative(self) -> frozenset[Path]:
+        """The package-relative paths of its modules, listed once: write a tree's
+        files before making its ``Package``."""
+        found = {p.relative_to(self.root) for p in self.root.rglob("*.py")}
+        if self.under:
+            found |= {p.relative_to(self.under) for p in self.under.rglob("*.py")}
+        return frozenset(found)
 
     def files(self) -> list[Path]:
-        return sorted(self.root.rglob("*.py"))
+        return sorted(self.root / p for p in self._relative)
+
+    def text(self, path: Path) -> str:
+        if self.under and not path.exists():
+            path = self.under / path.relative_to(self.root)
+        return path.read_text()
 
     def module_name(self, path: Path) -> str:
         parts = list(path.relative_to(self.root.parent).with_suffix("").parts)
@@ -122,18 +136,28 @@ class Package:
     def rel(self, path: Path) -> str:
         return path.relative_to(self.root.parent).as_posix()
 
+    @functools.cached_property
+    def _modules(self) -> frozenset[str]:
+        names = set()
+        for path in self._relative:
+            parts = path.with_suffix("").parts
+            names.add(
+                ".".join(
+                    ("jaxscope", *parts[: -1 if parts[-1] == "__init__" else None])
+                )
+            )
+        return frozenset(names)
+
     def is_module(self, dotted: str) -> bool:
-        if not dotted.startswith("jaxscope"):
-            return False
-        path = self.root.parent.joinpath(*dotted.split("."))
-        return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+        return dotted in self._modules
 
     def features(self) -> list[str]:
         """The feature folders, as ``_features.feature_names()`` finds them."""
         return sorted(
-            p.parent.name
-            for p in self.root.glob("_*/__init__.py")
-            if p.parent.name not in ("_ipython", "_static")
+            p.parts[0]
+            for p in self._relative
+            if len(p.parts) == 2 and p.name == "__init__.py" and p.parts[0][0] == "_"
+            if p.parts[0] not in ("_ipython", "_static")
         )
 
 
@@ -314,7 +338,7 @@ def scan(path: Path, pkg: Package = REAL) -> tuple[_Found, ...]:
     package = pkg.module_name(path).split(".")
     if path.name != "__init__.py":
         package.pop()
-    return _scan(path.read_text(), tuple(package))
+    return _scan(pkg.text(path), tuple(package))
 
 
 def imports_of(path: Path, pkg: Package = REAL) -> list[Import]:
@@ -428,7 +452,6 @@ def violations(path: Path, pkg: Package = REAL) -> list[str]:
     for imp in imports_of(path, pkg):
         if imp.module == COMPUTED:
             continue
-        # the probes' copy is named jaxscope too, so names compare as in the package
         for rule in RULES:
             if file_role in rule.roles and rule.forbids(imp.module):
                 bad.append(
@@ -863,21 +886,13 @@ PROBES = list(_probes())
 
 
 @pytest.fixture
-def package_copy(tmp_path: Path) -> Package:
-    """The package's Python files, linked under ``tmp_path``, with an empty feature
-    folder ``_probe/`` for the probes. A probe replaces a link by a file of its own
-    (``findings``), so the package itself is never written."""
+def overlay(tmp_path: Path) -> Package:
+    """An empty tree under ``tmp_path`` laid over the package, with an empty feature
+    folder ``_probe/``: a probe writes its files there, never into the package."""
     root = tmp_path / "jaxscope"
-
-    def skip(folder: str, names: list[str]) -> list[str]:
-        return [
-            n for n in names if not n.endswith(".py") and not Path(folder, n).is_dir()
-        ] + ["__pycache__", "_static", "labextension"]
-
-    shutil.copytree(PACKAGE, root, ignore=skip, copy_function=os.symlink)
-    (root / "_probe").mkdir()
+    (root / "_probe").mkdir(parents=True)
     (root / "_probe" / "__init__.py").write_text("")
-    return Package(root)
+    return Package(root, under=PACKAGE)
 
 
 def findings(pkg: Package, probe: Probe) -> list[str]:
@@ -885,31 +900,34 @@ def findings(pkg: Package, probe: Probe) -> list[str]:
     paths = []
     for where, text in probe.files.items():
         path = pkg.root / where
-        old = path.read_text() if path.exists() else ""
-        path.unlink(missing_ok=True)  # a link into the package, never written through
-        path.write_text(old + text)
+        hidden = pkg.under / where if pkg.under else path
+        old = path if path.exists() else hidden
+        before = old.read_text() if old.exists() else ""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(before + text)
         paths.append(path)
+    pkg = Package(pkg.root, pkg.under)  # lists the tree with the probe's files
     found = [rule for path in paths for rule in rules_broken(violations(path, pkg))]
     return found + [line.split(":", 1)[0] for line in new_cycles(pkg)]
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: f"{p.rule or 'allowed'}")
-def test_probe_breaks_exactly_its_rule(package_copy, probe):
+def test_probe_breaks_exactly_its_rule(overlay, probe):
     expected = {probe.rule, *probe.also} - {""}
-    assert set(findings(package_copy, probe)) == expected, probe
+    assert set(findings(overlay, probe)) == expected, probe
 
 
-def test_the_copy_without_probes_breaks_no_rule(package_copy):
-    assert findings(package_copy, Probe("", {})) == []
+def test_the_overlay_without_probes_breaks_no_rule(overlay):
+    assert findings(overlay, Probe("", {})) == []
 
 
 def test_every_rule_has_a_probe():
     assert {p.rule for p in PROBES} - {""} == set(ALL_RULES)
 
 
-def test_a_probe_leaves_the_package_alone(package_copy):
+def test_a_probe_leaves_the_package_alone(overlay):
     before = {p: p.read_text() for p in REAL.files()}
     probe = Probe("", {"_display.py": "\n", "_probe/core.py": "\n"})
-    findings(package_copy, probe)
-    assert (package_copy.root / "_display.py").read_text().endswith("\n\n")
+    findings(overlay, probe)
+    assert (overlay.root / "_display.py").read_text().endswith("\n\n")
     assert {p: p.read_text() for p in REAL.files()} == before
