@@ -138,14 +138,12 @@ class Package:
 
     @functools.cached_property
     def _modules(self) -> frozenset[str]:
-        names = set()
+        names: set[str] = set()
         for path in self._relative:
             parts = path.with_suffix("").parts
-            names.add(
-                ".".join(
-                    ("jaxscope", *parts[: -1 if parts[-1] == "__init__" else None])
-                )
-            )
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            names.add(".".join((self.root.name, *parts)))
         return frozenset(names)
 
     def is_module(self, dotted: str) -> bool:
