@@ -69,16 +69,6 @@ ALLOWED_PRIVATE_IMPORTS: dict[tuple[str, str, str], str] = {
 # Remove an entry once its cycle is gone (a test says which); a new cycle, or a listed
 # one that grows, fails.
 ALLOWED_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"jaxscope._graph.model", "jaxscope._graph.calls"}): "calls.py needs "
-    "model's GraphGroup type (TYPE_CHECKING); goes when the records leave model.py",
-    frozenset({"jaxscope._ipython.common", "jaxscope._ipython.callparse"}): "callparse "
-    "imports common for exception_text; common imports callparse lazily",
-    frozenset({"jaxscope._leaks.checker", "jaxscope._leaks.session"}): "session "
-    "delivers to LeakReport's private methods (TYPE_CHECKING); goes with a sink protocol",
-    frozenset({"jaxscope._recompiles.watcher", "jaxscope._recompiles.state"}): "state "
-    "delivers to RecompileLog's private methods (TYPE_CHECKING); goes with a sink",
-    frozenset({"jaxscope._purity.watcher", "jaxscope._purity.tracing"}): "tracing "
-    "delivers to PurityLog._record_trace (TYPE_CHECKING); goes with a sink protocol",
     frozenset({"jaxscope._records", "jaxscope._source"}): "str(SourceLoc) calls "
     "_source.short_path lazily; _source builds SourceLoc records",
 }
