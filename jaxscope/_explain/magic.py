@@ -18,7 +18,8 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._ipython.common import JaxscopeMagics, parse_magic_args, usage_errors
+from jaxscope._ipython.magics import JaxscopeMagics, usage_errors
+from jaxscope._ipython.options import parse_magic_args
 
 if TYPE_CHECKING:
     from jaxscope._explain.report import ErrorReport

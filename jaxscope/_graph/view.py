@@ -8,14 +8,9 @@ from typing import Any
 from jaxscope._display import GRAPH_MIME, Renderable, printable, widget_of
 from jaxscope._exceptions import GraphvizMissingError, JaxscopeError
 from jaxscope._format import plural
-from jaxscope._graph.model import (
-    GraphEdge,
-    GraphGroup,
-    GraphModel,
-    GraphNode,
-    build_graph,
-    to_payload,
-)
+from jaxscope._graph.model import build_graph
+from jaxscope._graph.payload import to_payload
+from jaxscope._graph.records import GraphEdge, GraphGroup, GraphModel, GraphNode
 from jaxscope._source import full_loc
 
 # Nodes drawn by to_dot before it refuses (Graphviz itself slows to minutes beyond).

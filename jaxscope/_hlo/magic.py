@@ -8,14 +8,9 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._ipython.common import (
-    JaxscopeMagics,
-    call_argument,
-    parse_magic_args,
-    present,
-    static_arguments,
-    usage_errors,
-)
+from jaxscope._ipython.magics import JaxscopeMagics, usage_errors
+from jaxscope._ipython.options import call_argument, parse_magic_args, static_arguments
+from jaxscope._ipython.results import present
 
 
 @magics_class
