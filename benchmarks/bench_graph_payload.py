@@ -31,7 +31,8 @@ import jax.numpy as jnp
 import programs
 
 import jaxscope as js
-from jaxscope._graph.model import build_graph, to_payload
+from jaxscope._graph.model import build_graph
+from jaxscope._graph.payload import to_payload
 
 SIZES = (1_000, 20_000, 100_000)
 ROUNDS = {1_000: 5, 20_000: 3, 100_000: 2}

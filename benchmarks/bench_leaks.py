@@ -10,7 +10,10 @@ checking happens, is inside the clock.
 2. eager: 30 eager jnp ops (no user jit), compiled before the block (no budget).
 3. warm: functions already compiled before the block: both checkers are served
    from JAX's caches (no trace runs, so nothing can leak). Budget: median ratio
-   <= 1.5 against ``jax.checking_leaks``.
+   <= 1.5 against ``jax.checking_leaks``, for the MLP workload and for 20 steps of
+   a Flax NNX train step (``nnx.jit``, ``nnx.Optimizer``) compiled before the block.
+4. memory: 100 blocks around a warm jitted function, one after another; the
+   process's resident memory may grow by at most 30 MB (Linux: ``/proc/self/statm``).
 
     python benchmarks/bench_leaks.py [--smoke] [--rounds N] [--json PATH]
 """
@@ -23,12 +26,14 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import contextlib
 import itertools
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import harness
 import jax
 import jax.numpy as jnp
+import programs
 from jax import lax
 
 import jaxscope as js
@@ -87,6 +92,44 @@ def warm_workload() -> Callable[[], None]:
     run = make_workload()
     run()
     return run
+
+
+def warm_nnx_steps() -> Callable[[], None]:
+    """20 steps of a Flax NNX train step compiled before the block."""
+    step, args = programs.flax_train_step(200)
+    jax.block_until_ready(step(*args))
+
+    def run() -> None:
+        out = None
+        for _ in range(20):
+            out = step(*args)
+        jax.block_until_ready(out)
+
+    return run
+
+
+def rss_bytes() -> int:
+    """The process's resident memory now (Linux only)."""
+    with open("/proc/self/statm", encoding="ascii") as fh:
+        pages = int(fh.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_growth_over_blocks(blocks: int = 100) -> float:
+    """Bytes of resident memory gained over ``blocks`` blocks around a warm function."""
+
+    @jax.jit
+    def f(x):
+        return jnp.sin(x) * 2
+
+    x = jnp.ones(3)
+    with js.check_leaks():  # the first block's one-time costs out of the measure
+        f(x).block_until_ready()
+    before = rss_bytes()
+    for _ in range(blocks):
+        with js.check_leaks():
+            f(x).block_until_ready()
+    return float(rss_bytes() - before)
 
 
 def eager_ops() -> None:
@@ -151,6 +194,23 @@ def bench(cfg: harness.Config) -> Iterator[harness.Result]:
         note="JAX's caches serve both: no trace runs inside the block",
         warmup=warmup,
     )
+    yield harness.compare(
+        "leaks warm Flax NNX train step, js.check_leaks / jax.checking_leaks",
+        JS,
+        JAX,
+        make=warm_nnx_steps,
+        rounds=cfg.n(5),
+        budget=harness.Budget(1.5),
+        note="20 steps of an nnx.jit step compiled before the block",
+        warmup=warmup,
+    )
+    if sys.platform == "linux":
+        yield harness.value(
+            "leaks 100 blocks around a warm jitted function: RSS growth",
+            [rss_growth_over_blocks() for _ in range(cfg.n(3))],
+            budget=harness.Budget(30e6, on="value"),
+            unit="B",
+        )
 
 
 if __name__ == "__main__":

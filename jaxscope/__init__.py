@@ -41,7 +41,9 @@ _EXPORTS: dict[str, str] = {
     "hlo": "._hlo.api",
     "graph": "._graph.api",
     "JaxprView": "._jaxpr.view",
+    "JaxprDisplay": "._jaxpr.view",
     "HloView": "._hlo.view",
+    "HloDisplay": "._hlo.view",
     "GraphView": "._graph.view",
     # recompilation
     "watch_recompiles": "._recompiles.watcher",
@@ -140,8 +142,10 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from ._graph.api import graph as graph
     from ._graph.view import GraphView as GraphView
     from ._hlo.api import hlo as hlo
+    from ._hlo.view import HloDisplay as HloDisplay
     from ._hlo.view import HloView as HloView
     from ._jaxpr.api import jaxpr as jaxpr
+    from ._jaxpr.view import JaxprDisplay as JaxprDisplay
     from ._jaxpr.view import JaxprView as JaxprView
     from ._leaks.checker import LeakReport as LeakReport
     from ._leaks.checker import check_leaks as check_leaks

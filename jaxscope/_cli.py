@@ -179,15 +179,15 @@ def _print_script_error(exc: BaseException, err: TextIO) -> None:
 def _print_explained(exc: BaseException, err: TextIO) -> None:
     """The source-mapped report IPython and pytest show, for an error from JAX."""
     try:
+        from jaxscope._display import rendered_text
         from jaxscope._explain.classify import explainable
         from jaxscope._explain.explainer import explain
-        from jaxscope._explain.render import text_of
         from jaxscope._explain.report import relativize
 
         if not explainable(exc):
             return
         report = relativize(explain(exc), os.getcwd())
-        text = text_of(report, 100, soft_wrap=True)
+        text = rendered_text(report, 100, soft_wrap=True)
     except Exception:  # an explanation must never hide the script's own error
         return
     title = " jaxscope: source-mapped JAX error "  # as pytest's section says

@@ -2,23 +2,30 @@
 
 ``rich_renderable(obj)`` returns a rich renderable (terminal, and ``str()`` through a
 colourless console, so the two cannot drift apart); ``html(obj)`` returns an HTML
-string with every user string escaped. Feature modules register their handlers with
+string with every user string escaped; ``plain_text(obj, width)``, registered only
+where a feature has a faster layout of the same characters, stands in for the
+colourless console. Feature modules register their handlers with
 ``@rich_renderable.register`` / ``@html.register``; they are imported on first use so
 ``import jaxscope`` never loads rich.
 
-Rendering never kills a cell: a failing HTML renderer falls back to escaped text with a
-warning that names it.
+Rendering never kills a cell: a failing text or HTML renderer falls back to the
+object's repr (escaped in HTML) with a warning that names it. Views never override
+``__str__``, ``_repr_mimebundle_`` or the width: they inherit ``Renderable``, and declare
+what differs as class attributes the protocol reads (``wrap_text``, ``extra_mime``).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import html as _html
 import importlib
 import io
-import os
+import shutil
+import sys
 import warnings
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from jaxscope._format import MAX_WORD as MAX_WORD
 from jaxscope._format import printable as printable
@@ -50,6 +57,13 @@ def rich_renderable(obj: Any) -> Any:
     from rich.text import Text
 
     return Text(repr(obj))
+
+
+@functools.singledispatch
+def plain_text(obj: Any, width: int) -> str | None:
+    """Colourless text for ``obj``, where its feature lays out the same characters
+    faster than rich draws them (None: draw with rich). Tests check both agree."""
+    return None
 
 
 @functools.singledispatch
@@ -119,39 +133,85 @@ def safe_repr(obj: Any) -> str:
         return f"<{type(obj).__name__} object>"
 
 
-def _renderer_failed(kind: str, obj: Any, exc: BaseException, instead: str) -> None:
+def _renderer_failed(
+    kind: str, obj: Any, exc: BaseException, instead: str, stacklevel: int = 3
+) -> None:
     warnings.warn(
         f"jaxscope: the {kind} renderer for {type(obj).__name__} failed "
         f"({type(exc).__name__}: {exc}); showing {instead} instead",
         RuntimeWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
 
 
-def to_text(obj: Any, width: int | None = None) -> str:
-    """Plain text: the rich rendering of ``obj`` through a colourless console.
+def to_text(
+    obj: Any,
+    width: int | None = None,
+    *,
+    color: bool = False,
+    soft_wrap: bool | None = None,
+) -> str:
+    """Plain text (ANSI-coloured with ``color``): the rich rendering of ``obj``.
 
-    Never raises: a failing renderer gives ``repr(obj)`` and a ``RuntimeWarning``.
+    ``width`` defaults to ``terminal_width()``; ``soft_wrap`` (lines left unwrapped)
+    to ``not obj.wrap_text``. Never raises: a failing renderer gives ``repr(obj)`` and a
+    ``RuntimeWarning``.
     """
-    if width is None:
-        width = _terminal_width()
-    console = new_console(width)
     try:
-        console.print(get_rich(obj))
+        return rendered_text(obj, width, color=color, soft_wrap=soft_wrap)
     except Exception as exc:  # rendering must never kill a cell
         _renderer_failed("text", obj, exc, "its repr")
         return printable(safe_repr(obj))
+
+
+def rendered_text(
+    obj: Any,
+    width: int | None = None,
+    *,
+    color: bool = False,
+    soft_wrap: bool | None = None,
+) -> str:
+    """``to_text`` that raises what the renderer raises, for a front-end with a
+    fallback of its own (IPython's traceback, the script's own error)."""
+    if width is None:
+        width = terminal_width()
+    if soft_wrap is None:
+        soft_wrap = not getattr(obj, "wrap_text", True)
+    if not color and _has_plain_text(type(obj)):
+        text = plain_text(obj, width)
+        if text is not None:
+            return text
+    console = new_console(width, color=color)
+    console.print(get_rich(obj), soft_wrap=soft_wrap)
     return console.file.getvalue().rstrip("\n")
+
+
+def _has_plain_text(cls: type) -> bool:
+    """Whether ``plain_text`` has a handler made for the rich renderer ``cls`` uses
+    (one registered for the same class, not inherited past a subclass's own)."""
+    load_renderers_for(cls)
+    mine = _registered_for(plain_text, cls)
+    return mine is not object and mine is _registered_for(rich_renderable, cls)
+
+
+def _registered_for(dispatcher: Any, cls: type) -> type:
+    return next((k for k in cls.__mro__ if k in dispatcher.registry), object)
 
 
 def to_html(obj: Any) -> str:
     """HTML for ``obj``; on a renderer failure, escaped text and a warning."""
+    page = _html_or_none(obj)
+    return page if page is not None else pre(to_text(obj))
+
+
+def _html_or_none(obj: Any) -> str | None:
+    """The HTML renderer's output, or None (with the warning) when it fails."""
     try:
         load_renderers_for(type(obj))
         return html(obj)
     except Exception as exc:  # rendering must never kill a cell
-        _renderer_failed("HTML", obj, exc, "text")
-        return pre(to_text(obj))
+        _renderer_failed("HTML", obj, exc, "text", stacklevel=4)
+        return None
 
 
 # Outputs that JupyterLab's jaxscope extension (extension/labextension/) draws itself,
@@ -160,9 +220,20 @@ GRAPH_MIME = "application/vnd.jaxscope.graph+json"
 STEPPER_MIME = "application/vnd.jaxscope.stepper+json"
 
 
-def mimebundle(obj: Any) -> dict[str, str]:
-    """``text/plain`` always, ``text/html`` too (for ``_repr_mimebundle_``)."""
-    return {"text/plain": to_text(obj), "text/html": to_html(obj)}
+def mimebundle(obj: Any) -> dict[str, Any]:
+    """``text/plain`` always (ANSI-coloured in a terminal IPython with colours on),
+    ``text/html`` too, and the object's ``extra_mime`` parts when its HTML rendered
+    (for ``_repr_mimebundle_``)."""
+    colour = colour_terminal()
+    bundle: dict[str, Any] = {"text/plain": to_text(obj, color=colour)}
+    page = _html_or_none(obj)
+    if page is None:
+        bundle["text/html"] = pre(to_text(obj) if colour else bundle["text/plain"])
+    else:
+        bundle["text/html"] = page
+        extra = getattr(obj, "extra_mime", {})
+        bundle.update({kind: copy.deepcopy(data) for kind, data in extra.items()})
+    return bundle
 
 
 def safe_rich(obj: Any) -> Any:
@@ -176,17 +247,47 @@ def safe_rich(obj: Any) -> Any:
         return Text(printable(safe_repr(obj)))
 
 
-def _terminal_width() -> int:
-    try:
-        return max(60, min(160, os.get_terminal_size().columns))
-    except OSError:
-        return 100
+def terminal_width() -> int:
+    """The width text displays wrap at: the terminal's (``COLUMNS`` first), clamped to
+    60 to 160 columns; 100 where there is no terminal (a notebook, a pipe)."""
+    return max(60, min(160, shutil.get_terminal_size((100, 24)).columns))
+
+
+def colour_terminal() -> bool:
+    """Whether a terminal IPython with colours on is running (its displays get ANSI
+    colour; Jupyter front-ends show the HTML, plain ``str()`` stays colourless)."""
+    terminal = sys.modules.get("IPython.terminal.interactiveshell")
+    shell_class = getattr(terminal, "TerminalInteractiveShell", None)
+    if shell_class is None:  # never imported: no terminal shell can be running
+        return False
+    from jaxscope._source import running_shell  # imports JAX
+
+    shell = running_shell()
+    if not isinstance(shell, shell_class):
+        return False
+    return str(getattr(shell, "colors", "nocolor")).lower() not in (
+        "nocolor",
+        "none",
+        "",
+    )
 
 
 class Renderable:
-    """Mixin for views: ``str``, ``__rich__`` and ``_repr_mimebundle_`` via the dispatch."""
+    """Mixin for views: ``str``, ``__rich__`` and ``_repr_mimebundle_`` via the dispatch.
+
+    Subclasses never override these; they declare what differs:
+
+    - ``wrap_text``: False for a view whose renderer lays out its own lines (each
+      line then prints whole in ``str()`` and terminals, rather than wrapped at the
+      terminal width);
+    - ``extra_mime``: more parts of the mime bundle, sent only with a working HTML
+      rendering (a front-end that draws them reads the data from that HTML).
+    """
 
     __slots__ = ()
+
+    wrap_text: ClassVar[bool] = True
+    extra_mime: ClassVar[Mapping[str, Any]] = {}
 
     def __str__(self) -> str:
         return to_text(self)
@@ -196,7 +297,7 @@ class Renderable:
 
     def _repr_mimebundle_(
         self, include: Any = None, exclude: Any = None
-    ) -> dict[str, str]:
+    ) -> dict[str, Any]:
         return mimebundle(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:

@@ -51,6 +51,14 @@ def short_repr(value: Any, limit: int = 60) -> str:
     return truncate(text, limit)
 
 
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``; ``<TypeName>`` when the exception's own ``__str__`` raises."""
+    try:
+        return str(exc)
+    except Exception:
+        return f"<{type(exc).__name__}>"
+
+
 def format_bytes(n: int) -> str:
     """A byte count in binary units, one decimal at most.
 

@@ -28,13 +28,6 @@ def running_shell() -> Any:
     return get_ipython() if get_ipython is not None else None
 
 
-def kernel_present() -> bool:
-    """Whether we run inside a Jupyter kernel (widgets can be shown)."""
-    if "ipykernel" not in sys.modules:
-        return False
-    return getattr(running_shell(), "kernel", None) is not None
-
-
 def running_cell_number() -> int | None:
     """The number of the IPython cell whose code is running now (on the stack), or
     None outside IPython. IPython 9 counts ``execution_count`` up before a cell runs
@@ -154,16 +147,6 @@ def loc_of_traceback(traceback: Any) -> SourceLoc | None:
     """The innermost user line of a JAX ``Traceback`` (equation source info)."""
     raw = _csource.innermost_user_frame(traceback)
     return loc_from_raw(raw) if raw is not None else None
-
-
-def locs_of_traceback(traceback: Any) -> list[SourceLoc]:
-    """Every user line of a JAX ``Traceback``, innermost first."""
-    return [loc_from_raw(raw) for raw in _csource.user_frames(traceback)]
-
-
-def loc_of_eqn(eqn: Any) -> SourceLoc | None:
-    """The user's line that produced a jaxpr equation, or None."""
-    return loc_of_traceback(_csource.eqn_traceback(eqn))
 
 
 def loc_of_code(code: types.CodeType, line: int | None = None) -> SourceLoc:

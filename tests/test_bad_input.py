@@ -17,6 +17,7 @@ from IPython.core.error import UsageError
 
 import jaxscope as js
 from jaxscope import InvalidCallError, JaxscopeError
+from jaxscope._features import feature_modules
 
 
 class BadRepr:
@@ -108,7 +109,35 @@ def test_sharding_of_a_value_whose_repr_raises_is_a_one_line_error(value):
 
 # ------------------------------------------------------------------------- magics
 
-MAGICS = ["jaxpr", "hlo", "jaxgraph", "jaxstep --prompt", "sharding"]
+# what a magic needs here besides the call: %jaxstep reads its prompt from stdin
+OPTIONS = {"jaxstep": "--prompt"}
+
+
+def _call_magics() -> list[str]:
+    """Every line magic of a feature's ``MAGICS`` class whose one argument is a call
+    (or an expression) it evaluates, with the options of ``OPTIONS``."""
+    names = []
+    for module in feature_modules("magic"):
+        magics = getattr(module, "MAGICS", None)
+        for name, method in magics.magics["line"].items() if magics else ():
+            parser = getattr(getattr(magics, method), "parser", None)
+            actions = parser._actions if parser is not None else []
+            if [a.dest for a in actions if not a.option_strings] in (
+                ["call"],
+                ["expr"],
+            ):
+                names.append(f"{name} {OPTIONS.get(name, '')}".strip())
+    return sorted(names)
+
+
+MAGICS = _call_magics()
+
+
+def test_the_magics_checked_here_include_every_magic_that_takes_a_call():
+    names = {magic.split()[0] for magic in MAGICS}
+    assert {"jaxpr", "hlo", "jaxgraph", "jaxstep", "sharding"} <= names
+    assert {"jaxprof", "jaxmem"} <= names  # missing from the list once kept by hand
+    assert not names & {"purity", "recompiles", "jaxerrors"}  # no call to evaluate
 
 
 @pytest.fixture

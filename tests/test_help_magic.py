@@ -9,7 +9,7 @@ import sys
 import pytest
 from IPython.utils.capture import capture_output
 
-from jaxscope._ipython.common import JaxscopeMagics
+from jaxscope._ipython.magics import JaxscopeMagics
 
 
 def _help(ip, name: str = "jaxscope") -> str:

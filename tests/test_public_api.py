@@ -32,7 +32,9 @@ EXPECTED = [
     "StepperFinishedError",
     # staging views
     "GraphView",
+    "HloDisplay",
     "HloView",
+    "JaxprDisplay",
     "JaxprView",
     "graph",
     "hlo",

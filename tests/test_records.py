@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from jaxscope._graph.model import GraphNode
+from jaxscope._graph.records import GraphNode
 from jaxscope._records import SourceLoc, fast_init, fill_in
 
 

@@ -1,4 +1,4 @@
-// Writes graph payloads in the format jaxscope._graph.model._payload documents
+// Writes graph payloads in the format jaxscope._graph.payload._payload documents
 // (format 1), so the tests read as the programs they stand for.
 
 export class Payload {

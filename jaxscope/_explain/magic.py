@@ -18,7 +18,8 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._ipython.common import JaxscopeMagics, parse_magic_args, usage_errors
+from jaxscope._ipython.magics import JaxscopeMagics, usage_errors
+from jaxscope._ipython.options import parse_magic_args
 
 if TYPE_CHECKING:
     from jaxscope._explain.report import ErrorReport
@@ -165,21 +166,18 @@ def _ipython_traceback(
         return ""
 
 
-def _colour(shell: Any) -> bool:
-    colors = str(getattr(shell, "colors", "nocolor")).lower()
-    return colors not in ("nocolor", "none", "") and sys.stdout.isatty()
+def _colour() -> bool:
+    from jaxscope._display import colour_terminal
+
+    return colour_terminal() and sys.stdout.isatty()
 
 
 def _report_text(report: ErrorReport, colour: bool) -> str:
-    from jaxscope._explain.render import text_of
+    from jaxscope._display import rendered_text
 
-    return text_of(report, _width(), color=colour, soft_wrap=True)
-
-
-def _width() -> int:
-    import shutil
-
-    return max(60, min(160, shutil.get_terminal_size((100, 24)).columns))
+    return rendered_text(
+        report, color=colour, soft_wrap=True
+    )  # long code hints stay whole
 
 
 def _show(
@@ -208,7 +206,7 @@ def _show(
             stb = [full]
         shell._showtraceback(etype, value, stb)
         return
-    text = _report_text(report, _colour(shell))
+    text = _report_text(report, _colour())
     lines = []
     if mode == "full" and full:
         lines.append(full)

@@ -50,15 +50,17 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
         return
     exc = excinfo.value
     try:
+        from jaxscope._display import rendered_text
         from jaxscope._explain.classify import explainable
         from jaxscope._explain.explainer import explain
-        from jaxscope._explain.render import text_of
         from jaxscope._explain.report import relativize
 
         if not explainable(exc):
             return
         report_ = relativize(explain(exc), str(item.config.rootpath))
-        text = text_of(report_, 100, soft_wrap=True)  # long code hints stay on one line
+        text = rendered_text(
+            report_, 100, soft_wrap=True
+        )  # long code hints stay on one line
     except Exception:  # an explanation must never turn into a second failure
         return
     report.sections.append((SECTION, text))

@@ -12,7 +12,7 @@ import html as _html
 import re
 from typing import Any
 
-from jaxscope._display import html, new_console, printable, rich_renderable
+from jaxscope._display import html, printable, rich_renderable
 from jaxscope._explain.report import ErrorReport
 from jaxscope._source import short_loc
 
@@ -37,19 +37,6 @@ _CSS = """
 .jaxscope-error .js-dim{color:#777}
 </style>
 """
-
-
-def text_of(
-    report: ErrorReport,
-    width: int = 100,
-    *,
-    color: bool = False,
-    soft_wrap: bool = False,
-) -> str:
-    """The rich rendering of ``report`` as text (optionally coloured, soft-wrapped)."""
-    console = new_console(width, color=color)
-    console.print(rich_renderable(report), soft_wrap=soft_wrap)
-    return console.file.getvalue().rstrip("\n")
 
 
 def _where(report: ErrorReport) -> str:

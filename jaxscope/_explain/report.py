@@ -10,9 +10,8 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
-from jaxscope._display import Renderable, to_html, to_text
+from jaxscope._display import Renderable
 from jaxscope._records import SourceLoc
 
 __all__ = ["ErrorKind", "ErrorReport", "Operand", "relativize"]
@@ -102,17 +101,6 @@ class ErrorReport(Renderable):
     original_message: str = ""
     jax_message: str = ""
     docs: str = ""
-
-    def __str__(self) -> str:
-        return to_text(self, width=100)
-
-    def _repr_mimebundle_(
-        self, include: Any = None, exclude: Any = None
-    ) -> dict[str, str]:
-        return {"text/plain": to_text(self, width=100), "text/html": to_html(self)}
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(repr(self) if cycle else str(self))
 
     @property
     def line_text(self) -> str:

@@ -40,7 +40,7 @@ from jaxscope._records import fill_in
 from jaxscope.compat.source import is_library_file
 
 if TYPE_CHECKING:
-    from jaxscope._graph.model import GraphGroup
+    from jaxscope._graph.records import GraphGroup
     from jaxscope._records import EqnInfo, SourceLoc
 
 # (caller's file, line, column; callee's file, qualname; backward): the call site

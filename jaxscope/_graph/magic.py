@@ -11,14 +11,9 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._display import printable
-from jaxscope._ipython.common import (
-    JaxscopeMagics,
-    call_argument,
-    parse_magic_args,
-    present,
-    static_arguments,
-    usage_errors,
-)
+from jaxscope._ipython.magics import JaxscopeMagics, usage_errors
+from jaxscope._ipython.options import call_argument, parse_magic_args, static_arguments
+from jaxscope._ipython.results import present
 
 # `--dot f(x)`: a bare --dot (print) before the call, whose first token has a "(".
 _BARE_DOT = re.compile(r"(^|\s)--dot(\s+)(?=\S*\()")

@@ -1,4 +1,4 @@
-"""``GraphModel``: the dataflow graph of a jaxpr as plain data (nodes, edges, groups).
+"""``build_graph``: the dataflow graph of a jaxpr as a ``GraphModel`` (``records``).
 
 Nodes are the program's inputs, outputs and constants and every equation that holds no
 nested jaxpr. An equation that does hold nested jaxprs (jit, scan, while, cond,
@@ -41,97 +41,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from jaxscope._gc import gc_paused
 from jaxscope._graph import calls
-from jaxscope._graph.sources import source_snippets
+from jaxscope._graph.records import (
+    AUX_MIN_GROUPS,
+    GraphEdge,
+    GraphGroup,
+    GraphModel,
+    GraphNode,
+)
 from jaxscope._jaxpr.records import JaxprModel, Region
-from jaxscope._records import EqnInfo, SourceLoc, fast_init, fill_in
+from jaxscope._records import EqnInfo, SourceLoc, fill_in
 from jaxscope._source import short_path
 
 _TRANSFORM = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$")
-
-# Distinct consuming groups from which a node is auxiliary (see the module docstring).
-AUX_MIN_GROUPS = 4
-
-
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GraphNode:
-    """One node: an equation (``kind="eqn"``), an ``"input"``, ``"output"`` or ``"const"``."""
-
-    id: str
-    kind: str
-    label: str
-    group: str | None
-    primitive: str = ""
-    path: tuple[int, ...] = ()
-    inputs: tuple[tuple[str, str], ...] = ()
-    outputs: tuple[tuple[str, str], ...] = ()
-    params: dict[str, str] = field(default_factory=dict)
-    source: SourceLoc | None = None
-    scope: str = ""
-    aux: bool = False
-
-
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GraphEdge:
-    """A variable flowing from node ``src`` to ``dst`` (``var`` named, of ``type``).
-
-    ``dst`` is a node id, or a group id for an operand that the group's equation
-    consumes itself rather than passing to a nested jaxpr (cond's branch index).
-    """
-
-    src: str
-    dst: str
-    var: str
-    type: str
-
-
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GraphGroup:
-    """A group: an equation with nested jaxprs (``kind`` = its primitive), one nested
-    jaxpr of such an equation (``kind="region"``), a name scope (``kind="scope"``) or
-    a call of the user's (``kind="call"``, ``source`` its call site).
-
-    ``size`` counts the leaf nodes inside, at any depth. ``backward`` marks a scope
-    of the backward pass (under a ``transpose`` transform), nested scopes included.
-    ``lines`` is ``(file, first, last)``: the source lines of the equations inside,
-    in the file that holds most of them (None when none has a source line).
-    ``function`` names the Python function traced into the group's nested jaxpr(s).
-    """
-
-    id: str
-    kind: str
-    label: str
-    parent: str | None
-    size: int
-    primitive: str = ""
-    path: tuple[int, ...] = ()
-    inputs: tuple[tuple[str, str], ...] = ()
-    outputs: tuple[tuple[str, str], ...] = ()
-    params: dict[str, str] = field(default_factory=dict)
-    source: SourceLoc | None = None
-    scope: str = ""
-    backward: bool = False
-    lines: tuple[str, int, int] | None = None
-    function: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class GraphModel:
-    """The graph of one jaxpr: ``nodes``, ``edges`` and ``groups`` (parents before children)."""
-
-    title: str
-    nodes: list[GraphNode]
-    edges: list[GraphEdge]
-    groups: list[GraphGroup]
-    # shown file ("In [3]") -> the file name Python compiled it under (JaxprModel's)
-    raw_files: dict[str, str] = field(default_factory=dict)
 
 
 def scope_names(scope: str) -> list[str]:
@@ -663,132 +588,3 @@ def _mark_aux(
     if not aux:
         return nodes
     return [fill_in(n, aux=True) if n.id in aux else n for n in nodes]
-
-
-# ------------------------------------------------------------------------ payload
-
-
-class _Strings:
-    """A string table: each distinct string is sent once, referenced by index."""
-
-    def __init__(self) -> None:
-        self.table: list[str] = []
-        self.index: dict[str, int] = {}
-
-    def __call__(self, text: str) -> int:
-        k = self.index.get(text)
-        if k is None:
-            k = self.index[text] = len(self.table)
-            self.table.append(text)
-        return k
-
-
-_NODE_KINDS = ("eqn", "input", "output", "const")
-
-
-def _flat_pairs(s: _Strings, pairs: Iterable[tuple[str, str]]) -> list[int]:
-    out: list[int] = []
-    for a, b in pairs:
-        out.append(s(a))
-        out.append(s(b))
-    return out
-
-
-def _params(s: _Strings, params: dict[str, str]) -> list[int]:
-    return _flat_pairs(s, params.items())
-
-
-def _loc(s: _Strings, loc: SourceLoc | None) -> list[int]:
-    if loc is None:
-        return []
-    return [s(loc.file), loc.line, s(loc.function or "")]
-
-
-def to_payload(graph: GraphModel) -> dict[str, Any]:
-    """The compact JSON the browser viewer reads (see ``_payload``)."""
-    with gc_paused():
-        return _payload(graph)
-
-
-def _payload(graph: GraphModel) -> dict[str, Any]:
-    """The compact JSON the browser viewer reads (format 1).
-
-    Strings are interned in ``strings``; a node is ``[kind, label, group, primitive,
-    inputs, outputs, params, source, scope]`` where ``group`` indexes ``groups`` (-1:
-    top level), ``inputs``/``outputs``/``params`` are flat lists of string indices
-    (name, type, name, type...), ``source`` is ``[file, line, function]`` or ``[]``.
-    A group is ``[kind, label, parent, size, primitive, inputs, outputs, params,
-    source, scope, backward, lines, function]``. ``edges`` is a flat list ``src, dst,
-    var, type, ...`` (node indices, then string indices; a destination ``-1 - k`` is
-    group ``k``). ``sources`` maps file → line → text.
-
-    Fields added after the first release (readers must accept their absence):
-
-    - group ``[10]`` ``backward``: 1 for a name scope of the backward pass (under
-      ``transpose``; its label ends in ``" (backward)"`` where the backward part
-      starts, scopes inside it inherit the 1), else 0;
-    - group ``[11]`` ``lines``: ``[file, first, last]`` (file a string index): the
-      source lines of the equations inside, in the file holding most of them, or ``[]``;
-    - group ``[12]`` ``function``: string index of the function(s) traced into the
-      group's nested jaxprs (``"rnn_cell"``; ``""`` for a scope, a lambda or none);
-    - ``aux``: sorted node indices of auxiliary nodes, those consumed in
-      ``auxMinGroups`` or more distinct groups (a weight or mask shared by many
-      layers): draw a copy in each consuming group rather than long edges;
-    - ``auxMinGroups``: that threshold (``AUX_MIN_GROUPS``).
-    """
-    s = _Strings()
-    group_pos = {g.id: k for k, g in enumerate(graph.groups)}
-    node_pos = {n.id: k for k, n in enumerate(graph.nodes)}
-    groups = [
-        [
-            s(g.kind),
-            s(g.label),
-            group_pos[g.parent] if g.parent is not None else -1,
-            g.size,
-            s(g.primitive),
-            _flat_pairs(s, g.inputs),
-            _flat_pairs(s, g.outputs),
-            _params(s, g.params),
-            _loc(s, g.source),
-            s(g.scope),
-            int(g.backward),
-            [s(g.lines[0]), g.lines[1], g.lines[2]] if g.lines else [],
-            s(g.function),
-        ]
-        for g in graph.groups
-    ]
-    nodes = [
-        [
-            _NODE_KINDS.index(n.kind),
-            s(n.label),
-            group_pos[n.group] if n.group is not None else -1,
-            s(n.primitive),
-            _flat_pairs(s, n.inputs),
-            _flat_pairs(s, n.outputs),
-            _params(s, n.params),
-            _loc(s, n.source),
-            s(n.scope),
-        ]
-        for n in graph.nodes
-    ]
-    edges: list[int] = []
-    for e in graph.edges:
-        dst = node_pos[e.dst] if e.dst in node_pos else -1 - group_pos[e.dst]
-        edges.extend((node_pos[e.src], dst, s(e.var), s(e.type)))
-    locs = [n.source for n in graph.nodes if n.source is not None]
-    locs += [g.source for g in graph.groups if g.source is not None]
-    snippets = source_snippets(locs, raw_files=graph.raw_files)
-    return {
-        "format": 1,
-        "title": graph.title,
-        "strings": s.table,
-        "nodes": nodes,
-        "groups": groups,
-        "edges": edges,
-        "aux": [k for k, n in enumerate(graph.nodes) if n.aux],
-        "auxMinGroups": AUX_MIN_GROUPS,
-        "sources": {
-            file: {str(line): text for line, text in table.items()}
-            for file, table in snippets.items()
-        },
-    }

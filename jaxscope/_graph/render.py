@@ -22,7 +22,7 @@ from typing import Any
 
 from jaxscope._display import html, plain, rich_renderable, to_text, widget
 from jaxscope._format import plural
-from jaxscope._graph.model import GraphGroup
+from jaxscope._graph.records import GraphGroup
 from jaxscope._graph.view import GraphView
 from jaxscope._source import short_path
 

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
-from jaxscope._display import GRAPH_MIME, Renderable, mimebundle, printable, widget_of
+from jaxscope._display import GRAPH_MIME, Renderable, printable, widget_of
 from jaxscope._exceptions import GraphvizMissingError, JaxscopeError
 from jaxscope._format import plural
-from jaxscope._graph.model import (
-    GraphEdge,
-    GraphGroup,
-    GraphModel,
-    GraphNode,
-    build_graph,
-    to_payload,
-)
+from jaxscope._graph.model import build_graph
+from jaxscope._graph.payload import to_payload
+from jaxscope._graph.records import GraphEdge, GraphGroup, GraphModel, GraphNode
 from jaxscope._source import full_loc
 
 # Nodes drawn by to_dot before it refuses (Graphviz itself slows to minutes beyond).
@@ -39,6 +35,9 @@ class GraphView(Renderable):
     """
 
     __slots__ = ("_payload", "model")
+
+    # The graph data lives once, in the text/html; this part only says "draw it".
+    extra_mime = MappingProxyType({GRAPH_MIME: {"version": 1}})
 
     def __init__(self, model: GraphModel) -> None:
         self.model = model
@@ -87,12 +86,6 @@ class GraphView(Renderable):
     def widget(self) -> Any:
         """An anywidget ``GraphWidget`` showing this graph (for notebooks)."""
         return widget_of(self)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
-        bundle: dict[str, Any] = dict(mimebundle(self))
-        # The graph data lives once, in the text/html; this part only says "draw it".
-        bundle[GRAPH_MIME] = {"version": 1}
-        return bundle
 
     def __repr__(self) -> str:
         title = f" of {printable(self.title)}" if self.title else ""

@@ -8,14 +8,9 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._ipython.common import (
-    JaxscopeMagics,
-    call_argument,
-    parse_magic_args,
-    present,
-    static_arguments,
-    usage_errors,
-)
+from jaxscope._ipython.magics import JaxscopeMagics, usage_errors
+from jaxscope._ipython.options import call_argument, parse_magic_args, static_arguments
+from jaxscope._ipython.results import present
 
 
 @magics_class
@@ -46,9 +41,8 @@ class HloMagics(JaxscopeMagics):
         from jaxscope._hlo.api import hlo
 
         view = self.traced_call("hlo", opts, hlo, stage=opts.stage)
-        view.show_cost = opts.cost
-        view.expand_fused = opts.all
-        return present(view, line)
+        shown = view.with_options(show_cost=opts.cost, expand_fused=opts.all)
+        return present(shown, line)
 
 
 MAGICS = HloMagics

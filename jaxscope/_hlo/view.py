@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
-from jaxscope._checks import check_count
+from jaxscope._checks import check_count, check_flag
 from jaxscope._display import Renderable, printable
 from jaxscope._hlo.loops import Loop, flops_with_trip_counts, xla_counts_bodies_once
 from jaxscope._hlo.model import HloCapture
 from jaxscope._hlo.ops import source_text
 from jaxscope._records import OpInfo
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HloDisplay:
+    """How an ``HloView`` displays (``str``, terminal, HTML); ``.text`` never changes.
+
+    Attributes:
+        show_cost: include the cost/memory table (``%hlo --cost``).
+        expand_fused: print each fused computation in full under its fusion op
+            (``%hlo --all``); by default a one-line summary stands for it.
+    """
+
+    show_cost: bool = False
+    expand_fused: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("show_cost", "expand_fused"):
+            check_flag(
+                getattr(self, name),
+                name,
+                where="HloDisplay",
+                example=f"HloDisplay({name}=True)",
+            )
 
 
 class HloView(Renderable):
@@ -28,28 +53,64 @@ class HloView(Renderable):
             a body once).
         memory: ``argument_bytes``, ``output_bytes``, ``temp_bytes``,
             ``alias_bytes``, ``generated_code_bytes`` (None where unknown), or None.
-        show_cost: displays include the cost/memory table (``%hlo --cost``).
-        expand_fused: displays print each fused computation in full under its
-            fusion op (``%hlo --all``); by default a one-line summary stands for it.
+        options: how displays look, a frozen ``HloDisplay``; ``with_options``
+            gives a view that displays differently.
+        show_cost, expand_fused: the fields of ``options``; assigning one
+            (``view.show_cost = True``) replaces ``options``.
         lowered, compiled: JAX's own stage objects, for anything not shown here.
 
     The op table, cost and memory are computed on first access.
     """
 
-    __slots__ = ("_capture", "expand_fused", "function_name", "show_cost")
+    __slots__ = ("_capture", "function_name", "options")
 
     def __init__(
         self,
         hlo_capture: HloCapture,
         *,
         function_name: str = "",
-        show_cost: bool = False,
-        expand_fused: bool = False,
+        options: HloDisplay | None = None,
     ) -> None:
         self._capture = hlo_capture
         self.function_name = function_name
-        self.show_cost = show_cost
-        self.expand_fused = expand_fused
+        self.options = options if options is not None else HloDisplay()
+
+    def with_options(
+        self, *, show_cost: bool | None = None, expand_fused: bool | None = None
+    ) -> HloView:
+        """This view displaying with the given options changed (None: unchanged); the
+        compiled program is shared and this view is unchanged."""
+        given = (("show_cost", show_cost), ("expand_fused", expand_fused))
+        for name, flag in given:
+            check_flag(
+                flag,
+                name,
+                where="HloView.with_options",
+                example=f"view.with_options({name}=True)",
+                none_ok=True,
+            )
+        changes = {name: value for name, value in given if value is not None}
+        return HloView(
+            self._capture,
+            function_name=self.function_name,
+            options=dataclasses.replace(self.options, **changes),
+        )
+
+    @property
+    def show_cost(self) -> bool:
+        return self.options.show_cost
+
+    @show_cost.setter
+    def show_cost(self, value: bool) -> None:
+        self.options = dataclasses.replace(self.options, show_cost=value)
+
+    @property
+    def expand_fused(self) -> bool:
+        return self.options.expand_fused
+
+    @expand_fused.setter
+    def expand_fused(self, value: bool) -> None:
+        self.options = dataclasses.replace(self.options, expand_fused=value)
 
     @property
     def stage(self) -> str:
@@ -128,4 +189,4 @@ class HloView(Renderable):
         return printable(f"<HloView{name}: stage={self.stage!r}, {lines} lines>")
 
 
-__all__ = ["HloView"]
+__all__ = ["HloDisplay", "HloView"]

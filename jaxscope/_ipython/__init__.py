@@ -21,7 +21,6 @@ class ExtensionState:
         self.shell = shell
         self.magics: list[Any] = []
         self.events: list[tuple[str, Callable[..., Any]]] = []
-        self.formatters: list[tuple[str, type, Any]] = []
         self.formatters_by_name: list[tuple[str, str, str, Any]] = []
         self.features: list[Any] = []
         self.data: dict[str, Any] = {}
@@ -30,14 +29,6 @@ class ExtensionState:
         """``shell.events.register`` that unload will undo."""
         self.shell.events.register(name, callback)
         self.events.append((name, callback))
-
-    def register_formatter(
-        self, mime: str, cls: type, func: Callable[..., Any]
-    ) -> None:
-        """A display formatter for ``cls`` that unload will restore."""
-        formatter = self.shell.display_formatter.formatters[mime]
-        previous = formatter.for_type(cls, func)
-        self.formatters.append((mime, cls, previous))
 
     def register_formatter_by_name(
         self, mime: str, module: str, name: str, func: Callable[..., Any]
@@ -62,7 +53,7 @@ def load(shell: Any) -> None:
     """Register magics, events and formatters of every feature (idempotent)."""
     if id(shell) in _STATES:
         return
-    from jaxscope._ipython.common import keep_user_exception
+    from jaxscope._ipython.magics import keep_user_exception
 
     state = ExtensionState(shell)
     _STATES[id(shell)] = state
@@ -96,11 +87,6 @@ def unload(shell: Any) -> None:
     for name, callback in reversed(state.events):
         with contextlib.suppress(ValueError):  # already gone
             shell.events.unregister(name, callback)
-    for mime, cls, previous in reversed(state.formatters):
-        formatter = shell.display_formatter.formatters[mime]
-        formatter.type_printers.pop(cls, None)
-        if previous is not None:
-            formatter.for_type(cls, previous)
     for mime, module, name, previous in reversed(state.formatters_by_name):
         formatter = shell.display_formatter.formatters[mime]
         formatter.deferred_printers.pop((module, name), None)
@@ -115,8 +101,3 @@ def unload(shell: Any) -> None:
             for name in names:
                 magics_manager.magics[kind].pop(name, None)
         magics_manager.registry.pop(type(magics).__name__, None)
-
-
-def state_of(shell: Any) -> ExtensionState | None:
-    """The extension state of ``shell`` if the extension is loaded there."""
-    return _STATES.get(id(shell))

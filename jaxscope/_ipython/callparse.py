@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._format import a_an
-from jaxscope._ipython.common import exception_text
+from jaxscope._format import a_an, exception_text
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from IPython.core.magic import line_magic, magics_class
 
-from jaxscope._ipython.common import JaxscopeMagics, usage_errors
+from jaxscope._ipython.magics import JaxscopeMagics, usage_errors
 
 _WIDTH = 100
 

@@ -66,8 +66,7 @@ def jaxpr(
             static_argnums=static_argnums,
             static_argnames=static_argnames,
         )
-        view.max_eqns = max_eqns
-        return view
+        return view.with_options(max_eqns=max_eqns)
 
     return staged(fun, "js.jaxpr", build)
 

@@ -8,15 +8,9 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._ipython.common import (
-    JaxscopeMagics,
-    call_argument,
-    from_builder,
-    parse_magic_args,
-    present,
-    static_arguments,
-    usage_errors,
-)
+from jaxscope._ipython.magics import JaxscopeMagics, from_builder, usage_errors
+from jaxscope._ipython.options import call_argument, parse_magic_args, static_arguments
+from jaxscope._ipython.results import present
 
 
 @magics_class
@@ -77,14 +71,14 @@ class JaxprMagics(JaxscopeMagics):
         )
         if opts.graph:
             return present(view.graph(), line)
-        view.depth = opts.depth
-        if opts.all:
-            view.max_eqns = None
-        elif opts.max_eqns is not None:
-            view.max_eqns = opts.max_eqns
-        view.show_source = not opts.no_source
-        view.by_source = opts.source
-        return present(view, line)
+        max_eqns = view.max_eqns if opts.max_eqns is None else opts.max_eqns
+        shown = view.with_options(
+            depth=opts.depth,
+            max_eqns=None if opts.all else max_eqns,
+            show_source=not opts.no_source,
+            by_source=opts.source,
+        )
+        return present(shown, line)
 
 
 MAGICS = JaxprMagics

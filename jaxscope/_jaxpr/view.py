@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
-import os
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
-from jaxscope._checks import check_count
-from jaxscope._display import Renderable, printable
+from jaxscope._checks import check_count, check_flag
+from jaxscope._display import Renderable, printable, terminal_width
 from jaxscope._format import plural
 from jaxscope._jaxpr.layout import fold_depth, render_by_line, render_text
 from jaxscope._jaxpr.records import JaxprModel, Region
 from jaxscope._records import EqnInfo
-from jaxscope._source import running_shell
+
+
+class _Keep:
+    """The default of ``with_options``' arguments: keep the current value."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<unchanged>"
+
+
+_KEEP = _Keep()
 
 
 def _check_depth(value: Any, where: str, example: str) -> None:
@@ -20,6 +32,52 @@ def _check_depth(value: Any, where: str, example: str) -> None:
 
 def _check_max_eqns(value: Any, where: str, example: str) -> None:
     check_count(value, "max_eqns", low=2, where=where, example=example, none_ok=True)
+
+
+#: The default ``max_eqns``: displays keep the first and last equations of longer
+#: regions (``.text`` has all).
+DEFAULT_MAX_EQNS = 200
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JaxprDisplay:
+    """How a ``JaxprView`` displays (``str``, terminal, HTML); ``.text`` never changes.
+
+    Attributes:
+        depth: fold nested jaxprs deeper than this (None: automatic, to stay under
+            ``JaxprView.display_max_lines`` lines).
+        show_source: end equation lines with ``# file:line``.
+        by_source: group the equations under their source lines.
+        max_eqns: keep the first and last equations of regions longer than this
+            (None: every equation; ``%jaxpr --max-eqns N`` / ``--all``).
+
+    Example:
+        >>> import jax.numpy as jnp, jaxscope as js
+        >>> v = js.jaxpr(lambda x: jnp.sin(x) * 2)(jnp.ones(3))
+        >>> v.with_options(depth=0, show_source=False).options
+        JaxprDisplay(depth=0, show_source=False, by_source=False, max_eqns=200)
+    """
+
+    depth: int | None = None
+    show_source: bool = True
+    by_source: bool = False
+    max_eqns: int | None = DEFAULT_MAX_EQNS
+
+    def __post_init__(self) -> None:
+        _check_depth(self.depth, "JaxprDisplay", "JaxprDisplay(depth=1)")
+        _check_max_eqns(self.max_eqns, "JaxprDisplay", "JaxprDisplay(max_eqns=400)")
+        check_flag(
+            self.show_source,
+            "show_source",
+            where="JaxprDisplay",
+            example="JaxprDisplay(show_source=False)",
+        )
+        check_flag(
+            self.by_source,
+            "by_source",
+            where="JaxprDisplay",
+            example="JaxprDisplay(by_source=True)",
+        )
 
 
 class JaxprView(Renderable):
@@ -33,11 +91,10 @@ class JaxprView(Renderable):
         source_text: ``{(file, line): code}`` where the source is known.
         closed_jaxpr: the JAX ``ClosedJaxpr`` itself (it holds the program's
             constants, as ``jax.make_jaxpr``'s result does).
-        depth: displays fold nested jaxprs deeper than this (None: automatic).
-        show_source: displays end equation lines with ``# file:line``.
-        by_source: displays group equations under their source lines.
-        max_eqns: displays keep the first and last equations of regions longer
-            than this (None: every equation; ``%jaxpr --max-eqns N`` / ``--all``).
+        options: how displays look, a frozen ``JaxprDisplay``; ``with_options``
+            gives a view that displays differently.
+        depth, show_source, by_source, max_eqns: the fields of ``options``;
+            assigning one (``view.depth = 1``) replaces ``options``.
 
     Example:
         >>> import jax.numpy as jnp, jaxscope as js
@@ -51,19 +108,20 @@ class JaxprView(Renderable):
 
     __slots__ = (
         "_auto_depth",
-        "_depth",
-        "_max_eqns",
         "_text",
-        "by_source",
         "closed_jaxpr",
         "function_name",
         "model",
-        "show_source",
+        "options",
     )
+
+    #: Its renderer wraps long binder lines itself; every other line prints whole,
+    #: so each "# file:line" stays on its equation's line.
+    wrap_text = False
 
     #: The default ``max_eqns``: displays keep the first and last equations of
     #: longer regions (``.text`` has all).
-    default_max_eqns = 200
+    default_max_eqns = DEFAULT_MAX_EQNS
     #: Displays fold nested jaxprs (when no depth is set) to stay under this many lines.
     display_max_lines = 1000
 
@@ -73,37 +131,99 @@ class JaxprView(Renderable):
         model: JaxprModel,
         *,
         function_name: str = "",
-        depth: int | None = None,
-        show_source: bool = True,
+        options: JaxprDisplay | None = None,
     ) -> None:
         self.closed_jaxpr = closed_jaxpr
         self.model = model
         self.function_name = function_name
-        self.depth = depth
-        self.show_source = show_source
-        self.by_source = False
-        self.max_eqns = self.default_max_eqns
+        self.options = options if options is not None else JaxprDisplay()
         self._text: str | None = None
         # the automatic depth for each max_eqns asked so far
         self._auto_depth: dict[int | None, int | None] = {}
 
+    def with_options(
+        self,
+        *,
+        depth: int | _Keep | None = _KEEP,
+        show_source: bool | _Keep = _KEEP,
+        by_source: bool | _Keep = _KEEP,
+        max_eqns: int | _Keep | None = _KEEP,
+    ) -> JaxprView:
+        """This view displaying with the given options changed (the trace is shared;
+        this view is unchanged).
+
+        Example:
+            >>> import jax.numpy as jnp, jaxscope as js
+            >>> v = js.jaxpr(lambda x: jnp.sin(x) * 2)(jnp.ones(3))
+            >>> print(v.with_options(show_source=False))
+            { lambda ; a:f32[3]. let
+                b:f32[3] = sin a
+                c:f32[3] = mul b 2.0:f32[]
+              in (c,) }
+        """
+        where = "JaxprView.with_options"
+        if not isinstance(depth, _Keep):
+            _check_depth(depth, where, "view.with_options(depth=1)")
+        if not isinstance(max_eqns, _Keep):
+            _check_max_eqns(max_eqns, where, "view.with_options(max_eqns=400)")
+        for name, flag in (("show_source", show_source), ("by_source", by_source)):
+            if not isinstance(flag, _Keep):
+                check_flag(
+                    flag, name, where=where, example=f"view.with_options({name}=True)"
+                )
+        changes = {
+            name: value
+            for name, value in (
+                ("depth", depth),
+                ("show_source", show_source),
+                ("by_source", by_source),
+                ("max_eqns", max_eqns),
+            )
+            if not isinstance(value, _Keep)
+        }
+        view = JaxprView(
+            self.closed_jaxpr,
+            self.model,
+            function_name=self.function_name,
+            options=dataclasses.replace(self.options, **changes),
+        )
+        view._text = self._text
+        view._auto_depth = self._auto_depth
+        return view
+
     @property
     def depth(self) -> int | None:
-        return self._depth
+        return self.options.depth
 
     @depth.setter
     def depth(self, value: int | None) -> None:
         _check_depth(value, "JaxprView.depth", "view.depth = 1")
-        self._depth = value
+        self.options = dataclasses.replace(self.options, depth=value)
 
     @property
     def max_eqns(self) -> int | None:
-        return self._max_eqns
+        return self.options.max_eqns
 
     @max_eqns.setter
     def max_eqns(self, value: int | None) -> None:
         _check_max_eqns(value, "JaxprView.max_eqns", "view.max_eqns = 400")
-        self._max_eqns = value
+        self.options = dataclasses.replace(self.options, max_eqns=value)
+
+    @property
+    def show_source(self) -> bool:
+        return self.options.show_source
+
+    @show_source.setter
+    def show_source(self, value: bool) -> None:
+        self.options = dataclasses.replace(self.options, show_source=value)
+
+    @property
+    def by_source(self) -> bool:
+        return self.options.by_source
+
+    @by_source.setter
+    def by_source(self, value: bool) -> None:
+        self.options = dataclasses.replace(self.options, by_source=value)
 
     @property
     def text(self) -> str:
@@ -203,22 +323,10 @@ class JaxprView(Renderable):
             depth=self.display_depth(),
             max_eqns=self.display_max_eqns,
             source=self.show_source,
-            width=display_width(),
+            width=terminal_width(),
         )
         note = self.fold_note()
         return f"{text}\n{note}" if note else text
-
-    def __str__(self) -> str:
-        # Unwrapped, so each "# file:line" stays on its equation's line.
-        return printable(self.display_text())
-
-    def _repr_mimebundle_(
-        self, include: Any = None, exclude: Any = None
-    ) -> dict[str, str]:
-        from jaxscope._display import to_html
-
-        text = _terminal_colored(self) or printable(self.display_text())
-        return {"text/plain": text, "text/html": to_html(self)}
 
     def graph(self) -> Any:
         """The dataflow graph of this jaxpr (a ``GraphView``)."""
@@ -229,29 +337,3 @@ class JaxprView(Renderable):
     def __repr__(self) -> str:
         name = f" of {self.function_name}" if self.function_name else ""
         return printable(f"<JaxprView{name}: {plural(len(self.eqns), 'equation')}>")
-
-
-def display_width() -> int:
-    """The width displays wrap binder lines at: the terminal's (60 to 160), else 100."""
-    try:
-        return max(60, min(160, os.get_terminal_size().columns))
-    except OSError:
-        return 100
-
-
-def _terminal_colored(view: JaxprView) -> str | None:
-    """ANSI-coloured text when displayed by a terminal IPython with colours on.
-
-    Jupyter front-ends show the HTML; plain ``str()`` and colourless shells get the
-    uncoloured text.
-    """
-    shell = running_shell()
-    if type(shell).__name__ != "TerminalInteractiveShell":
-        return None
-    if str(getattr(shell, "colors", "nocolor")).lower() == "nocolor":
-        return None
-    from jaxscope._display import new_console
-
-    console = new_console(width=100_000, color=True)
-    console.print(view.__rich__(), soft_wrap=True)
-    return console.file.getvalue().rstrip("\n")

@@ -143,8 +143,10 @@ class LeakReport(NotAHolder, Renderable):
         lines.append(_FIX)
         return "\n".join(lines)
 
-    def _add(self, tracer: Any, leak: Leak) -> None:
-        """Record ``leak`` of ``tracer``, or complete the record it already has."""
+    def add(self, tracer: Any, leak: Leak) -> Leak:
+        """Record ``leak`` of ``tracer``, or complete the record already held of it
+        (where it was used, what holds it); returns the record as now held. The
+        block's hooks call this (``session.LeakSink``)."""
         entry = self._seen.get(id(tracer))
         if entry is not None and entry[0]() is tracer:
             old = self.leaks[entry[1]]
@@ -154,23 +156,19 @@ class LeakReport(NotAHolder, Renderable):
             if not old.found_in and leak.found_in:
                 merged = dataclasses.replace(merged, found_in=leak.found_in)
             self.leaks[entry[1]] = merged
-            return
+            return merged
         try:
             ref = weakref.ref(tracer)
         except TypeError:
             ref = lambda: None  # noqa: E731
         self._seen[id(tracer)] = (ref, len(self.leaks))
         self.leaks.append(leak)
+        return leak
 
-    def _holds(self, tracer: Any) -> bool:
+    def knows(self, tracer: Any) -> bool:
+        """Whether a leak of ``tracer`` is recorded (and not cleared)."""
         entry = self._seen.get(id(tracer))
         return entry is not None and entry[0]() is tracer
-
-    def _record(self, tracer: Any) -> Leak | None:
-        entry = self._seen.get(id(tracer))
-        if entry is not None and entry[0]() is tracer:
-            return self.leaks[entry[1]]
-        return None
 
     def __repr__(self) -> str:
         return f"<LeakReport: {len(self.leaks)} leak(s)>"

@@ -17,10 +17,12 @@ import shlex
 from typing import Any
 
 from IPython.core.magic import cell_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._ipython.common import HelpShown, JaxscopeMagics, show, usage_errors
+from jaxscope._ipython.magics import JaxscopeMagics, usage_errors
+from jaxscope._ipython.options import parse_magic_args
+from jaxscope._ipython.results import show
 
 
 @magics_class
@@ -72,13 +74,7 @@ class LeakMagics(JaxscopeMagics):
     @usage_errors
     def _options(self, line: str) -> Any:
         """The parsed options; None after ``--help`` printed the help."""
-        if any(tok in ("-h", "--help") for tok in line.split()):
-            print(self.leaks.__doc__)
-            raise HelpShown
-        try:
-            opts = parse_argstring(self.leaks, line)
-        except Exception as exc:  # argparse errors: keep one line
-            raise InvalidCallError(f"%%leaks: {str(exc).splitlines()[0]}") from None
+        opts = parse_magic_args(self.leaks, line)
         if opts.name is not None and not opts.name.isidentifier():
             raise InvalidCallError(
                 f"%%leaks --as takes a variable name, got {shlex.quote(opts.name)}; "

@@ -10,6 +10,9 @@ then) and checked when the block ends, like a trace whose tracers were held only
 JAX's or a library's objects when it ended (they may reach the user's objects after
 the transformation returns). A leaked tracer used later (``UnexpectedTracerError``,
 ``float(t)``) is reported with where it was used, and JAX's error gains our account.
+
+The hooks deliver leaks to the active blocks through ``LeakSink``, which
+``LeakReport`` implements; this module never imports the report.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from jaxscope._leaks.holders import NotAHolder, holder_of
 from jaxscope._leaks.records import Leak
@@ -29,8 +32,18 @@ from jaxscope._source import loc_of_traceback, user_frame_of_stack
 from jaxscope.compat import leaks as _cl
 from jaxscope.compat import source as _csource
 
-if TYPE_CHECKING:
-    from jaxscope._leaks.checker import LeakReport
+
+class LeakSink(Protocol):
+    """Where the hooks deliver the leaks of an active block (``LeakReport``)."""
+
+    def add(self, tracer: Any, leak: Leak) -> Leak:
+        """Record ``leak`` of ``tracer``, or complete the record already held of it;
+        returns the record as now held."""
+        ...
+
+    def knows(self, tracer: Any) -> bool:
+        """Whether a leak of ``tracer`` is recorded."""
+        ...
 
 
 class _Thread(NotAHolder):
@@ -39,7 +52,7 @@ class _Thread(NotAHolder):
     __slots__ = ("busy", "found", "pending", "reports")
 
     def __init__(self) -> None:
-        self.reports: list[LeakReport] = []
+        self.reports: list[LeakSink] = []
         # id(trace) -> weak reference; an entry leaves when its trace dies
         self.pending: dict[int, Any] = {}
         # id(tracer) -> weak reference: the leaks already reported (once is enough,
@@ -69,8 +82,7 @@ class _Thread(NotAHolder):
         """Add ``leak`` of ``tracer`` to every report of this thread; returns the
         record as the last report now holds it (merged with what it knew)."""
         for report in list(self.reports):
-            report._add(tracer, leak)
-            leak = report._record(tracer) or leak
+            leak = report.add(tracer, leak)
         return leak
 
 
@@ -86,7 +98,7 @@ class Session(NotAHolder):
 
     # -- blocks -------------------------------------------------------------------
 
-    def start(self, report: LeakReport) -> int:
+    def start(self, report: LeakSink) -> int:
         """Add ``report`` to the current thread's blocks; returns the thread's id."""
         ident = threading.get_ident()
         with self.lock:
@@ -95,7 +107,7 @@ class Session(NotAHolder):
             self.threads.setdefault(ident, _Thread()).reports.append(report)
         return ident
 
-    def stop(self, report: LeakReport, ident: int) -> None:
+    def stop(self, report: LeakSink, ident: int) -> None:
         """End ``report``'s block, entered on thread ``ident`` (this or another)."""
         with self.lock:
             state = self.threads.get(ident)
@@ -209,7 +221,7 @@ class Session(NotAHolder):
             return None
         trace = _cl.trace_of(tracer)
         leaked = not _cl.trace_is_valid(trace) or any(
-            r._holds(tracer) for r in state.reports
+            r.knows(tracer) for r in state.reports
         )
         if not leaked:
             return None

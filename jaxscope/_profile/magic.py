@@ -8,15 +8,9 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._ipython.common import (
-    JaxscopeMagics,
-    call_argument,
-    from_builder,
-    parse_magic_args,
-    present,
-    static_arguments,
-    usage_errors,
-)
+from jaxscope._ipython.magics import JaxscopeMagics, from_builder, usage_errors
+from jaxscope._ipython.options import call_argument, parse_magic_args, static_arguments
+from jaxscope._ipython.results import present
 
 
 def _at_least(value: int | None, low: int, option: str) -> None:

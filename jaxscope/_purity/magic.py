@@ -8,12 +8,9 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._ipython.common import (
-    JaxscopeMagics,
-    parse_magic_args,
-    present,
-    usage_errors,
-)
+from jaxscope._ipython.magics import JaxscopeMagics, usage_errors
+from jaxscope._ipython.options import parse_magic_args
+from jaxscope._ipython.results import present
 
 if TYPE_CHECKING:
     from jaxscope._purity.records import PurityFinding

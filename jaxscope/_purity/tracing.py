@@ -12,6 +12,9 @@ function (``stale``), against which later values are compared.
 The watcher never changes what the user's program does: each step of its own work
 that fails (a hostile ``__getattr__``, ``__repr__`` or ``__eq__``, or a bug here) is
 skipped, and the trace goes on.
+
+What a trace recorded goes to the active logs through ``PuritySink``, which
+``PurityLog`` implements; this module never imports the log.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import types
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from jaxscope._format import qualname
 from jaxscope._purity import stale
@@ -56,10 +59,17 @@ from jaxscope._source import loc_of_code
 from jaxscope.compat import purity as _cpurity
 from jaxscope.compat.sharding import is_tracer
 
-if TYPE_CHECKING:
-    from jaxscope._purity.watcher import PurityLog
-
 _MAX_CALL_DEPTH = 3
+
+
+class PuritySink(Protocol):
+    """Where a finished trace is delivered (``PurityLog``); called on the thread
+    that traced."""
+
+    def add_trace(self, fn: Any, effects: list[PurityFinding]) -> None:
+        """The user's function ``fn`` was traced, with these trace-time side
+        effects (its captured values are kept by ``stale``)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -80,14 +90,14 @@ class _Pending:
 # Weak references: a started log the program drops (no reference left) stops when
 # Python collects it, as ``stop()`` would (the notebook pattern ``log =
 # js.watch_purity(); log.start()`` run again must not leave the earlier log watching).
-_active_logs: list[weakref.ReferenceType[PurityLog]] = []
+_active_logs: list[weakref.ReferenceType[PuritySink]] = []
 _state = threading.local()
 _remove_listener: Callable[[], None] | None = None
 # re-entrant: a dropped log's collection may run the callback on a thread that holds it
 _registry_lock = threading.RLock()
 
 
-def attach(log: PurityLog) -> None:
+def attach(log: PuritySink) -> None:
     """Give ``log`` the findings of every trace from now on (hooks JAX if first);
     ``log`` is held weakly (collected: detached)."""
     global _remove_listener
@@ -98,14 +108,14 @@ def attach(log: PurityLog) -> None:
             _remove_listener = _cpurity.add_trace_listener(_on_enter, _on_exit)
 
 
-def detach(log: PurityLog) -> None:
+def detach(log: PuritySink) -> None:
     """Stop giving ``log`` findings (unhooks JAX if it was the last)."""
     with _registry_lock:
         _active_logs[:] = [r for r in _active_logs if r() not in (log, None)]
         _unhook_if_idle()
 
 
-def _collected(ref: weakref.ReferenceType[PurityLog]) -> None:
+def _collected(ref: weakref.ReferenceType[PuritySink]) -> None:
     """A started log was collected without ``stop()``: stop it."""
     with _registry_lock:
         if ref in _active_logs:
@@ -120,7 +130,7 @@ def _unhook_if_idle() -> None:
         remove()
 
 
-def active_logs() -> list[PurityLog]:
+def active_logs() -> list[PuritySink]:
     """The logs watching now (strong references, for one use)."""
     with _registry_lock:
         return [log for r in _active_logs if (log := r()) is not None]
@@ -300,7 +310,7 @@ def _on_exit(pending: _Pending | None, completed: bool) -> None:
     except Exception:  # the watcher's own failure: this trace is not recorded
         return
     for log in active_logs():
-        log._record_trace(pending.fn, effects)
+        log.add_trace(pending.fn, effects)
 
 
 def _effects_of(pending: _Pending) -> list[PurityFinding]:

@@ -121,7 +121,9 @@ class PurityLog(Renderable):
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
-    def _record_trace(self, fn: Any, effects: list[PurityFinding]) -> None:
+    def add_trace(self, fn: Any, effects: list[PurityFinding]) -> None:
+        """Record a trace of ``fn`` and its side effects (the tracing hook calls
+        this while the log watches; ``tracing.PuritySink``)."""
         with self._lock:
             self._traced.add(fn)
             self._effects.extend(effects)

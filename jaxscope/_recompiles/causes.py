@@ -46,12 +46,6 @@ def _diff_config(prev: Signature, cur: Signature) -> list[Cause]:
                 "functions trace again under each mesh: set the mesh once "
                 "around the whole program, not around individual calls"
             )
-        elif name == _crec.USER_CONTEXT and "jaxscope.check_leaks" in old + value:
-            hint = (
-                "jaxscope's leak checking (js.check_leaks, --jax-check-leaks) traces "
-                "every function again inside its block, to see each trace: not a "
-                "recompile of your program"
-            )
         else:
             hint = (
                 f"config option {name} changed {old} → {value} and every "

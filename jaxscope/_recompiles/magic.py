@@ -13,13 +13,9 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import plural
-from jaxscope._ipython.common import (
-    JaxscopeMagics,
-    parse_magic_args,
-    present,
-    show,
-    usage_errors,
-)
+from jaxscope._ipython.magics import JaxscopeMagics, usage_errors
+from jaxscope._ipython.options import parse_magic_args
+from jaxscope._ipython.results import present, show
 
 _ACTIONS = ("on", "off", "report", "clear", "reset", "status", "log")
 _KEY = "recompiles"

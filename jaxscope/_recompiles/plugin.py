@@ -131,7 +131,7 @@ def _compiles_by_function(
     """The compiles charged to the user, per function (name and definition site)."""
     out: dict[Any, list[RecompileEvent]] = {}
     for e in events:
-        if e.compiled and not e.caused_by_jaxscope:
+        if e.compiled:
             out.setdefault(e.key, []).append(e)
     return out
 
@@ -249,7 +249,7 @@ def _add_totals(config: Any, log: RecompileLog, nodeid: str) -> None:
     if totals is None:
         return
     for e in log.events:
-        if not e.compiled or e.caused_by_jaxscope:
+        if not e.compiled:
             continue
         where = str(e.defined_at) if e.defined_at else ""
         root = os.path.join(str(config.rootpath), "")

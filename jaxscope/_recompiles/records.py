@@ -66,8 +66,6 @@ class RecompileEvent:
     ``seconds`` is the trace + lowering + compile time this miss cost. ``traced`` and
     ``compiled`` say which of these happened (a new device or donation recompiles
     without a retrace). ``signature`` lists ``(path, type)`` of the call's arguments.
-    ``caused_by_jaxscope``: the only cause is jaxscope's own leak checking (which
-    traces every function again inside its block), not the user's program.
     """
 
     function: str
@@ -79,7 +77,6 @@ class RecompileEvent:
     compiled: bool = True
     signature: tuple[tuple[str, str], ...] = ()
     thread: str = ""
-    caused_by_jaxscope: bool = False
 
     @property
     def kinds(self) -> list[str]:

@@ -11,6 +11,9 @@ becomes a ``RuntimeWarning``.
 A miss of ``eqx.filter_jit`` / ``nnx.jit`` is seen as the user's call (their function,
 arguments and line), not the library's inner ``jax.jit``; a miss that jaxscope's own
 code causes (a jaxscope feature calling a jitted function) is not the user's.
+
+Logs receive what the hooks see through ``RecompileSink``, which ``RecompileLog``
+implements; this module never imports the log.
 """
 
 from __future__ import annotations
@@ -22,11 +25,16 @@ import threading
 import time
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from jaxscope._format import qualname
 from jaxscope._recompiles.history import CompileHistory
-from jaxscope._recompiles.records import Cause, RecompileEvent, function_key
+from jaxscope._recompiles.records import (
+    Cause,
+    FunctionKey,
+    RecompileEvent,
+    function_key,
+)
 from jaxscope._recompiles.signature import (
     Signature,
     eager_signature,
@@ -40,11 +48,26 @@ from jaxscope.compat import libraries as _clib
 from jaxscope.compat import recompiles as _crec
 from jaxscope.compat import source as _csource
 
-if TYPE_CHECKING:
-    from jaxscope._recompiles.watcher import RecompileLog
-
 _SOURCE = re.compile(r"^(?P<fn>.*?) at (?P<file>.*):(?P<line>\d+)$")
 _JAXSCOPE_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "")
+
+
+class RecompileSink(Protocol):
+    """Where the hooks deliver the misses they see (``RecompileLog``); called with
+    the state's lock held, on the thread that missed."""
+
+    def add(self, event: RecompileEvent) -> None:
+        """A miss that traced or compiled a user function."""
+        ...
+
+    def count_miss(self, key: FunctionKey) -> None:
+        """A miss of the function ``key`` that neither traced nor compiled (JAX's
+        Python caches served it)."""
+        ...
+
+    def count_internal(self, compiles: int) -> None:
+        """``compiles`` compiles of JAX's own functions (eager op dispatch)."""
+        ...
 
 
 class _Frame:
@@ -104,7 +127,7 @@ class _State:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         # weakly held: a log the user dropped without stop() stops when collected
-        self.logs: list[weakref.ref[RecompileLog]] = []
+        self.logs: list[weakref.ref[RecompileSink]] = []
         self.local = threading.local()
         self.generation = 0
         self.history = CompileHistory()
@@ -126,7 +149,7 @@ class _State:
             stack.pop()
         return stack
 
-    def live_logs(self) -> list[RecompileLog]:
+    def live_logs(self) -> list[RecompileSink]:
         """The logs watching now (those still referenced by someone)."""
         with self.lock:
             return [log for ref in self.logs if (log := ref()) is not None]
@@ -139,17 +162,17 @@ class _State:
         elif self.hooks.installed:
             self.hooks.uninstall()
 
-    def attach(self, log: RecompileLog) -> None:
+    def attach(self, log: RecompileSink) -> None:
         with self.lock:
             self.logs.append(weakref.ref(log, self._collected))
             self.refresh_hooks()
 
-    def detach(self, log: RecompileLog) -> None:
+    def detach(self, log: RecompileSink) -> None:
         with self.lock:
             self.logs = [ref for ref in self.logs if ref() not in (log, None)]
             self.refresh_hooks()
 
-    def _collected(self, ref: weakref.ref[RecompileLog]) -> None:
+    def _collected(self, ref: weakref.ref[RecompileSink]) -> None:
         """A watching log nobody references any more: it stops (hooks removed if it
         was the last). Runs from the garbage collector; never raises."""
         try:
@@ -454,7 +477,7 @@ def _end(fun: Any, error: BaseException | None) -> None:
         if frame.compiles and not frame.nested:
             with STATE.lock:
                 for log in STATE.live_logs():
-                    log._add_internal(frame.compiles)
+                    log.count_internal(frame.compiles)
         return
     if not frame.nested:
         _record(frame)
@@ -470,7 +493,7 @@ def _record(frame: _Frame) -> None:
             user = _deref(frame.user_ref)
             key = function_key(frame.fun_name, loc_of_function(user) if user else None)
             for log in logs:
-                log._count_miss(key)
+                log.count_miss(key)
             return
         defined_at, causes = _classify(frame)
         event = RecompileEvent(
@@ -483,20 +506,9 @@ def _record(frame: _Frame) -> None:
             compiled=bool(frame.compiles),
             signature=frame.sig.flat() if frame.sig is not None else (),
             thread=threading.current_thread().name,
-            caused_by_jaxscope=_caused_by_jaxscope(causes),
         )
         for log in logs:
-            log._add(event)
-
-
-def _caused_by_jaxscope(causes: list[Cause]) -> bool:
-    """Whether every cause is jaxscope's leak checking (its trace-context salt)."""
-    return bool(causes) and all(
-        c.kind == "config"
-        and c.path == _crec.USER_CONTEXT
-        and "jaxscope.check_leaks" in c.before + c.after
-        for c in causes
-    )
+            log.add(event)
 
 
 def _classify(frame: _Frame) -> tuple[SourceLoc | None, list[Cause]]:

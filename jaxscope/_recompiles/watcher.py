@@ -134,16 +134,23 @@ class RecompileLog(Renderable):
             self._calls = Counter()
             self.internal_compiles = 0
 
-    def _add(self, event: RecompileEvent) -> None:
+    # What the miss hooks deliver (``state.RecompileSink``); the lock makes each
+    # one atomic against ``clear()`` and ``summary()`` on another thread.
+
+    def add(self, event: RecompileEvent) -> None:
+        """Record ``event`` (the miss hooks call this while the log watches)."""
         with self._lock:
             self.events.append(event)
             self._calls[event.key] += 1
 
-    def _count_miss(self, key: FunctionKey) -> None:
+    def count_miss(self, key: FunctionKey) -> None:
+        """Count a cache miss of ``key`` that neither traced nor compiled (a call
+        in ``summary()``)."""
         with self._lock:
             self._calls[key] += 1
 
-    def _add_internal(self, compiles: int) -> None:
+    def count_internal(self, compiles: int) -> None:
+        """Count ``compiles`` compiles of JAX's own functions (``internal_compiles``)."""
         with self._lock:
             self.internal_compiles += compiles
 

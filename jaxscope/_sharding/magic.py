@@ -17,13 +17,9 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._ipython.callparse import undefined_name
-from jaxscope._ipython.common import (
-    JaxscopeMagics,
-    parse_magic_args,
-    present,
-    static_arguments,
-    usage_errors,
-)
+from jaxscope._ipython.magics import JaxscopeMagics, usage_errors
+from jaxscope._ipython.options import parse_magic_args, static_arguments
+from jaxscope._ipython.results import present
 
 
 def _dims(text: str | None) -> tuple[int, ...] | None:

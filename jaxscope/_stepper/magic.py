@@ -16,15 +16,10 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from jaxscope._display import printable, safe_repr
 from jaxscope._exceptions import JaxscopeError
-from jaxscope._ipython.common import (
-    JaxscopeMagics,
-    call_argument,
-    exception_text,
-    parse_magic_args,
-    present,
-    static_arguments,
-    usage_errors,
-)
+from jaxscope._format import exception_text
+from jaxscope._ipython.magics import JaxscopeMagics, usage_errors
+from jaxscope._ipython.options import call_argument, parse_magic_args, static_arguments
+from jaxscope._ipython.results import present
 
 # The stepper and its renderer (JAX) are imported where used: registering the magic
 # at %load_ext must stay cheap.

@@ -122,12 +122,3 @@ def jax_error_types() -> tuple[type[BaseException], ...]:
         if isinstance(cls, type) and issubclass(cls, BaseException):
             found.append(cls)
     return tuple(found)
-
-
-def runtime_error_types() -> tuple[type[BaseException], ...]:
-    """The class(es) of errors XLA raises at run time (out of memory, ...).
-
-    Relies on: ``jax.errors.JaxRuntimeError`` (public).
-    """
-    cls = getattr(jax.errors, "JaxRuntimeError", None)
-    return (cls,) if isinstance(cls, type) else ()

@@ -1,6 +1,6 @@
 """Source information of traced equations: tracebacks → user frames.
 
-Relies on ``jax._src.source_info_util`` (``user_frames``, ``is_user_filename``,
+Relies on ``jax._src.source_info_util`` (``is_user_filename``,
 ``register_exclusion``) and ``jax._src.traceback_util.register_exclusion``; all present,
 unchanged, from jax 0.4.35 to 0.10.2.
 """
@@ -114,22 +114,6 @@ def is_user_file(filename: str) -> bool:
     siu = _source_info_util(needed_by)
     test = require(siu, "is_user_filename", needed_by)
     return bool(call_private(f"{_SIU}.is_user_filename", needed_by, test, filename))
-
-
-def user_frames(traceback: Any) -> list[RawFrame]:
-    """User frames of a JAX ``Traceback``, innermost first.
-
-    Relies on: ``source_info_util.user_frames`` yielding ``Frame`` named tuples.
-    """
-    if traceback is None:
-        return []
-    needed_by = "compat.source.user_frames"
-    find = require(_source_info_util(needed_by), "user_frames", needed_by)
-    frames = call_private(f"{_SIU}.user_frames", needed_by, find, traceback)
-    return [
-        RawFrame(fr.file_name, fr.start_line, fr.start_column, fr.function_name)
-        for fr in frames
-    ]
 
 
 _MISSING: Any = object()

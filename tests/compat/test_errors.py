@@ -91,5 +91,4 @@ def test_jax_error_types_cover_tracer_errors_and_runtime_errors():
     assert jax.errors.NonConcreteBooleanIndexError in types
     exc = _raised(jax.jit(lambda x: 1.0 if x > 0 else 0.0), 1.0)
     assert isinstance(exc, types)
-    runtime = cerrors.runtime_error_types()
-    assert runtime and all(issubclass(c, Exception) for c in runtime)
+    assert jax.errors.JaxRuntimeError in types

@@ -665,10 +665,19 @@ def test_only_documentation_links_of_known_sites_are_kept(catch):
     assert js.explain(exc).docs == ""
 
 
-@pytest.mark.parametrize("run", [jax.jit(times_two), js.profile(times_two)])
-def test_shape_dtype_struct_given_to_a_run_is_not_called_a_shape_error(catch, run):
-    report = js.explain(catch(run, jax.ShapeDtypeStruct((3,), jnp.float32)))
+def test_shape_dtype_struct_given_to_a_run_is_not_called_a_shape_error(catch):
+    report = js.explain(
+        catch(jax.jit(times_two), jax.ShapeDtypeStruct((3,), jnp.float32))
+    )
     assert report.category == "jax_other"
     assert "reshape or transpose" not in report.hint.lower()
     assert "is a jax.ShapeDtypeStruct" in report.hint
     assert "js.jaxpr, js.hlo and js.memory take ShapeDtypeStructs" in report.hint
+
+
+def test_js_profile_given_a_shape_dtype_struct_says_so_in_one_line():
+    with pytest.raises(js.InvalidCallError) as info:
+        js.profile(times_two)(jax.ShapeDtypeStruct((3,), jnp.float32))
+    message = str(info.value)
+    assert "\n" not in message and "ShapeDtypeStruct f32[3]" in message
+    assert "use js.memory or js.hlo, which take shapes" in message

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 import sys
+import warnings
 
 import jax
 import pytest
@@ -216,3 +217,26 @@ def test_jupyter_error_line_is_jaxs_own_first_line(jax_ns, monkeypatch):
         "TracerBoolConversionError: "
         "Attempted boolean conversion of traced array with shape bool[]."
     )
+
+
+def test_a_failing_report_renderer_falls_back_to_ipythons_traceback(jax_ns):
+    from jaxscope._display import load_renderers_for, rich_renderable
+    from jaxscope._explain.report import ErrorReport
+
+    def broken(report: ErrorReport) -> object:
+        raise ZeroDivisionError("renderer broke")
+
+    load_renderers_for(ErrorReport)
+    original = rich_renderable.dispatch(ErrorReport)
+    rich_renderable.register(ErrorReport, broken)
+    try:
+        run(jax_ns, RELU)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            _, result, out = run(jax_ns, "jax.jit(relu)(1.0)")
+    finally:
+        rich_renderable.register(ErrorReport, original)
+    assert isinstance(result.error_in_exec, jax.errors.TracerBoolConversionError)
+    assert "Traceback" in out and "TracerBoolConversionError" in out
+    assert "ErrorReport(" not in out  # not the report's repr
+    assert not [w for w in caught if "renderer" in str(w.message)]

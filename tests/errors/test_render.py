@@ -161,9 +161,7 @@ def _no_escapes(text: str) -> None:
 
 @pytest.mark.parametrize("color", [False, True])
 def test_text_shows_markup_literally_and_escape_sequences_escaped(color):
-    from jaxscope._explain.render import text_of
-
-    text = text_of(hostile_report(), width=400, color=color)
+    text = to_text(hostile_report(), width=400, color=color)
     if color:  # the renderer's own styles are the only escape sequences left
         text = re.sub(r"\x1b\[[0-9;]*m", "", text)
     _no_escapes(text)
@@ -183,7 +181,6 @@ def test_hostile_exception_message_and_function_name_print_as_plain_text(catch):
     import jax
 
     from jaxscope._explain.explainer import explain
-    from jaxscope._explain.render import text_of
 
     def relu(x):
         return x if x > 0 else 0.0
@@ -195,7 +192,7 @@ def test_hostile_exception_message_and_function_name_print_as_plain_text(catch):
         ValueError("bad [bold red]value[/] \x1b[31m\x1b]8;;http://evil\x1b\\"),
     ):
         report = explain(exc)
-        text = text_of(report, width=400)
+        text = to_text(report, width=400)
         _no_escapes(text)
         _no_escapes(to_html(report))
         assert "[bold" in text

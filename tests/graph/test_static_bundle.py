@@ -33,15 +33,11 @@ def _record() -> dict:
     return json.loads((STATIC / "BUILD.json").read_text("utf-8"))
 
 
-def test_graph_bundle_is_built_from_the_current_sources():
-    entry = _record()["entries"]["graph"]
-    assert entry["sources"] == _inputs("graph"), STALE
-    assert entry["bundle_sha256"] == _sha(STATIC / entry["bundle"]), STALE
-
-
 def test_every_bundle_in_build_json_is_current():
-    """Other widgets built by extension/build.mjs (listed in its ENTRIES) too."""
-    for name, entry in _record()["entries"].items():
+    """Every widget built by extension/build.mjs (listed in its ENTRIES)."""
+    entries = _record()["entries"]
+    assert "graph" in entries
+    for name, entry in entries.items():
         assert entry["sources"] == _inputs(name), f"{name}: {STALE}"
         assert entry["bundle_sha256"] == _sha(STATIC / entry["bundle"]), (
             f"{name}: {STALE}"

@@ -702,3 +702,32 @@ def test_a_report_is_plain_data_until_its_block_starts():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
     )
     assert out.stdout.split() == ["False", "False", "0"], out.stderr
+
+
+class _RecordingSink:
+    """An object with ``LeakSink``'s methods and nothing else of a report; keyed by
+    id, so it holds no tracer."""
+
+    def __init__(self):
+        self.leaks = {}
+
+    def add(self, tracer, leak):
+        return self.leaks.setdefault(id(tracer), leak)
+
+    def knows(self, tracer):
+        return id(tracer) in self.leaks
+
+
+def test_the_leak_hooks_deliver_to_any_object_with_the_sink_methods():
+    from jaxscope._leaks.session import SESSION
+
+    sink = _RecordingSink()
+    ident = SESSION.start(sink)
+    try:
+        jax.jit(leaky)(1.0)
+    finally:
+        SESSION.stop(sink, ident)
+    (leak,) = sink.leaks.values()
+    assert leak.transformation == "jit"
+    assert leak.found_in == "global list `store`[0]"
+    assert leak.created_at.line == line_of("# L:leaky")

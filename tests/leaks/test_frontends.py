@@ -284,6 +284,34 @@ def test_leaks_cell_magic_help(ip):
     assert "  %%leaks [--as NAME] [-q]" in cap.stdout  # a cell magic: two %
 
 
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        # worded as every magic's option errors are (the shared option parser)
+        ("--bogus", "unrecognized arguments: --bogus"),
+        ("-q --as", "argument --as: expected one argument"),
+        # no call in this line: a value that reads as a call is still the value
+        (
+            "--as f(x)",
+            "%%leaks --as takes a variable name, got 'f(x)'; use e.g. --as report",
+        ),
+    ],
+)
+def test_leaks_cell_magic_reads_its_options_as_the_line_magics_do(ip, line, message):
+    with pytest.raises(UsageError) as info:
+        ip.run_cell_magic("leaks", line, "raise RuntimeError('must not run')")
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("line", ["-h", "-q --help", "--as rep -h"])
+def test_leaks_cell_magic_help_after_other_options(ip, line):
+    ip.user_ns.pop("rep", None)
+    with capture_output() as cap:
+        ip.run_cell_magic("leaks", line, "raise RuntimeError('must not run')")
+    assert "  %%leaks [--as NAME] [-q]" in cap.stdout
+    assert "rep" not in ip.user_ns
+
+
 # --------------------------------------------------------------------------- pytest
 
 _TESTS = """

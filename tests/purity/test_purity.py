@@ -426,3 +426,27 @@ def test_a_factory_that_calls_its_jitted_function_before_returning_it(load):
     assert [(f.name, f.captured, f.current) for f in js.stale(fn)] == [
         ("scale", "2.0", "3.0")
     ]
+
+
+class _RecordingSink:
+    """An object with ``PuritySink``'s method and nothing else of a log."""
+
+    def __init__(self):
+        self.traces = []
+
+    def add_trace(self, fn, effects):
+        self.traces.append((fn.__name__, [f.name for f in effects]))
+
+
+def test_the_tracing_hook_delivers_to_any_object_with_the_sink_method(load):
+    from jaxscope._purity import tracing
+
+    m = load("import jax\nlog = []\ndef g(x):\n    log.append(1)\n    return x\n")
+    sink = _RecordingSink()
+    tracing.attach(sink)
+    try:
+        jax.jit(m.g)(1.0)
+    finally:
+        tracing.detach(sink)
+    assert not cpurity.trace_hook_installed()
+    assert sink.traces == [("g", ["log.append"])]

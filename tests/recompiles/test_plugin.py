@@ -86,7 +86,7 @@ def test_two_lambdas_compiled_once_each_are_not_a_recompile(pytester):
     result.assert_outcomes(passed=1)
 
 
-def test_recompiles_caused_by_jaxscope_leak_checking_are_not_charged(pytester):
+def test_a_leak_check_around_a_cached_call_adds_no_recompile(pytester):
     pytester.makepyfile(
         test_leaks="""
         import jax, jax.numpy as jnp

@@ -8,6 +8,7 @@ import weakref
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import jaxscope as js
@@ -242,3 +243,43 @@ def test_top_causes_count_compiles_and_one_hint_per_kind():
     assert hint.startswith("x changes shape") and hint.endswith("(the same for y)")
     text = to_text(RecompileEvents(log.events))
     assert text.count("hint:") == 2  # one for the shapes, one for the weak type
+
+
+class _RecordingSink:
+    """An object with ``RecompileSink``'s methods and nothing else of a log."""
+
+    def __init__(self):
+        self.events = []
+        self.misses = []
+        self.internal = 0
+
+    def add(self, event):
+        self.events.append(event)
+
+    def count_miss(self, key):
+        self.misses.append(key)
+
+    def count_internal(self, compiles):
+        self.internal += compiles
+
+
+def test_the_miss_hooks_deliver_to_any_object_with_the_sink_methods():
+    from jaxscope._recompiles.state import STATE
+
+    def shifted(x):
+        return x + 5
+
+    f = jax.jit(shifted)
+    sink = _RecordingSink()
+    STATE.attach(sink)
+    try:
+        f(jnp.ones(3))
+        f(np.ones(3, np.float32))  # a miss served without a trace or compile
+        jnp.ones(19) * jnp.arange(19.0)  # JAX's own eager compiles
+    finally:
+        STATE.detach(sink)
+    assert not hooks_installed()
+    (event,) = sink.events
+    assert event.kinds == ["first_call"] and event.function.endswith("shifted")
+    assert sink.misses == [event.key]
+    assert sink.internal > 0

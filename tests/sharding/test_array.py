@@ -280,9 +280,6 @@ def test_single_device_sharding_type_name(devices):
     assert js.sharding(x).shards[0].device_id == 1
 
 
-@pytest.mark.skipif(
-    not hasattr(jax.sharding, "AbstractMesh"), reason="no AbstractMesh in this JAX"
-)
 def test_abstract_mesh_is_laid_out_on_present_devices_or_refused(devices):
     small = jax.sharding.AbstractMesh((4, 2), ("data", "model"))
     sds = jax.ShapeDtypeStruct(

@@ -7,8 +7,8 @@ import jax
 import jax.numpy as jnp
 
 import jaxscope as js
+from jaxscope._display import terminal_width as display_width
 from jaxscope._format import plural
-from jaxscope._jaxpr.view import display_width
 
 
 def mlp(params, x):

@@ -6,25 +6,66 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
-MAGICS = ["jaxpr", "hlo", "jaxgraph", "sharding", "recompiles", "purity", "jaxstep"]
+from jaxscope._features import feature_modules
 
 
-@pytest.mark.parametrize("name", MAGICS)
+def _feature_magics() -> list[str]:
+    """Every magic a feature's ``MAGICS`` class defines (what ``load_ext`` registers):
+    ``%name`` for line magics, ``%%name`` for cell magics."""
+    found = []
+    for module in feature_modules("magic"):
+        magics = getattr(module, "MAGICS", None)
+        if magics is not None:
+            found += [f"%{name}" for name in magics.magics["line"]]
+            found += [f"%%{name}" for name in magics.magics["cell"]]
+    return sorted(found)
+
+
+MAGICS = _feature_magics()
+
+
+def _run_magic(ip, magic: str, line: str):
+    if magic.startswith("%%"):
+        return ip.run_cell_magic(magic[2:], line, "the_cell_ran = True\n")
+    return ip.run_line_magic(magic[1:], line)
+
+
+def test_the_magics_checked_here_are_every_feature_magic_the_shell_registered(ip):
+    registered = set()
+    for magics in ip.magics_manager.registry.values():
+        module = type(magics).__module__
+        # jaxscope._ipython's own magics (%jaxscope, %jaxhelp) take no options
+        if module.startswith("jaxscope.") and not module.startswith(
+            "jaxscope._ipython"
+        ):
+            registered |= {f"%{name}" for name in magics.magics["line"]}
+            registered |= {f"%%{name}" for name in magics.magics["cell"]}
+    assert set(MAGICS) == registered
+    assert {"%jaxpr", "%jaxprof", "%jaxmem", "%jaxerrors", "%%leaks"} <= registered
+
+
+@pytest.mark.parametrize("magic", MAGICS)
 @pytest.mark.parametrize("flag", ["--help", "-h"])
-def test_help_prints_usage_and_does_nothing(ip, name, flag):
+def test_help_prints_usage_and_does_nothing(ip, magic, flag):
     ip.user_ns.pop("_jaxstep", None)  # the shell is shared: an earlier %jaxstep's
+    ip.user_ns.pop("the_cell_ran", None)
     with capture_output() as cap:
-        result = ip.run_line_magic(name, flag)
+        result = _run_magic(ip, magic, flag)
     assert result is None
-    assert f"%{name} [" in cap.stdout
+    assert f"{magic} [" in cap.stdout
     assert "_jaxstep" not in ip.user_ns
+    assert "the_cell_ran" not in ip.user_ns
 
 
-@pytest.mark.parametrize("name", MAGICS)
-def test_unknown_option_is_a_one_line_usage_error(ip, name):
+@pytest.mark.parametrize("magic", MAGICS)
+def test_unknown_option_is_a_one_line_usage_error(ip, magic):
+    ip.user_ns.pop("the_cell_ran", None)
     with pytest.raises(UsageError) as info:
-        ip.run_line_magic(name, "--bogus")
-    assert str(info.value) == "unrecognized arguments: --bogus"
+        _run_magic(ip, magic, "--bogus")
+    message = str(info.value)
+    assert message.endswith("unrecognized arguments: --bogus")
+    assert "\n" not in message
+    assert "the_cell_ran" not in ip.user_ns
 
 
 def test_call_after_options_is_kept_verbatim(ip):

@@ -45,15 +45,12 @@ def test_display_filename_uses_the_running_shell(ip):
     assert _source.display_filename(filename) == f"In [{result.execution_count}]"
 
 
-def test_loc_of_eqn_and_tracebacks():
+def test_loc_of_traceback_names_the_users_line_of_an_equation():
     eqn = jax.make_jaxpr(defined_here)(jnp.ones(2)).jaxpr.eqns[0]
-    loc = _source.loc_of_eqn(eqn)
+    loc = _source.loc_of_traceback(eqn.source_info.traceback)
     assert loc == SourceLoc(
         file=HERE, line=eqn_line(), column=11, function="defined_here"
     )
-    tb = eqn.source_info.traceback
-    assert _source.loc_of_traceback(tb) == loc
-    assert _source.locs_of_traceback(tb)[0] == loc
     assert _source.loc_of_traceback(None) is None
 
 

@@ -1,137 +1,31 @@
-"""Shared by the magics: a Magics base class, error translation and output."""
+"""Reading a magic's line: its ``--options`` (parsed by its ``magic_arguments``) and
+the call expression, kept verbatim.
+
+IPython's ``parse_argstring(..., partial=True)`` (as ``%time`` uses it) is not enough
+for a call magic: it hands back the rest of the line as shell-split tokens, so a string
+argument holding spaces is cut apart (``f(['a  -b'])`` becomes ``f(['a`` and
+``-b'])``) and joining the tokens back changes the call. ``split_options`` finds where
+the options end instead, whether they come before the call or after it
+(``%hlo f(x) --stage optimized``); only the options go through argparse, and the call
+stays as typed.
+"""
 
 from __future__ import annotations
 
 import ast
-import dis
-import functools
 import re
-import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.core.magic import Magics
 from IPython.core.magic_arguments import argument, parse_argstring
 
-from jaxscope._display import printable
-from jaxscope._exceptions import InvalidCallError, JaxscopeError
-
-T = TypeVar("T")
-
-
-class JaxscopeMagics(Magics):
-    """Base of every jaxscope ``Magics`` class; keeps the extension state."""
-
-    def __init__(self, shell: Any = None, state: Any = None, **kwargs: Any) -> None:
-        super().__init__(shell=shell, **kwargs)
-        self.state = state
-
-    @property
-    def running_shell(self) -> Any:
-        """The shell these magics are registered with (never None once loaded)."""
-        if self.shell is None:
-            raise InvalidCallError("jaxscope's magics run only in an IPython shell")
-        return self.shell
-
-    @property
-    def user_ns(self) -> dict[str, Any]:
-        """The user's namespace, where call expressions are evaluated."""
-        return self.running_shell.user_ns
-
-    def traced_call(
-        self,
-        magic: str,
-        opts: Any,
-        wrap: Callable[..., Callable[..., T]],
-        text: str | None = None,
-        **options: Any,
-    ) -> T:
-        """What a call magic shows of the call ``text`` (default: the magic's CALL):
-        ``wrap(fn, static_argnums=, static_argnames=, **options)`` is the API wrapper
-        (``js.graph``; ``from_builder`` makes one), given the magic's ``--static-arg*``
-        options and called on the evaluated arguments; hints in its errors are worded
-        as this magic's command."""
-        from jaxscope._ipython.callparse import parse_call  # it imports this module
-
-        statics = static_options(opts)
-        call = " ".join(opts.call) if text is None else text
-        parsed = parse_call(call, self.user_ns, magic)
-        transform = wrap(
-            parsed.function,
-            static_argnums=statics[0],
-            static_argnames=statics[1],
-            **options,
-        )
-        with magic_call(magic, opts, parsed.source, statics):
-            return transform(*parsed.args, **parsed.kwargs)
-
-
-def from_builder(build: Callable[..., T]) -> Callable[..., Callable[..., T]]:
-    """An API wrapper (as ``traced_call`` takes) from a view builder
-    ``build(fn, args, kwargs, **options)``."""
-
-    def wrap(fn: Any, **options: Any) -> Callable[..., T]:
-        from jaxscope._source import program, program_scope  # imports JAX
-
-        def call(*args: Any, **kwargs: Any) -> T:
-            with program(program_scope(fn)):
-                return build(fn, args, kwargs, **options)
-
-        return call
-
-    return wrap
+from jaxscope._exceptions import InvalidCallError
 
 
 class HelpShown(Exception):
     """Raised after ``--help`` printed a magic's help; the magic then does nothing."""
 
 
-def usage_errors(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn a ``JaxscopeError`` (and argument parse exits) into a one-line ``UsageError``.
-
-    When the error wraps the user's own exception (their function raised while being
-    traced), that exception rides along as ``user_exception`` so the extension can
-    hand it to ``%debug`` and ``%tb`` (see ``keep_user_exception``).
-    """
-
-    @functools.wraps(method)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(*args, **kwargs)
-        except HelpShown:
-            return None
-        except JaxscopeError as exc:
-            # The message quotes the user's names and values: no control codes.
-            usage = UsageError(printable(str(exc)))
-            usage.user_exception = exc.__cause__  # type: ignore[attr-defined]
-            raise usage from None
-
-    return wrapper
-
-
-def exception_text(exc: BaseException) -> str:
-    """``str(exc)``; ``<TypeName>`` when the exception's own ``__str__`` raises."""
-    try:
-        return str(exc)
-    except Exception:
-        return f"<{type(exc).__name__}>"
-
-
-def keep_user_exception(result: Any) -> None:
-    """``post_run_cell`` hook: after a magic's one-line error, make the user's own
-    exception the "last" one, so ``%debug`` opens in the user's frame and ``%tb``
-    shows their traceback rather than jaxscope's wrapper."""
-    user = getattr(getattr(result, "error_in_exec", None), "user_exception", None)
-    if isinstance(user, BaseException):
-        sys.last_type, sys.last_value = type(user), user
-        sys.last_traceback = user.__traceback__
-        if sys.version_info >= (3, 12):
-            sys.last_exc = user
-
-
-def split_options(magic_fn: Any, line: str) -> tuple[str, str]:
+def split_options(magic_fn: Any, line: str, call: bool = True) -> tuple[str, str]:
     """Split a magic's line into its ``--options`` and the rest, verbatim.
 
     Options come before the rest (``%hlo --stage optimized f(x)``) or after it
@@ -140,7 +34,9 @@ def split_options(magic_fn: Any, line: str) -> tuple[str, str]:
     that take a value (``--depth 2``, ``--stage=hlo``) are read from the magic's
     ``magic_arguments`` parser. ``-h`` / ``--help`` prints the magic's help and
     raises ``HelpShown`` (which ``usage_errors`` turns into a quiet return). The
-    rest is returned untouched (quotes, ``-1``, spaces and all).
+    rest is returned untouched (quotes, ``-1``, spaces and all). ``call=False``: the
+    line holds no call (``%%leaks --as NAME``), so an option's value is never taken
+    for the start of one.
     """
     parser = getattr(magic_fn, "parser", None)
     known: set[str] = {"-h", "--help"}
@@ -149,10 +45,10 @@ def split_options(magic_fn: Any, line: str) -> tuple[str, str]:
         known.update(action.option_strings)
         if action.nargs != 0 and action.option_strings:
             valued.update(dict.fromkeys(action.option_strings, action))
-    options, rest = _leading_options(magic_fn, line.strip(), valued)
+    options, rest = _leading_options(magic_fn, line.strip(), valued, call)
     rest, trailing = _trailing_options(magic_fn, rest, known)
     if trailing:
-        more, left = _leading_options(magic_fn, trailing, valued)
+        more, left = _leading_options(magic_fn, trailing, valued, call)
         if left:  # e.g. `f(x) --depth 1 extra`
             raise InvalidCallError(
                 f"%{_magic_name(magic_fn)}: unexpected `{left}` after the options; "
@@ -168,7 +64,7 @@ def _magic_name(magic_fn: Any) -> str:
 
 
 def _leading_options(
-    magic_fn: Any, text: str, valued: dict[str, Any]
+    magic_fn: Any, text: str, valued: dict[str, Any], call: bool = True
 ) -> tuple[str, str]:
     options: list[str] = []
     rest = text
@@ -182,7 +78,7 @@ def _leading_options(
         action = valued.get(token)
         if action is not None and rest:
             value, _, after = rest.partition(" ")
-            if _is_the_call(value, after.strip()):
+            if call and _is_the_call(value, after.strip()):
                 if action.nargs == "?":  # its value is optional: none was given
                     continue
                 name = _magic_name(magic_fn)
@@ -318,14 +214,15 @@ def parse_magic_args(magic_fn: Any, line: str, verbatim: str | None = None) -> A
 
     ``-h`` / ``--help`` among the leading options prints the magic's help and raises
     ``HelpShown`` (see ``split_options``); an argparse error becomes a one-line
-    ``InvalidCallError``. With ``verbatim="call"`` only the leading options go
-    through argparse and ``opts.call`` is ``[rest of the line]`` (or ``[]``),
-    untouched: argparse would strip the quotes of string arguments and take ``-1``
-    for an option.
+    ``InvalidCallError``. Without ``verbatim`` the whole line is options (and at
+    most an action, as in ``%recompiles on``). With ``verbatim="call"`` only the
+    leading options go through argparse and ``opts.call`` is ``[rest of the line]``
+    (or ``[]``), untouched: argparse would strip the quotes of string arguments and
+    take ``-1`` for an option.
     """
     # `%magic f(x);` reaches here with its `;`, which IPython reads as "show nothing"
     line = line.rstrip().removesuffix(";")
-    options, rest = split_options(magic_fn, line)
+    options, rest = split_options(magic_fn, line, call=verbatim is not None)
     try:
         opts = parse_argstring(magic_fn, options if verbatim is not None else line)
     except Exception as exc:  # argparse errors are UsageErrors already; keep one line
@@ -334,55 +231,3 @@ def parse_magic_args(magic_fn: Any, line: str, verbatim: str | None = None) -> A
         setattr(opts, verbatim, [rest] if rest else [])
     opts.option_tokens = options.split()
     return opts
-
-
-def show(obj: Any) -> None:
-    """Display ``obj`` through IPython's display machinery (HTML in Jupyter, text otherwise)."""
-    from IPython.display import display
-
-    display(obj)
-
-
-# What the code that called ``run_line_magic`` does with the result, read from the
-# instruction after its call: the displayhook shows it (the cell's last expression),
-# it is stored (``v = %magic``), or it is dropped (a statement mid-cell).
-_DISPLAYED = frozenset({"PRINT_EXPR"})
-_DROPPED = frozenset({"POP_TOP"})
-
-
-def _result_fate() -> str:
-    """``"displayed"``, ``"dropped"`` or ``"kept"`` (also when it cannot be told)."""
-    frame = sys._getframe(1)
-    run_line_magic = InteractiveShell.run_line_magic.__code__
-    while frame is not None and frame.f_code is not run_line_magic:
-        frame = frame.f_back
-    caller = frame.f_back if frame is not None else None
-    if caller is None:
-        return "kept"
-    # f_lasti is the call, or (Python 3.11) one of its inline cache entries
-    for instruction in dis.get_instructions(caller.f_code):
-        if instruction.offset <= caller.f_lasti:
-            continue
-        if instruction.opname in _DISPLAYED or (
-            instruction.opname == "CALL_INTRINSIC_1"
-            and instruction.argrepr == "INTRINSIC_PRINT"
-        ):
-            return "displayed"
-        return "dropped" if instruction.opname in _DROPPED else "kept"
-    return "kept"
-
-
-def present(view: Any, line: str) -> Any:
-    """A view magic's result: returned, so ``v = %magic ...`` keeps the object.
-
-    IPython's displayhook shows a result that ends a cell; a magic mid-cell, whose
-    result is dropped, shows it here, so it is displayed exactly once either way. A
-    trailing ``;`` on the magic's ``line`` hides it (IPython reads the ``;`` of a
-    cell only, and a magic's line is a string to it).
-    """
-    fate = _result_fate()
-    if line.rstrip().endswith(";"):
-        return None if fate == "displayed" else view
-    if fate == "dropped":
-        show(view)
-    return view

@@ -1,0 +1,138 @@
+"""The graph as the browser viewer reads it: ``to_payload`` writes format 1 (see
+``_payload``), with the source lines around each node's line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from jaxscope._gc import gc_paused
+from jaxscope._graph.records import AUX_MIN_GROUPS, GraphModel
+from jaxscope._graph.sources import source_snippets
+from jaxscope._records import SourceLoc
+
+
+class _Strings:
+    """A string table: each distinct string is sent once, referenced by index."""
+
+    def __init__(self) -> None:
+        self.table: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        k = self.index.get(text)
+        if k is None:
+            k = self.index[text] = len(self.table)
+            self.table.append(text)
+        return k
+
+
+_NODE_KINDS = ("eqn", "input", "output", "const")
+
+
+def _flat_pairs(s: _Strings, pairs: Iterable[tuple[str, str]]) -> list[int]:
+    out: list[int] = []
+    for a, b in pairs:
+        out.append(s(a))
+        out.append(s(b))
+    return out
+
+
+def _params(s: _Strings, params: dict[str, str]) -> list[int]:
+    return _flat_pairs(s, params.items())
+
+
+def _loc(s: _Strings, loc: SourceLoc | None) -> list[int]:
+    if loc is None:
+        return []
+    return [s(loc.file), loc.line, s(loc.function or "")]
+
+
+def to_payload(graph: GraphModel) -> dict[str, Any]:
+    """The compact JSON the browser viewer reads (see ``_payload``)."""
+    with gc_paused():
+        return _payload(graph)
+
+
+def _payload(graph: GraphModel) -> dict[str, Any]:
+    """The compact JSON the browser viewer reads (format 1).
+
+    Strings are interned in ``strings``; a node is ``[kind, label, group, primitive,
+    inputs, outputs, params, source, scope]`` where ``group`` indexes ``groups`` (-1:
+    top level), ``inputs``/``outputs``/``params`` are flat lists of string indices
+    (name, type, name, type...), ``source`` is ``[file, line, function]`` or ``[]``.
+    A group is ``[kind, label, parent, size, primitive, inputs, outputs, params,
+    source, scope, backward, lines, function]``. ``edges`` is a flat list ``src, dst,
+    var, type, ...`` (node indices, then string indices; a destination ``-1 - k`` is
+    group ``k``). ``sources`` maps file → line → text.
+
+    Fields added after the first release (readers must accept their absence):
+
+    - group ``[10]`` ``backward``: 1 for a name scope of the backward pass (under
+      ``transpose``; its label ends in ``" (backward)"`` where the backward part
+      starts, scopes inside it inherit the 1), else 0;
+    - group ``[11]`` ``lines``: ``[file, first, last]`` (file a string index): the
+      source lines of the equations inside, in the file holding most of them, or ``[]``;
+    - group ``[12]`` ``function``: string index of the function(s) traced into the
+      group's nested jaxprs (``"rnn_cell"``; ``""`` for a scope, a lambda or none);
+    - ``aux``: sorted node indices of auxiliary nodes, those consumed in
+      ``auxMinGroups`` or more distinct groups (a weight or mask shared by many
+      layers): draw a copy in each consuming group rather than long edges;
+    - ``auxMinGroups``: that threshold (``AUX_MIN_GROUPS``).
+    """
+    s = _Strings()
+    group_pos = {g.id: k for k, g in enumerate(graph.groups)}
+    node_pos = {n.id: k for k, n in enumerate(graph.nodes)}
+    groups = [
+        [
+            s(g.kind),
+            s(g.label),
+            group_pos[g.parent] if g.parent is not None else -1,
+            g.size,
+            s(g.primitive),
+            _flat_pairs(s, g.inputs),
+            _flat_pairs(s, g.outputs),
+            _params(s, g.params),
+            _loc(s, g.source),
+            s(g.scope),
+            int(g.backward),
+            [s(g.lines[0]), g.lines[1], g.lines[2]] if g.lines else [],
+            s(g.function),
+        ]
+        for g in graph.groups
+    ]
+    nodes = [
+        [
+            _NODE_KINDS.index(n.kind),
+            s(n.label),
+            group_pos[n.group] if n.group is not None else -1,
+            s(n.primitive),
+            _flat_pairs(s, n.inputs),
+            _flat_pairs(s, n.outputs),
+            _params(s, n.params),
+            _loc(s, n.source),
+            s(n.scope),
+        ]
+        for n in graph.nodes
+    ]
+    edges: list[int] = []
+    for e in graph.edges:
+        dst = node_pos[e.dst] if e.dst in node_pos else -1 - group_pos[e.dst]
+        edges.extend((node_pos[e.src], dst, s(e.var), s(e.type)))
+    locs = [n.source for n in graph.nodes if n.source is not None]
+    locs += [g.source for g in graph.groups if g.source is not None]
+    snippets = source_snippets(locs, raw_files=graph.raw_files)
+    return {
+        "format": 1,
+        "title": graph.title,
+        "strings": s.table,
+        "nodes": nodes,
+        "groups": groups,
+        "edges": edges,
+        "aux": [k for k, n in enumerate(graph.nodes) if n.aux],
+        "auxMinGroups": AUX_MIN_GROUPS,
+        "sources": {
+            file: {str(line): text for line, text in table.items()}
+            for file, table in snippets.items()
+        },
+    }
