@@ -103,7 +103,14 @@ def _compile_cell(shell: Any, line: str, cell: str) -> list[Any]:
         offset = 1
         shown = f"%%leaks {line}".rstrip() + "\n" + source
         filename = shell.compile.cache(shown, number, raw_code=shown)
-    tree = shell.compile.ast_parse(source, filename=filename)
+    try:
+        tree = shell.compile.ast_parse(source, filename=filename)
+    except SyntaxError as exc:  # its lines are the body's; the cell shows one more
+        if exc.lineno is not None:
+            exc.lineno += offset
+        if exc.end_lineno is not None:
+            exc.end_lineno += offset
+        raise
     ast.increment_lineno(tree, offset)
     nodes = list(tree.body)
     last = nodes.pop() if nodes and isinstance(nodes[-1], ast.Expr) else None

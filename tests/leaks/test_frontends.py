@@ -388,3 +388,13 @@ def test_cli_run_with_leaks_prints_the_report(tmp_path):
     assert "global dict `debug`['g']" in proc.stderr
     assert proc.stderr.count("global dict `debug`['g']") == 1  # not listed twice
     assert "train.py:5" in proc.stderr
+
+
+def test_a_syntax_error_in_a_leaks_cell_points_at_the_line_the_cell_shows(ip):
+    # as %%time does: line 1 is the %%leaks line, so `if True` is line 3
+    with capture_output() as cap:
+        result = ip.run_cell("%%leaks\nx = 1\nif True\n  x\n", store_history=True)
+    error = result.error_in_exec
+    assert isinstance(error, SyntaxError)
+    assert error.lineno == 3 and (error.text or "").strip() == "if True"
+    assert "if True" in cap.stdout + cap.stderr
