@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from jaxscope._format import MAX_WORD as MAX_WORD
 from jaxscope._format import printable as printable
+from jaxscope._paths import running_shell
 
 _loaded_features: set[str] = set()
 
@@ -260,8 +261,6 @@ def colour_terminal() -> bool:
     shell_class = getattr(terminal, "TerminalInteractiveShell", None)
     if shell_class is None:  # never imported: no terminal shell can be running
         return False
-    from jaxscope._source import running_shell  # imports JAX
-
     shell = running_shell()
     if not isinstance(shell, shell_class):
         return False

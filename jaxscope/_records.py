@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from jaxscope._paths import short_path
+
 _Record = TypeVar("_Record")
 _NO_DEFAULT: Any = dataclasses.MISSING
 
@@ -61,7 +63,7 @@ class SourceLoc:
 
     ``file`` is the path, or ``"In [N]"`` for code typed in IPython cell N.
     ``str(loc)`` is ``"file:line"`` as every view and message shows it: the file
-    shortened by ``jaxscope._source.short_path`` (relative to the working directory,
+    shortened by ``jaxscope._paths.short_path`` (relative to the working directory,
     an installed library's from its package); ``file`` keeps the full path.
     """
 
@@ -71,8 +73,6 @@ class SourceLoc:
     function: str | None = None
 
     def __str__(self) -> str:
-        from jaxscope._source import short_path
-
         return f"{short_path(self.file)}:{self.line}"
 
     @property

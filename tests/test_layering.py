@@ -64,10 +64,7 @@ ALLOWED_PRIVATE_IMPORTS: dict[tuple[str, str, str], str] = {
 # imports of any kind (lazy and TYPE_CHECKING ones included), with what closes it.
 # Remove an entry once its cycle is gone (a test says which); a new cycle, or a listed
 # one that grows, fails.
-ALLOWED_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"jaxscope._records", "jaxscope._source"}): "str(SourceLoc) calls "
-    "_source.short_path lazily; _source builds SourceLoc records",
-}
+ALLOWED_CYCLES: dict[frozenset[str], str] = {}
 
 # The same over feature folders, counting only the edges between model modules (the
 # front-ends load every feature by design): the core's features must form layers.
