@@ -124,7 +124,7 @@ def _kind_of_jax_message(exc: BaseException, text: str) -> ErrorKind:
     low = text.lower()
     if "dtype" in low and ("same dtype" in low or "requires" in low or "got" in low):
         return ErrorKind.DTYPE
-    if "shape" in low or "dimension" in low or "broadcast" in low or "reshape" in low:
+    if any(w in low for w in ("shape", "dimension", "broadcast", "inconsistent sizes")):
         return ErrorKind.SHAPE
     if isinstance(exc, FloatingPointError):
         return ErrorKind.NAN

@@ -128,7 +128,8 @@ except Exception as exc:
     print("RAW:", type(exc).__name__, exc)
 else:
     print("NO ERROR")
-print("PLAIN:", jax.make_jaxpr(lambda x: jnp.sin(x) * 2)(x).eqns[0])
+# the primitive, not the equation: jax 0.9 prints an equation through is_user_filename
+print("PLAIN:", jax.make_jaxpr(lambda x: jnp.sin(x) * 2)(x).eqns[0].primitive)
 """
 
 _SOURCE_SYMBOLS = [
@@ -148,7 +149,7 @@ def test_a_changed_source_mapping_symbol_gives_a_compat_error(module, name, how)
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
-    assert "PLAIN:" in out and "= sin" in out  # plain JAX still works
+    assert "PLAIN: sin" in out  # plain JAX still traces
     assert "RAW:" not in out, out
     if "COMPAT:" in out:  # names the symbol, or the JAX function that uses it
         assert "needs jax._src." in out and f"{module}." in out, out

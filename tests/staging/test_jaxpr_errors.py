@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 
+import jax
 import jax.numpy as jnp
 import pytest
 
@@ -193,6 +194,10 @@ def test_control_flow_on_several_array_arguments_is_not_told_static():
     assert "static argument" not in message
 
 
+@pytest.mark.skipif(
+    jax.__version_info__ < (0, 10),
+    reason="jax 0.9 traces an unhashable static argument without complaint",
+)
 def test_a_static_argument_holding_arrays_is_told_to_be_traced():
     def scale(params, x):
         return x * params[0]

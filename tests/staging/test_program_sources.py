@@ -49,7 +49,10 @@ def test_hessian_helpers_are_not_put_on_the_line_that_asked_for_the_view(ip):
     defined = run(ip, DEFINE).execution_count
     now = run(ip, "v = %hlo hess(w)\nj = %jaxpr hess(w)").execution_count
     hlo, jaxpr = ip.user_ns["v"], ip.user_ns["j"]
-    for view in (hlo, jaxpr):
+    # jax 0.9 writes a one-frame location for these ops in the HLO: the caller's line
+    # cannot be told from a program line there, so only the jaxpr is checked
+    views = (hlo, jaxpr) if jax.__version_info__ >= (0, 10) else (jaxpr,)
+    for view in views:
         assert sources(view) == {f"In [{defined}]"}
     iotas = [e for e in jaxpr.eqns if e.primitive == "iota"]
     assert iotas and all(e.source is None for e in iotas)  # no line of the program
