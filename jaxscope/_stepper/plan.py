@@ -15,7 +15,6 @@ from typing import Any
 from jaxscope._jaxpr.builder import EqnBuilder, letter_name
 from jaxscope._jaxpr.builder import arg_names as jaxpr_arg_names
 from jaxscope._records import EqnInfo, SourceLoc
-from jaxscope._source import current_program, program
 from jaxscope.compat import jaxpr as _cj
 from jaxscope.compat import source as _csource
 from jaxscope.compat import stepper as _cs
@@ -40,9 +39,6 @@ class Program:
         self._eqns: list[EqnInfo] | None = None
         self._present: list[str] | None = None
         self._context: Any = None
-        # the view's program scope while js.step builds it; its records are made
-        # later, one by one as the user steps, and must cut stacks as js.jaxpr does
-        self._scope = current_program()
 
     @property
     def context(self) -> Any:
@@ -77,8 +73,7 @@ class Program:
     @property
     def builder(self) -> EqnBuilder:
         if self._builder is None:
-            with program(self._scope):
-                self._builder = EqnBuilder(self.names)
+            self._builder = EqnBuilder(self.names)
         return self._builder
 
     def primitive(self, eqn: Any) -> str:
