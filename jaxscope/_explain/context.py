@@ -177,11 +177,7 @@ def leak_holder(exc: BaseException, home_file: str) -> str:
     """
     from jaxscope._leaks.checker import holder_of
 
-    tracebacks = [exc.__traceback__]
-    unfiltered = _cerrors.unfiltered_cause(exc)
-    if unfiltered is not None:
-        tracebacks.append(unfiltered.__traceback__)
-    for tb in tracebacks:
+    for tb in _cerrors.full_tracebacks(exc):
         for frame, _line in traceback.walk_tb(tb):
             if not is_jax_file(frame.f_code.co_filename):
                 continue

@@ -149,11 +149,7 @@ def _find_nan_call(call: ast.Call | None, site: Site) -> str:
 
 def _pmap_in(exc: BaseException) -> str:
     """The pmap the exception's traceback went through ("" for none)."""
-    tracebacks = [exc.__traceback__]
-    unfiltered = _cerrors.unfiltered_cause(exc)
-    if unfiltered is not None:
-        tracebacks.append(unfiltered.__traceback__)
-    for tb in tracebacks:
+    for tb in _cerrors.full_tracebacks(exc):
         for frame, _line in traceback.walk_tb(tb):
             base = os.path.basename(frame.f_code.co_filename)
             name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)

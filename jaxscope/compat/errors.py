@@ -57,6 +57,16 @@ def unfiltered_cause(exc: BaseException) -> BaseException | None:
     return None
 
 
+def full_tracebacks(exc: BaseException) -> list[Any]:
+    """``exc``'s traceback, then that of the ``UnfilteredStackTrace`` JAX chained
+    under it (``unfiltered_cause``), which still holds the frames JAX removed."""
+    tracebacks: list[Any] = [exc.__traceback__]
+    unfiltered = unfiltered_cause(exc)
+    if unfiltered is not None:
+        tracebacks.append(unfiltered.__traceback__)
+    return tracebacks
+
+
 def is_jax_wrapper_exception(exc: BaseException) -> bool:
     """Whether ``exc`` is one of JAX's traceback carriers rather than a real error.
 

@@ -69,6 +69,16 @@ def test_unfiltered_cause_under_remove_frames_mode():
     assert cerrors.unfiltered_cause(plain) is None
 
 
+def test_full_tracebacks_add_the_frames_jax_removed():
+    with filtering("remove_frames"):
+        exc = _raised(jax.jit(lambda a, b: a @ b), jnp.ones((2, 3)), jnp.ones((2, 3)))
+    own, unfiltered = cerrors.full_tracebacks(exc)
+    assert own is exc.__traceback__ and unfiltered is not None
+    with filtering("off"):
+        plain = _raised(jax.jit(lambda a, b: a @ b), jnp.ones((2, 3)), jnp.ones((2, 3)))
+    assert cerrors.full_tracebacks(plain) == [plain.__traceback__]
+
+
 def test_jax_notes_under_quiet_remove_frames_mode():
     note = cerrors.simplified_traceback_note()
     assert "JAX_TRACEBACK_FILTERING" in note
