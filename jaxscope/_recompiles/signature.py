@@ -607,3 +607,33 @@ def signature_from_key(
         return Signature(None, None, key.config, tuple(out))
     options = tuple(sorted(_crec.jit_options(key.jit_info).items()))
     return Signature(options, tuple(donated), key.config, tuple(out))
+
+
+def call_signature(
+    fn: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    static_argnums: tuple[int, ...] = (),
+    static_argnames: tuple[str, ...] = (),
+) -> Signature:
+    """The signature of ``fn(*args, **kwargs)`` as a ``jax.jit`` of it would key it,
+    its arguments named after ``fn``'s parameters (for ``js.diff``'s causes)."""
+    try:
+        sig: Any = inspect.signature(fn)
+    except (TypeError, ValueError):
+        sig = None
+    positional, varargs = _parameters(sig, None, len(args))
+    statics = _normalize(static_argnums, len(args))
+    out: list[Arg] = []
+    for i, value in enumerate(args):
+        base = _base(i, positional, varargs)
+        if i in statics or base in static_argnames:
+            out.append(static_arg(base, False, value))
+        else:
+            out.append(dynamic_arg(base, False, value))
+    for key, value in kwargs.items():
+        if key in static_argnames:
+            out.append(static_arg(key, True, value))
+        else:
+            out.append(dynamic_arg(key, True, value))
+    return Signature(None, None, _crec.trace_config(), tuple(out))

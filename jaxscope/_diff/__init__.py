@@ -1,0 +1,1 @@
+"""Program diffs aligned to the user's source lines (``js.diff``, ``%jaxdiff``)."""
