@@ -86,6 +86,11 @@ _EXPORTS: dict[str, str] = {
     "Hotspot": "._profile.records",
     "Buffer": "._profile.records",
     "LineMemory": "._profile.records",
+    # program diffs
+    "diff": "._diff.api",
+    "ProgramDiff": "._diff.model",
+    "LineDiff": "._diff.model",
+    "EqnChange": "._diff.model",
     # errors
     "explain": "._explain.explainer",
     "ErrorReport": "._explain.report",
@@ -122,6 +127,10 @@ def unload_ipython_extension(ipython: Any) -> None:
 
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
+    from ._diff.api import diff as diff
+    from ._diff.model import EqnChange as EqnChange
+    from ._diff.model import LineDiff as LineDiff
+    from ._diff.model import ProgramDiff as ProgramDiff
     from ._exceptions import BreakpointError as BreakpointError
     from ._exceptions import GraphvizMissingError as GraphvizMissingError
     from ._exceptions import HloError as HloError

@@ -71,6 +71,9 @@ ALLOWED_CYCLES: dict[frozenset[str], str] = {}
 ALLOWED_FOLDER_CYCLES: dict[frozenset[str], str] = {
     frozenset({"jaxscope._graph", "jaxscope._jaxpr"}): "JaxprView.graph() imports "
     "_graph.view lazily, a convenience; _graph is built on _jaxpr",
+    frozenset({"jaxscope._diff", "jaxscope._recompiles"}): "RecompileEvent.diff() "
+    "imports _diff.events lazily, a convenience; _diff is built on _recompiles' "
+    "causes",
 }
 
 

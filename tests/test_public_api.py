@@ -80,6 +80,11 @@ EXPECTED = [
     "ProfileView",
     "memory",
     "profile",
+    # program diffs
+    "EqnChange",
+    "LineDiff",
+    "ProgramDiff",
+    "diff",
     # errors
     "ErrorReport",
     "explain",

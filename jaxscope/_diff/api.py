@@ -4,16 +4,18 @@ two argument sets, compared by the user's source line."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from jaxscope._diff.facts import ProgramFacts, can_compare, program_facts
-from jaxscope._diff.model import ProgramDiff, compare, input_causes
+from jaxscope._diff.model import ProgramDiff, compare
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import qualname
 from jaxscope._recompiles.records import Cause
 from jaxscope._staging import static_args
 
+_TYPE = re.compile(r"^([A-Za-z0-9_]+)\[(.*)\]( \(weak: Python scalar\))?$")
 _FORMS = (
     "js.diff(view_a, view_b), js.diff(f_old, f_new)(*args) or "
     "js.diff(f)(args_a, args_b)"
@@ -85,7 +87,7 @@ def _check_options(hlo: Any, tolerances: Any) -> None:
     if tolerances is None:
         return
     ok = isinstance(tolerances, Mapping) and all(
-        isinstance(k, str) and isinstance(v, (int, float)) and 0 <= v
+        isinstance(k, str) and isinstance(v, (int, float)) and v >= 0
         for k, v in tolerances.items()  # pyright: ignore[reportUnknownVariableType]
     )
     if not ok:
@@ -175,7 +177,7 @@ def _two_functions(
 
 def _as_args(value: Any) -> tuple[Any, ...]:
     if isinstance(value, (tuple, list)):
-        return tuple(value)  # pyright: ignore[reportUnknownArgumentType]
+        return tuple(cast("Sequence[Any]", value))
     return (value,)
 
 
@@ -195,29 +197,72 @@ def _one_function(
                 "write js.diff(f)((x1, y1), (x2, y2))"
             )
         a, b = _as_args(args_a), _as_args(args_b)
-        fa = program_of(fn, a, {}, nums, names, hlo)
-        fb = program_of(fn, b, {}, nums, names, hlo)
-        return compare(
-            fa, fb, causes=call_causes(fn, a, b, nums, names), tolerances=tolerances
+        return diff_calls(
+            (fn, a, {}),
+            (fn, b, {}),
+            static_argnums=nums,
+            static_argnames=names,
+            hlo=hlo,
+            tolerances=tolerances,
         )
 
     return call
 
 
+def diff_calls(
+    a: tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]],
+    b: tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]],
+    *,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    hlo: bool = True,
+    tolerances: Mapping[str, float] | None = None,
+) -> ProgramDiff:
+    """``fn_a(*args_a, **kwargs_a)`` against ``fn_b(...)`` (``%jaxdiff``); the
+    causes are worded when both call the same function."""
+    nums, names = static_args(static_argnums, static_argnames, "js.diff")
+    fa = program_of(a[0], a[1], a[2], nums, names, hlo)
+    fb = program_of(b[0], b[1], b[2], nums, names, hlo)
+    causes = call_causes(a, b, nums, names) if a[0] is b[0] else []
+    return compare(fa, fb, causes=causes, tolerances=tolerances)
+
+
 def call_causes(
-    fn: Callable[..., Any],
-    a: tuple[Any, ...],
-    b: tuple[Any, ...],
+    a: tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]],
+    b: tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]],
     nums: tuple[int, ...],
     names: tuple[str, ...],
 ) -> list[Cause]:
-    """Why ``fn(*a)`` and ``fn(*b)`` are two programs, as a recompile would say."""
+    """Why two calls of one function are two programs, as a recompile would say."""
     from jaxscope._recompiles.causes import diff as key_diff
     from jaxscope._recompiles.signature import call_signature
 
     try:
-        before = call_signature(fn, a, {}, nums, names)
-        after = call_signature(fn, b, {}, nums, names)
+        before = call_signature(a[0], a[1], a[2], nums, names)
+        after = call_signature(b[0], b[1], b[2], nums, names)
     except Exception:
         return []  # the programs still compare; only the wording of causes is lost
-    return key_diff(before, after, qualname(fn))
+    return key_diff(before, after, qualname(a[0]))
+
+
+def input_causes(
+    a: tuple[tuple[str, str], ...], b: tuple[tuple[str, str], ...]
+) -> list[Cause]:
+    """The input changes as the recompile watcher words them (shape, dtype, weak
+    type, an input passed or not), from two views' input types."""
+    from jaxscope._recompiles.causes import diff as key_diff
+    from jaxscope._recompiles.signature import Arg, Leaf, Signature
+
+    def signature(inputs: tuple[tuple[str, str], ...]) -> Signature:
+        args: list[Arg] = []
+        for name, text in inputs:
+            found = _TYPE.match(text)
+            if found is None:
+                continue
+            leaf = Leaf(found.group(2), found.group(1), bool(found.group(3)), None, "")
+            args.append(
+                Arg(base=name, keyword=False, treedef="*", leaves=(((), leaf),))
+            )
+        return Signature(None, None, (), tuple(args))
+
+    return key_diff(signature(a), signature(b), "the function")

@@ -399,7 +399,7 @@ def _hlo_code(view: HloView, loc: SourceLoc | None) -> str:
 
 
 @program_facts.register(MemoryView)
-def _memory_facts(view: MemoryView) -> ProgramFacts:
+def memory_facts(view: MemoryView) -> ProgramFacts:
     base = program_facts(view.hlo)
     lines: list[LineFacts] = []
     for line in base.lines:
@@ -415,7 +415,7 @@ def _memory_facts(view: MemoryView) -> ProgramFacts:
 
 
 @program_facts.register(ProgramShardingView)
-def _sharding_facts(view: ProgramShardingView) -> ProgramFacts:
+def sharding_facts(view: ProgramShardingView) -> ProgramFacts:
     acc: dict[str, LineFacts] = {}
     for c in view.collectives:
         where, function = _line_of(c.source)

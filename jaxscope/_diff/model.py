@@ -16,13 +16,13 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from jaxscope._diff.align import align
 from jaxscope._diff.facts import EqnSig, LineFacts, ProgramFacts
 from jaxscope._display import Renderable, printable
 from jaxscope._format import format_bytes, plural
 from jaxscope._profile.text import format_count
-from jaxscope._recompiles.records import Cause, describe_cause
 
 #: The numbers a diff compares, in the order summaries list them.
 NUMBERS = (
@@ -155,8 +155,9 @@ class ProgramDiff(Renderable):
         before_name, after_name: the two programs' function names.
         kind: what was compared (``"JaxprView"``, ``"HloView"``, ``"program"``...).
         levels: what both programs were read at (``"jaxpr"``, ``"hlo"``, ``"memory"``).
-        causes: why the programs differ, as the recompile watcher words it (the
-            arguments, static values and config of the two calls), where known.
+        causes: why the programs differ (``Cause`` records, worded as the
+            recompile watcher words them: the arguments, static values and config
+            of the two calls), where known.
         inputs: ``InputChange`` of each input whose type differs.
         lines: ``LineDiff`` per source line of either program, the newer one's
             order (removed lines where they stood); ``changed_lines`` those that
@@ -188,7 +189,7 @@ class ProgramDiff(Renderable):
         after_name: str,
         kind: str,
         levels: tuple[str, ...],
-        causes: list[Cause],
+        causes: list[Any],
         inputs: list[InputChange],
         lines: list[LineDiff],
         totals: dict[str, tuple[float | None, float | None]],
@@ -227,7 +228,7 @@ class ProgramDiff(Renderable):
         ``file:line``) or a line number."""
         for line in self.lines:
             for side in (line.after, line.before):
-                if side is None or side.loc is None and not side.where:
+                if side is None or (side.loc is None and not side.where):
                     continue
                 if isinstance(where, int):
                     if side.where.rpartition(":")[2] == str(where):
@@ -271,7 +272,7 @@ def compare(
     a: ProgramFacts,
     b: ProgramFacts,
     *,
-    causes: list[Cause] | None = None,
+    causes: list[Any] | None = None,
     tolerances: Mapping[str, float] | None = None,
 ) -> ProgramDiff:
     """``b`` against ``a``: every line paired, every difference found."""
@@ -323,29 +324,6 @@ def _input_changes(
         if name not in after
     ]
     return out
-
-
-def input_causes(
-    a: tuple[tuple[str, str], ...], b: tuple[tuple[str, str], ...]
-) -> list[Cause]:
-    """The input changes as the recompile watcher words them (shape, dtype, weak
-    type, an input passed or not), from two views' input types."""
-    from jaxscope._recompiles.causes import diff as key_diff
-    from jaxscope._recompiles.signature import Arg, Leaf, Signature
-
-    def signature(inputs: tuple[tuple[str, str], ...]) -> Signature:
-        args: list[Arg] = []
-        for name, text in inputs:
-            found = _TYPE.match(text)
-            if found is None:
-                continue
-            leaf = Leaf(found.group(2), found.group(1), bool(found.group(3)), None, "")
-            args.append(
-                Arg(base=name, keyword=False, treedef="*", leaves=(((), leaf),))
-            )
-        return Signature(None, None, (), tuple(args))
-
-    return key_diff(signature(a), signature(b), "the function")
 
 
 def _intern(sigs: tuple[EqnSig, ...], interned: dict[EqnSig, int]) -> list[int]:
@@ -516,15 +494,9 @@ def _details(a: EqnSig, b: EqnSig) -> tuple[str, ...]:
 # ------------------------------------------------------------------ sentences
 
 
-def _counts_text(counts: Mapping[str, int]) -> str:
-    return ", ".join(
-        f"{n} {kind}" if n > 1 else kind for kind, n in sorted(counts.items())
-    )
-
-
 def _primitives(changes: list[EqnChange]) -> str:
     names = Counter(c.primitive for c in changes)
-    shown = [f"{n}× {p}" if n > 1 else p for p, n in names.most_common(3)]
+    shown = [f"{n} x {p}" if n > 1 else p for p, n in names.most_common(3)]
     more = len(names) - len(shown)
     return ", ".join(shown) + (f", {more} more" if more > 0 else "")
 
@@ -619,7 +591,7 @@ def summary_lines(d: ProgramDiff, limit: int = 8) -> list[str]:
     """The causes, one sentence per changed line (at most ``limit``), the totals."""
     if d.empty:
         return ["no differences"]
-    out = [f"cause: {describe_cause(c)}" for c in d.causes if c.kind != "first_call"]
+    out = [f"cause: {c}" for c in d.causes if c.kind != "first_call"]
     out += [
         f"input {i.name}: {i.before or 'absent'} → {i.after or 'absent'}"
         for i in d.inputs

@@ -90,14 +90,14 @@ def _ops_lines(line: LineDiff) -> list[str]:
     for sign, ops in (("-", line.ops_removed), ("+", line.ops_added)):
         items = sorted(ops.items())
         for op, n in items[:MAX_ITEMS_PER_LINE]:
-            out.append(f"  {sign} HLO {op}" + (f" ×{n}" if n > 1 else ""))
+            out.append(f"  {sign} HLO {op}" + (f" x{n}" if n > 1 else ""))
         if len(items) > MAX_ITEMS_PER_LINE:
             out.append(
                 f"  {sign} … {plural(len(items) - MAX_ITEMS_PER_LINE, 'more op')}"
             )
     for sign, cols in (("-", line.collectives_removed), ("+", line.collectives_added)):
         for kind, n in sorted(cols.items()):
-            out.append(f"  {sign} collective {kind}" + (f" ×{n}" if n > 1 else ""))
+            out.append(f"  {sign} collective {kind}" + (f" x{n}" if n > 1 else ""))
     return out
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from jaxscope._display import Renderable, printable
 from jaxscope._format import plural
@@ -77,6 +78,9 @@ class RecompileEvent:
     compiled: bool = True
     signature: tuple[tuple[str, str], ...] = ()
     thread: str = ""
+    programs: tuple[Any, Any] | None = field(default=None, compare=False, repr=False)
+    """Weak references to the jaxpr compiled before (None: none) and to this one,
+    kept by JAX's caches; read only by ``diff()``."""
 
     @property
     def kinds(self) -> list[str]:
@@ -87,6 +91,19 @@ class RecompileEvent:
         """Which function this is: its name and where it is defined (two lambdas, or
         two ``step``s, are two functions)."""
         return function_key(self.function, self.defined_at)
+
+    def diff(self) -> Any:
+        """The program compiled before against this one (a ``ProgramDiff`` by
+        source line, at the jaxpr level), computed now; the causes are this
+        event's.
+
+        Raises:
+            InvalidCallError: a first compile, or a program JAX's caches no longer
+                hold.
+        """
+        from jaxscope._diff.events import event_diff
+
+        return event_diff(self)
 
     def __str__(self) -> str:
         return describe_event(self)

@@ -85,6 +85,7 @@ class _Frame:
         "fun_ref",
         "generation",
         "internal",
+        "jaxpr_ref",
         "lowered_before",
         "lowers",
         "monitored",
@@ -121,6 +122,7 @@ class _Frame:
         self.lowers = 0
         self.compiles = 0
         self.monitored = 0.0
+        self.jaxpr_ref: Any = None  # weakref to the jaxpr this miss compiles
 
 
 class _State:
@@ -131,6 +133,9 @@ class _State:
         self.local = threading.local()
         self.generation = 0
         self.history = CompileHistory()
+        # the jaxpr each function compiled last, weakly (JAX's caches keep it),
+        # for RecompileEvent.diff(): names and weak references only
+        self.last_programs: dict[FunctionKey, Any] = {}
         self.hooks = _crec.MissHooks(
             _on_start,
             _on_end,
@@ -394,6 +399,8 @@ def _on_run(fun: Any, jaxpr: Any) -> None:
         if not stack or stack[-1].fun_id != id(fun):
             return
         frame = stack[-1]
+        if frame.jaxpr_ref is None and jaxpr is not None:
+            frame.jaxpr_ref = _weak(jaxpr)
         if frame.internal or frame.nested or frame.traces:
             return
         if not STATE.history.knows(_deref(frame.owner_ref)):
@@ -507,6 +514,10 @@ def _record(frame: _Frame) -> None:
             signature=frame.sig.flat() if frame.sig is not None else (),
             thread=threading.current_thread().name,
         )
+        if frame.jaxpr_ref is not None:
+            before = STATE.last_programs.get(event.key)
+            object.__setattr__(event, "programs", (before, frame.jaxpr_ref))
+            STATE.last_programs[event.key] = frame.jaxpr_ref
         for log in logs:
             log.add(event)
 
