@@ -11,7 +11,7 @@ from typing import Any, cast
 from jaxscope._diff.facts import ProgramFacts, can_compare, program_facts
 from jaxscope._diff.model import ProgramDiff, compare
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._format import qualname
+from jaxscope._format import a_an, qualname
 from jaxscope._recompiles.records import Cause
 from jaxscope._staging import static_args
 
@@ -100,7 +100,7 @@ def _check_options(hlo: Any, tolerances: Any) -> None:
 def _check_function(fn: Any, which: str) -> None:
     if not callable(fn):
         raise InvalidCallError(
-            f"js.diff: {which} is a {type(fn).__name__}, neither a view nor a "
+            f"js.diff: {which} is {a_an(type(fn).__name__)}, neither a view nor a "
             f"function; use {_FORMS}"
         )
 
@@ -112,12 +112,12 @@ def diff_views(
     for which, view in (("a", a), ("b", b)):
         if not can_compare(view):
             raise InvalidCallError(
-                f"js.diff: {which} is a {type(view).__name__}, not a view js.diff "
+                f"js.diff: {which} is {a_an(type(view).__name__)}, not a view js.diff "
                 f"can compare; use {_FORMS}"
             )
     if type(a) is not type(b):
         raise InvalidCallError(
-            f"js.diff: a is a {type(a).__name__} but b is a {type(b).__name__}; "
+            f"js.diff: a is {a_an(type(a).__name__)} but b is {a_an(type(b).__name__)}; "
             "pass two views of the same kind"
         )
     stages = (getattr(a, "stage", None), getattr(b, "stage", None))

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import qualname
 from jaxscope._hlo.view import HloView
+from jaxscope._jaxpr.params import is_noisy_param
 from jaxscope._jaxpr.view import JaxprView
 from jaxscope._profile.memory import MemoryView
 from jaxscope._records import EqnInfo, OpInfo, SourceLoc
@@ -77,11 +78,8 @@ class EqnSig(NamedTuple):
         return f"{where}{head} {', '.join(self.inputs)} -> {', '.join(self.outputs)}"
 
 
-_HIDDEN_PARAMS = {"None", "UnspecifiedValue", "()", "False", "{}"}
-
-
 def _shown_param(key: str, value: str) -> bool:
-    return value not in _HIDDEN_PARAMS or key in ("weak_type",)
+    return not is_noisy_param(key, value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -122,6 +122,14 @@ class LineDiff:
         return line.code if line is not None else ""
 
     @property
+    def code_before(self) -> str:
+        """The older program's code where it differs from ``code`` (``""``: same)."""
+        if self.before is None or self.after is None:
+            return ""
+        before = self.before.code
+        return before if before and before != self.after.code else ""
+
+    @property
     def status(self) -> str:
         """``"added"``, ``"removed"``, ``"changed"`` or ``"same"``."""
         if self.before is None:
@@ -277,7 +285,7 @@ def compare(
 ) -> ProgramDiff:
     """``b`` against ``a``: every line paired, every difference found."""
     tolerances = dict(tolerances or {})
-    pairs = align([x.token for x in a.lines], [y.token for y in b.lines])
+    pairs = pair_lines(a.lines, b.lines)
     lines: list[LineDiff] = []
     interned: dict[EqnSig, int] = {}
     ai = bj = 0
@@ -307,6 +315,38 @@ def compare(
         totals=totals,
         tolerances=tolerances,
     )
+
+
+def pair_lines(
+    a: tuple[LineFacts, ...], b: tuple[LineFacts, ...]
+) -> list[tuple[int, int]]:
+    """Lines paired by their code (an LCS over each program's lines in order);
+    in each gap left between pairs, lines with the same equations (the code
+    was only renamed), then, where the gap has as many lines on each side, the
+    rest in order (the code was edited in place)."""
+    pairs = align([x.token for x in a], [y.token for y in b])
+    out: list[tuple[int, int]] = []
+    prev_i = prev_j = 0
+    for i, j in [*pairs, (len(a), len(b))]:
+        gap_a, gap_b = range(prev_i, i), range(prev_j, j)
+        if gap_a and gap_b:
+            same = align(
+                [a[k].eqns or a[k].token for k in gap_a],
+                [b[k].eqns or b[k].token for k in gap_b],
+            )
+            if (
+                not same
+                and len(gap_a) == len(gap_b)
+                and all(
+                    a[k].where and b[m].where for k, m in zip(gap_a, gap_b, strict=True)
+                )
+            ):
+                same = list(zip(range(len(gap_a)), range(len(gap_b)), strict=True))
+            out += [(prev_i + p, prev_j + q) for p, q in same]
+        if i < len(a):
+            out.append((i, j))
+        prev_i, prev_j = i + 1, j + 1
+    return out
 
 
 def _input_changes(
@@ -522,6 +562,8 @@ def line_sentence(line: LineDiff) -> str:
         parts.append("new line")
     elif line.status == "removed":
         parts.append("line removed")
+    if line.code_before:
+        parts.append(f"code was `{line.code_before}`")
     changed = [c for c in line.changes if c.kind == "changed"]
     if changed:
         phrase = _changed_phrase(changed[0])

@@ -108,6 +108,8 @@ def line_block(line: LineDiff) -> list[str]:
         head += f" [{line.status} line]"
     if line.code:
         head += f"  {line.code}"
+    if line.code_before:
+        head += f"  (was: {line.code_before})"
     notes = _numbers_note(line)
     out = [head + (f"  [{notes}]" if notes else "")]
     return out + _change_lines(line.changes) + _ops_lines(line)
