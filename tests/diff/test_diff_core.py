@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
 import weakref
 
 import jax
@@ -46,8 +47,8 @@ def test_alignment_is_a_longest_common_subsequence():
         b = [rng.randint(0, 4) for _ in range(rng.randint(0, 25))]
         pairs = align(a, b, max_edits=1000)
         assert all(a[i] == b[j] for i, j in pairs)
-        assert all(p < q for (p, _), (q, _) in zip(pairs, pairs[1:], strict=False))
-        assert all(p < q for (_, p), (_, q) in zip(pairs, pairs[1:], strict=False))
+        assert all(p < q for (p, _), (q, _) in itertools.pairwise(pairs))
+        assert all(p < q for (_, p), (_, q) in itertools.pairwise(pairs))
         assert len(pairs) == _lcs_length(a, b)
 
 
@@ -56,7 +57,7 @@ def test_alignment_past_its_edit_bound_still_pairs_only_equal_items():
     b = [x for x in range(300) if x % 3] + list(range(1000, 1100)) + [7] * 60
     pairs = align(a, b, max_edits=20)
     assert all(a[i] == b[j] for i, j in pairs)
-    assert all(p < q for (p, _), (q, _) in zip(pairs, pairs[1:], strict=False))
+    assert all(p < q for (p, _), (q, _) in itertools.pairwise(pairs))
     assert len(pairs) >= 200 + 50  # the unique items anchor, the tail aligns
 
 
