@@ -46,6 +46,8 @@ _LABELS = {
     "collectives": "collectives",
     "collective_bytes": "collective bytes",
 }
+# A line's number and the total whose tolerance it takes when it has none of its own.
+_ALIASES = {"bytes": "bytes_accessed"}
 _TYPE = re.compile(r"^([A-Za-z0-9_]+)\[(.*)\]( \(weak: Python scalar\))?$")
 
 
@@ -410,7 +412,9 @@ def _line_diff(
     col_added = dict(col_b - col_a)
     col_removed = dict(col_a - col_b)
     numeric = any(
-        _differs(pair, tolerances.get(name, 0.0))
+        _differs(
+            pair, tolerances.get(name, tolerances.get(_ALIASES.get(name, ""), 0.0))
+        )
         for name, pair in numbers.items()
         if name != "equations"
     )
