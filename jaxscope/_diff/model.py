@@ -384,6 +384,10 @@ def _line_diff(
     interned: dict[EqnSig, int],
     tolerances: Mapping[str, float],
 ) -> LineDiff:
+    if a is not None and b is not None and _same_line(a, b):
+        return LineDiff(
+            before=a, after=b, numbers={"equations": (len(a.eqns), len(b.eqns))}
+        )
     eqns_a = a.eqns if a is not None else ()
     eqns_b = b.eqns if b is not None else ()
     changes = _eqn_changes(eqns_a, eqns_b, interned)
@@ -431,6 +435,20 @@ def _line_diff(
         collectives_removed=col_removed,
         numbers=numbers,
         changed=changed,
+    )
+
+
+def _same_line(a: LineFacts, b: LineFacts) -> bool:
+    """Whether two lines hold the same program, numbers included (the common case)."""
+    return (
+        a.eqns == b.eqns
+        and a.ops == b.ops
+        and a.collectives == b.collectives
+        and a.flops == b.flops
+        and a.bytes == b.bytes
+        and a.collective_bytes == b.collective_bytes
+        and a.peak_bytes == b.peak_bytes
+        and a.fusions == b.fusions
     )
 
 
