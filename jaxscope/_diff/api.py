@@ -12,6 +12,7 @@ from jaxscope._diff.facts import ProgramFacts, can_compare, program_facts
 from jaxscope._diff.model import ProgramDiff, compare
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import a_an, qualname
+from jaxscope._gc import gc_paused
 from jaxscope._recompiles.records import Cause
 from jaxscope._staging import static_args
 
@@ -126,9 +127,10 @@ def diff_views(
             f"js.diff: a is {stages[0]!r} HLO but b is {stages[1]!r} HLO; "
             "compare two views of the same stage"
         )
-    fa, fb = program_facts(a), program_facts(b)
-    causes = input_causes(fa.inputs, fb.inputs) if fa.inputs or fb.inputs else []
-    return compare(fa, fb, causes=causes, tolerances=tolerances)
+    with gc_paused():  # records only: each collection would rescan them for nothing
+        fa, fb = program_facts(a), program_facts(b)
+        causes = input_causes(fa.inputs, fb.inputs) if fa.inputs or fb.inputs else []
+        return compare(fa, fb, causes=causes, tolerances=tolerances)
 
 
 def program_of(
@@ -170,7 +172,8 @@ def _two_functions(
     def call(*args: Any, **kwargs: Any) -> ProgramDiff:
         fa = program_of(f_old, args, kwargs, static_argnums, static_argnames, hlo)
         fb = program_of(f_new, args, kwargs, static_argnums, static_argnames, hlo)
-        return compare(fa, fb, causes=[], tolerances=tolerances)
+        with gc_paused():
+            return compare(fa, fb, causes=[], tolerances=tolerances)
 
     return call
 
@@ -224,7 +227,8 @@ def diff_calls(
     fa = program_of(a[0], a[1], a[2], nums, names, hlo)
     fb = program_of(b[0], b[1], b[2], nums, names, hlo)
     causes = call_causes(a, b, nums, names) if a[0] is b[0] else []
-    return compare(fa, fb, causes=causes, tolerances=tolerances)
+    with gc_paused():
+        return compare(fa, fb, causes=causes, tolerances=tolerances)
 
 
 def call_causes(

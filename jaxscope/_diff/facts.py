@@ -28,8 +28,9 @@ from jaxscope._format import qualname
 from jaxscope._hlo.view import HloView
 from jaxscope._jaxpr.params import is_noisy_param
 from jaxscope._jaxpr.view import JaxprView
+from jaxscope._paths import short_path
 from jaxscope._profile.memory import MemoryView
-from jaxscope._records import EqnInfo, OpInfo, SourceLoc
+from jaxscope._records import EqnInfo, OpInfo, SourceLoc, fast_init
 from jaxscope._sharding.program import ProgramShardingView
 from jaxscope.compat import recompiles as _crec
 
@@ -82,6 +83,7 @@ def _shown_param(key: str, value: str) -> bool:
     return not is_noisy_param(key, value)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LineFacts:
     """One user source line of a program.
@@ -220,60 +222,76 @@ def eqn_signatures(eqns: Iterable[EqnInfo]) -> list[tuple[EqnInfo, EqnSig]]:
     by_path: dict[tuple[int, ...], EqnInfo] = {}
     within_of: dict[tuple[int, ...], tuple[str, ...]] = {(): ()}
     out: list[tuple[EqnInfo, EqnSig]] = []
-    params_cache: dict[int, tuple[tuple[str, str], ...]] = {}
+    # equal parts are shared: tuples made once, hashed once
+    seen: dict[Any, Any] = {}
     for eqn in eqns:
-        by_path[eqn.path] = eqn
-        region = eqn.path[:-1]
-        within = within_of.get(region)
-        if within is None:
-            parent = by_path.get(eqn.path[:-2])
-            outer = within_of.get(eqn.path[:-3], ()) if parent is not None else ()
-            name = parent.primitive if parent is not None else "?"
-            within = within_of[region] = (*outer, f"{name}/{eqn.path[-2]}")
-        params = params_cache.get(id(eqn.params))
+        path = eqn.path
+        if len(path) == 1:
+            within: tuple[str, ...] = ()
+        else:
+            by_path[path] = eqn
+            region = path[:-1]
+            found = within_of.get(region)
+            if found is None:
+                parent = by_path.get(path[:-2])
+                outer = within_of.get(path[:-3], ()) if parent is not None else ()
+                name = parent.primitive if parent is not None else "?"
+                found = within_of[region] = (*outer, f"{name}/{path[-2]}")
+            within = found
+        if eqn.n_subjaxprs:
+            by_path[path] = eqn
+        items = tuple(eqn.params.items())
+        params = seen.get(items)
         if params is None:
-            params = tuple((k, _clean(v)) for k, v in eqn.params.items())
-            params_cache[id(eqn.params)] = params
-        sig = EqnSig(
-            within,
-            eqn.primitive,
-            tuple(t if ":" not in n else n for n, t in eqn.inputs),
-            tuple(t for _, t in eqn.outputs),
-            params,
-        )
-        out.append((eqn, sig))
+            params = seen[items] = tuple(
+                (k, _clean(v) if "0x" in v else v) for k, v in items
+            )
+        inputs = tuple([n if ":" in n else t for n, t in eqn.inputs])
+        inputs = seen.setdefault(inputs, inputs)
+        outputs = tuple([t for _, t in eqn.outputs])
+        outputs = seen.setdefault(outputs, outputs)
+        out.append((eqn, EqnSig(within, eqn.primitive, inputs, outputs, params)))
     return out
 
 
 @program_facts.register
 def _(view: JaxprView) -> ProgramFacts:
-    lines: dict[tuple[str, str], list[EqnSig]] = {}
-    locs: dict[tuple[str, str], SourceLoc | None] = {}
-    code: dict[tuple[str, str], str] = {}
-    text = view.source_text
+    lines: dict[tuple[str, int] | None, list[EqnSig]] = {}
+    locs: dict[tuple[str, int] | None, SourceLoc | None] = {}
     for eqn, sig in eqn_signatures(view.eqns):
-        key = _line_of(eqn.source)
+        loc = eqn.source
+        key = loc.key if loc is not None else None
         found = lines.get(key)
         if found is None:
             found = lines[key] = []
-            locs[key] = eqn.source
-            code[key] = text.get(eqn.source.key, "") if eqn.source is not None else ""
+            locs[key] = loc
         found.append(sig)
+    text = view.source_text
+    out: list[LineFacts] = []
+    shown: dict[str, str] = {}
+    for key, sigs in lines.items():
+        loc = locs[key]
+        where, function = "", ""
+        if loc is not None:
+            file = shown.get(loc.file)
+            if file is None:
+                file = shown[loc.file] = short_path(loc.file)
+            where, function = f"{file}:{loc.line}", loc.function or ""
+        out.append(
+            LineFacts(
+                where=where,
+                function=function,
+                code=text.get(key, "") if key is not None else "",
+                loc=loc,
+                eqns=tuple(sigs),
+            )
+        )
     return ProgramFacts(
         name=view.function_name,
         kind="JaxprView",
         levels=("jaxpr",),
         inputs=jaxpr_inputs(view),
-        lines=tuple(
-            LineFacts(
-                where=key[0],
-                function=key[1],
-                code=code[key],
-                loc=locs[key],
-                eqns=tuple(sigs),
-            )
-            for key, sigs in lines.items()
-        ),
+        lines=tuple(out),
         totals={"equations": float(len(view.eqns))},
     )
 

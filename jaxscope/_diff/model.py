@@ -391,20 +391,24 @@ def _line_diff(
     eqns_a = a.eqns if a is not None else ()
     eqns_b = b.eqns if b is not None else ()
     changes = _eqn_changes(eqns_a, eqns_b, interned)
-    ops_a = Counter(a.ops if a is not None else {})
-    ops_b = Counter(b.ops if b is not None else {})
-    col_a = Counter(a.collectives if a is not None else {})
-    col_b = Counter(b.collectives if b is not None else {})
+    ops_a = Counter(a.ops) if a is not None and a.ops else Counter[str]()
+    ops_b = Counter(b.ops) if b is not None and b.ops else Counter[str]()
+    col_a = (
+        Counter(a.collectives) if a is not None and a.collectives else Counter[str]()
+    )
+    col_b = (
+        Counter(b.collectives) if b is not None and b.collectives else Counter[str]()
+    )
     numbers: dict[str, tuple[float | None, float | None]] = {}
 
     def number(name: str, get: str) -> None:
         va = _num(a, get)
         vb = _num(b, get)
-        if va is not None or vb is not None:
+        if va or vb:
             numbers[name] = (va, vb)
 
     numbers["equations"] = (float(len(eqns_a)), float(len(eqns_b)))
-    if (a is not None and a.ops) or (b is not None and b.ops):
+    if ops_a or ops_b:
         numbers["hlo_ops"] = (float(sum(ops_a.values())), float(sum(ops_b.values())))
         number("fusions", "fusions")
     number("flops", "flops")
@@ -513,11 +517,18 @@ def _gap(removed: tuple[EqnSig, ...], added: tuple[EqnSig, ...]) -> list[EqnChan
     return out
 
 
+_SPLIT: dict[str, tuple[str, str]] = {}
+
+
 def _split_type(text: str) -> tuple[str, str]:
-    found = _TYPE.match(text)
+    """``"f32[3,4]"`` → ``("f32", "3,4")``."""
+    found = _SPLIT.get(text)
     if found is None:
-        return text, ""
-    return found.group(1), found.group(2)
+        match = _TYPE.match(text)
+        found = (text, "") if match is None else (match.group(1), match.group(2))
+        if len(_SPLIT) < 100_000:
+            _SPLIT[text] = found
+    return found
 
 
 def _type_details(what: str, a: tuple[str, ...], b: tuple[str, ...]) -> list[str]:
