@@ -190,6 +190,7 @@ def _report(
         for e in events:
             lines.append(f"  {_describe(e)}")
             lines.extend(f"      hint: {hint}" for hint in event_hints(e))
+            lines.extend(f"      changed: {line}" for line in _program_changes(e))
     from jaxscope._display import printable
 
     text = printable("\n".join(lines))
@@ -298,6 +299,18 @@ def pytest_terminal_summary(
                 f"[most in {worst}: {n}{more}]"
             )
         )
+
+
+def _program_changes(event: RecompileEvent, limit: int = 3) -> list[str]:
+    """What the recompile changed in the program, by source line (at most
+    ``limit`` lines); nothing for a first compile or a program JAX no longer holds."""
+    if event.programs is None or event.programs[0] is None:
+        return []
+    try:
+        found = event.diff().summary(limit=limit)
+    except Exception:  # the failure text stands without it
+        return []
+    return [line for line in found if not line.startswith("cause: ")]
 
 
 def _describe(event: RecompileEvent) -> str:

@@ -103,3 +103,30 @@ def test_a_bad_tolerance_fails_in_one_line(pytester):
     result.stdout.fnmatch_lines(
         ["*jax_snapshot: no number named 'flop' to give a tolerance; use equations*"]
     )
+
+
+def test_a_recompile_budget_failure_says_what_changed_in_the_program(pytester):
+    pytester.makepyfile(
+        test_budget="""
+import jax, jax.numpy as jnp, pytest
+
+@jax.jit
+def step(p, lr):
+    return p - lr * jnp.sin(p)
+
+@pytest.mark.jax_max_recompiles(0)
+def test_step():
+    step(jnp.ones(3), 0.1)
+    step(jnp.ones(3), jnp.asarray(0.1, jnp.float32))
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*step at test_budget.py:10: weak_type lr: *",
+            "*hint: lr is a Python scalar on one call*",
+            "      changed: line test_budget.py:5: -1 equation (convert_element_type)",
+            "      changed: in total: equations 4 → 3 (-25%)",
+        ]
+    )
