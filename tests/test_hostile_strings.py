@@ -99,6 +99,7 @@ def views(evil_module):
     out["jaxpr folded"].depth = 0
     out["profile"] = js.profile(fn, repeat=1, warmup=0)(tree)
     out["memory"] = js.memory(fn)(tree)
+    out["diff"] = js.diff(fn)((tree,), ({KEY: jnp.ones(4), HOSTILE: jnp.ones(4)},))
     for stage in ("stablehlo", "hlo", "optimized"):
         out[f"hlo {stage}"] = js.hlo(fn, stage=stage)(tree)
         out[f"hlo {stage}"].show_cost = True
@@ -163,6 +164,7 @@ NAMES = [
     "sharding tree",
     "profile",
     "memory",
+    "diff",
 ]
 SHARDED = ["sharding array", "program shardings"]
 

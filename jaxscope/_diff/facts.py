@@ -17,6 +17,7 @@ snapshots, and a diff never keeps the user's arrays alive.
 from __future__ import annotations
 
 import functools
+import linecache
 import os
 import re
 from collections.abc import Iterable
@@ -405,6 +406,15 @@ def _(view: HloView) -> ProgramFacts:
     )
 
 
+def _code_of(loc: SourceLoc | None) -> str:
+    """The text of ``loc``'s line (IPython cells included), or ``""``."""
+    if loc is None:
+        return ""
+    from jaxscope._profile.source import raw_file
+
+    return linecache.getline(raw_file(loc.file), loc.line).strip()
+
+
 def _hlo_code(view: HloView, loc: SourceLoc | None) -> str:
     if loc is None:
         return ""
@@ -441,6 +451,7 @@ def sharding_facts(view: ProgramShardingView) -> ProgramFacts:
         acc[where] = LineFacts(
             where=where,
             function=function,
+            code=line.code or _code_of(c.source),
             loc=c.source,
             collectives=counts,
             collective_bytes=line.collective_bytes + c.total_bytes,

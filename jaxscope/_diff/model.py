@@ -12,6 +12,7 @@ collectives by kind. Numbers are compared per line and in total; ``tolerances``
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -324,8 +325,8 @@ def pair_lines(
 ) -> list[tuple[int, int]]:
     """Lines paired by their code (an LCS over each program's lines in order);
     in each gap left between pairs, lines with the same equations (the code
-    was only renamed), then, where the gap has as many lines on each side, the
-    rest in order (the code was edited in place)."""
+    was only renamed), then, where the gap has as many lines on each side, lines
+    at the same place whose code reads as an edit of the other's."""
     pairs = align([x.token for x in a], [y.token for y in b])
     out: list[tuple[int, int]] = []
     prev_i = prev_j = 0
@@ -336,19 +337,24 @@ def pair_lines(
                 [a[k].eqns or a[k].token for k in gap_a],
                 [b[k].eqns or b[k].token for k in gap_b],
             )
-            if (
-                not same
-                and len(gap_a) == len(gap_b)
-                and all(
-                    a[k].where and b[m].where for k, m in zip(gap_a, gap_b, strict=True)
-                )
-            ):
-                same = list(zip(range(len(gap_a)), range(len(gap_b)), strict=True))
+            if not same and len(gap_a) == len(gap_b):
+                same = [
+                    (n, n)
+                    for n, (k, m) in enumerate(zip(gap_a, gap_b, strict=True))
+                    if _edited(a[k].code, b[m].code)
+                ]
             out += [(prev_i + p, prev_j + q) for p, q in same]
         if i < len(a):
             out.append((i, j))
         prev_i, prev_j = i + 1, j + 1
     return out
+
+
+def _edited(before: str, after: str) -> bool:
+    """Whether ``after`` reads as ``before`` edited (most of its text kept)."""
+    if not before or not after:
+        return False
+    return difflib.SequenceMatcher(None, before, after).ratio() >= 0.6
 
 
 def _input_changes(
@@ -591,9 +597,11 @@ def _changed_phrase(change: EqnChange) -> str:
 def line_sentence(line: LineDiff) -> str:
     """``"line model.py:42: dot_general now f32 instead of bf16 (+38% flops)"``."""
     parts: list[str] = []
-    if line.status == "added":
+    # a line only one program has equations at (other levels list only the
+    # lines with ops or collectives, so there it says nothing of the code)
+    if line.status == "added" and line.after is not None and line.after.eqns:
         parts.append("new line")
-    elif line.status == "removed":
+    elif line.status == "removed" and line.before is not None and line.before.eqns:
         parts.append("line removed")
     if line.code_before:
         parts.append(f"code was `{line.code_before}`")

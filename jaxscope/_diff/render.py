@@ -104,7 +104,8 @@ def _ops_lines(line: LineDiff) -> list[str]:
 def line_block(line: LineDiff) -> list[str]:
     """One changed line: its ``@@`` header, then its changes."""
     head = f"@@ {line.where}"
-    if line.status in ("added", "removed"):
+    side = line.after if line.status == "added" else line.before
+    if line.status in ("added", "removed") and side is not None and side.eqns:
         head += f" [{line.status} line]"
     if line.code:
         head += f"  {line.code}"

@@ -187,6 +187,45 @@ def test_a_removed_sharding_annotation_shows_the_new_collective_at_its_line(
     assert d.totals["collectives"][0] is not None
 
 
+def test_two_program_sharding_views_compare_collectives_by_line(mesh, line_of):
+    def annotated(x):
+        x = jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P(None, None)))
+        return jnp.sin(x).sum(axis=0)  # <- sum
+
+    def plain(x):
+        return jnp.sin(x).sum(axis=0)  # <- sum
+
+    x = jax.device_put(jnp.ones((64, 8)), NamedSharding(mesh, P("x", None)))
+    a = js.shardings(jax.jit(annotated))(x)
+    b = js.shardings(jax.jit(plain))(x)
+    d = js.diff(a, b)
+    assert d.levels == ("collectives",)
+    constraint = _line(d, annotated, "with_sharding_constraint", line_of)
+    assert constraint.collectives_removed == {"all-gather": 1}
+    assert constraint.summary().endswith(": -1 all-gather (-2 KiB moved)")
+    total = _line(d, plain, "# <- sum", line_of)
+    assert total.collectives_added == {"all-reduce": 1}
+    assert total.summary().endswith(": +1 all-reduce (+32 B moved)")
+    assert js.diff(a, js.shardings(jax.jit(annotated))(x)).empty
+
+
+def big_product(x):
+    y = jnp.sin(x) @ x.T  # <- product
+    return y.sum()
+
+
+def test_two_memory_views_compare_the_peak_and_its_lines(line_of):
+    a = js.memory(big_product)(jnp.ones((64, 16)))
+    b = js.memory(big_product)(jnp.ones((512, 16)))
+    d = js.diff(a, b)
+    assert set(d.levels) == {"hlo", "memory"}
+    peak = d.totals["peak_bytes"]
+    assert peak == (a.peak_bytes, b.peak_bytes) and peak[0] < peak[1]
+    line = _line(d, big_product, "# <- product", line_of)
+    assert line.numbers["peak_bytes"][0] < line.numbers["peak_bytes"][1]
+    assert "at peak" in line.summary()
+
+
 class MLP(nnx.Module):
     def __init__(self, n_layers: int, rngs: nnx.Rngs):
         self.layers = nnx.List([nnx.Linear(8, 8, rngs=rngs) for _ in range(n_layers)])
