@@ -192,6 +192,7 @@ VIEWS = {
     "NanInInput": lambda: js.find_nan(jnp.sin)(jnp.array([1.0, jnp.nan])),
     "ProfileView": lambda: js.profile(_mlp, repeat=1, warmup=0)(_X),
     "MemoryView": lambda: js.memory(_mlp)(_X),
+    "ProgramDiff": lambda: js.diff(_mlp)((_X,), (_X * 2.0,)),
 }
 
 
