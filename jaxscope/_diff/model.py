@@ -624,6 +624,11 @@ def line_sentence(line: LineDiff) -> str:
         parts.append(f"+{n} {kind}")
     for kind, n in sorted(line.collectives_removed.items()):
         parts.append(f"-{n} {kind}")
+    fusions = line.numbers.get("fusions")
+    if fusions is not None and None not in fusions and fusions[0] != fusions[1]:
+        before, after = int(fusions[0] or 0), int(fusions[1] or 0)
+        if before and after:  # counted only: whether one split is not measured
+            parts.append(f"fusions {before} → {after}")
     copies = line.ops_added.get("copy", 0) + sum(
         n for op, n in line.ops_added.items() if op.startswith("copy ")
     )
