@@ -653,8 +653,10 @@ def _number_notes(line: LineDiff) -> str:
         ("peak_bytes", "at peak"),
     ):
         pair = line.numbers.get(name)
-        if pair is None or pair[0] is None or pair[1] is None or pair[0] == pair[1]:
+        if pair is None or pair[0] is None or pair[1] is None:
             continue
+        if abs(pair[1] - pair[0]) <= 0.005 * max(abs(pair[0]), abs(pair[1])):
+            continue  # estimates a rounding apart say nothing
         if name in ("collective_bytes", "peak_bytes"):
             delta = pair[1] - pair[0]
             sign = "+" if delta >= 0 else "-"
