@@ -1,3 +1,4 @@
+# pyright: strict
 """pytest: the ``jax_snapshot`` fixture (IR snapshots) and ``--jax-snapshot-update``.
 
 ``jax_snapshot(f, flops=0.02)(*args)`` traces and compiles ``f`` (never runs it),

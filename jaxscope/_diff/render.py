@@ -1,3 +1,4 @@
+# pyright: strict
 """Rendering of ``ProgramDiff``: a unified diff in text, two columns in HTML.
 
 Text: the summary first, then one ``@@`` block per changed line with its code and
