@@ -168,10 +168,10 @@ def test_large_groups_start_collapsed_and_open_in_chunks(gpage, tmp_path):
     page = gpage
     view = _big_program(400)
     _open_static(page, tmp_path, view)
-    assert _visible(gpage) == 3  # input, the collapsed scope, output
-    group = page.locator(".jsg-group.jsg-collapsed", has_text="big")
-    assert "400 nodes" in group.text_content()
-    group.click()
+    # input, output, and the scope open on its four closed layers (few boxes to show)
+    assert _visible(gpage) == 6
+    frame = page.locator(".jsg-frame", has_text="big")
+    assert frame.count() == 1
     chunks = page.locator(".jsg-group.jsg-k-chunk")
     assert chunks.count() == 4
     chunks.first.click()
@@ -295,8 +295,11 @@ def test_wheel_zooms_drag_pans_and_buttons_zoom(gpage, tmp_path, nested):
     assert (round(tx2 - tx1), round(ty2 - ty1), k2) == (80, 40, k1)
     page.locator(".jsg-zoom-out").click()
     assert _transform(page)[2] < k2
+    # "fit" shows the whole graph, however small (the first view stops at 90%)
     page.locator(".jsg-fit").click()
-    assert _transform(page)[2] == pytest.approx(k0)
+    assert _transform(page)[2] <= k0
+    whole, canvas = page.locator(".jsg-viewport").bounding_box(), box
+    assert whole and whole["height"] <= canvas["height"] + 1
 
 
 def test_a_flat_program_is_split_into_artificial_layers_at_top_level(gpage, tmp_path):
@@ -445,9 +448,18 @@ def _scoped_blocks(blocks):
     return js.graph(f)(jnp.ones(4), *[jnp.eye(4)] * 4)
 
 
+def _open_all_blocks(page):
+    # the first view opens as many as stay readable; open the rest
+    page.evaluate(
+        "async () => { const api = document.querySelector('.jaxscope-graph-mount')"
+        ".__jaxscopeGraph; for (const g of api.groups()) await api.expand(g.id); }"
+    )
+
+
 def test_shared_weights_are_drawn_as_stubs_in_each_group(gpage, tmp_path):
     view = _scoped_blocks(6)
     _open_static(gpage, tmp_path, view)
+    _open_all_blocks(gpage)
     weights = [i for i, n in enumerate(view.nodes) if n.kind == "input"][1:]
     assert len(weights) == 4
     # no long edge leaves a weight: each of the 6 blocks holds a stub of each
@@ -594,7 +606,6 @@ def test_layout_without_web_workers(gpage, tmp_path):
     _open_static(gpage, tmp_path, _big_program(400))
     api = "document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph"
     assert gpage.evaluate(f"{api}.layoutInWorker()") is False
-    gpage.locator(".jsg-group.jsg-collapsed", has_text="big").click()
     gpage.locator(".jsg-group.jsg-k-chunk").first.click()
     assert gpage.locator(".jsg-node[data-primitive=sin]").count() == 100
 
@@ -651,7 +662,193 @@ def test_the_payloads_aux_list_decides_which_nodes_are_stubs(gpage, tmp_path):
     weights = [i for i, n in enumerate(view.nodes) if n.kind == "input"][1:]
     view.payload()["aux"] = weights[:1]  # as the model marks them; only the first here
     _open_static(gpage, tmp_path, view)
+    _open_all_blocks(gpage)
     assert gpage.locator(f".jsg-stub[data-id^='x{weights[0]}@']").count() == 6
     assert gpage.locator(".jsg-stub").count() == 6
     # the others keep their long edges, one into each block
     assert gpage.locator(f".jsg-edge[data-a=n{weights[1]}]").count() == 6
+
+
+# ----------------------------------------------------------------- the first view
+
+API = "document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph"
+
+
+def _named_scope_step(layers):
+    """A plain-JAX transformer-like step: ``layer{i}`` scopes under value_and_grad,
+    then an SGD update by tree_map."""
+    d = 8
+
+    def init(key):
+        params = {}
+        for i in range(layers):
+            key, a, b = jax.random.split(key, 3)
+            params[f"layer{i}"] = {
+                "wq": jax.random.normal(a, (d, d)) * 0.1,
+                "w1": jax.random.normal(b, (d, d)) * 0.1,
+            }
+        return params
+
+    def loss(params, x, y):
+        h = x
+        for i in range(layers):
+            with jax.named_scope(f"layer{i}"):
+                w = params[f"layer{i}"]
+                h = h + jax.nn.softmax(h @ w["wq"] @ h.T, axis=-1) @ h
+                h = h + jax.nn.gelu(h @ w["w1"])
+        return jnp.mean((h - y) ** 2)
+
+    @jax.jit
+    def sgd_step(params, x, y):
+        value, grads = jax.value_and_grad(loss)(params, x, y)
+        return jax.tree.map(lambda w, g: w - 1e-3 * g, params, grads), value
+
+    return sgd_step, (init(jax.random.key(0)), jnp.ones((4, d)), jnp.ones((4, d)))
+
+
+def _group_labels(page):
+    """The labels of the closed groups drawn, without their "▸"."""
+    return [
+        t[2:]
+        for t in page.locator(".jsg-group.jsg-collapsed .jsg-label").all_text_contents()
+    ]
+
+
+def _smallest_text_px(page):
+    """The smallest font size on screen of the text drawn in the graph, in CSS px."""
+    return page.evaluate(
+        """() => Math.min(...[...document.querySelectorAll('.jsg-viewport text')].map(
+             (t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a))"""
+    )
+
+
+def _on_screen(page, locator):
+    canvas = page.locator(".jsg-canvas").bounding_box()
+    box = locator.bounding_box()
+    return bool(
+        canvas
+        and box
+        and box["x"] >= canvas["x"] - 1
+        and box["y"] >= canvas["y"] - 1
+        and box["x"] + box["width"] <= canvas["x"] + canvas["width"] + 1
+        and box["y"] + box["height"] <= canvas["y"] + canvas["height"] + 1
+    )
+
+
+def test_a_named_scope_training_step_opens_on_its_layers(gpage, tmp_path):
+    f, args = _named_scope_step(6)
+    _open_static(gpage, tmp_path, js.graph(f)(*args))
+    labels = _group_labels(gpage)
+    layers = [f"layer{i}" for i in range(6)]
+    # forward, then backward in reverse, the inputs, the update and the outputs
+    assert [x for x in labels if x.startswith("layer")] == layers + layers[::-1]
+    assert "inputs" in labels and "outputs" in labels
+    assert [x for x in labels if "line" in x] == [
+        f"sgd_step: line {_line_of(_named_scope_step, 'tree.map')}"
+    ]
+    assert not [x for x in labels if x.startswith("nodes ")]
+    # all on screen at once, readable
+    for box in gpage.locator(".jsg-group.jsg-collapsed").all():
+        assert _on_screen(gpage, box)
+    assert _smallest_text_px(gpage) >= 9
+
+
+def _line_of(f, text):
+    import inspect
+
+    lines, start = inspect.getsourcelines(f)  # the update's line, in the test's file
+    return next(start + k for k, line in enumerate(lines) if text in line)
+
+
+def test_69_layers_open_on_a_series_that_opens_page_by_page(gpage, tmp_path):
+    f, args = _named_scope_step(69)
+    _open_static(gpage, tmp_path, js.graph(f)(*args))
+    labels = _group_labels(gpage)
+    assert "layer0 \u2026 layer68 (69 blocks)" in labels
+    assert "layer68 \u2026 layer0 (69 blocks)" in labels
+    assert _smallest_text_px(gpage) >= 9
+    series = gpage.locator(".jsg-group.jsg-k-series", has_text="layer0 \u2026 layer68")
+    assert _on_screen(gpage, series)
+    series.click()
+    _settled(gpage)
+    pages = _group_labels(gpage)
+    assert "layer0 \u2026 layer9" in pages and "layer60 \u2026 layer68" in pages
+    gpage.locator(".jsg-group.jsg-k-series", has_text="layer10 \u2026 layer19").click()
+    _settled(gpage)
+    assert {f"layer{i}" for i in range(10, 20)} <= set(_group_labels(gpage))
+
+
+def _linen_cnn_step():
+    import flax.linen as nn
+    import optax
+
+    class CNN(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Conv(features=8, kernel_size=(3, 3))(x)
+            x = nn.relu(x)
+            x = nn.avg_pool(x, window_shape=(2, 2), strides=(2, 2))
+            x = nn.Conv(features=16, kernel_size=(3, 3))(x)
+            x = nn.relu(x)
+            x = nn.avg_pool(x, window_shape=(2, 2), strides=(2, 2))
+            x = x.reshape((x.shape[0], -1))
+            x = nn.Dense(features=32)(x)
+            x = nn.relu(x)
+            return nn.Dense(features=10)(x)
+
+    cnn = CNN()
+    x = jnp.ones((2, 8, 8, 1))
+    params = cnn.init(jax.random.key(0), x)["params"]
+    tx = optax.adam(1e-3)
+    opt_state = tx.init(params)
+
+    @jax.jit
+    def train_step(params, opt_state, x, labels):
+        def loss_fn(params):
+            logits = cnn.apply({"params": params}, x)
+            return optax.softmax_cross_entropy_with_integer_labels(
+                logits, labels
+            ).mean()
+
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    return train_step, (params, opt_state, x, jnp.array([1, 2]))
+
+
+def _equinox_mlp_step():
+    import equinox as eqx
+    import optax
+
+    model = eqx.nn.MLP(4, 2, 16, depth=3, key=jax.random.key(0))
+    optim = optax.adam(1e-3)
+    opt_state = optim.init(eqx.filter(model, eqx.is_array))
+
+    @eqx.filter_jit
+    def make_step(model, opt_state, x, y):
+        def loss(model):
+            return jnp.mean((jax.vmap(model)(x) - y) ** 2)
+
+        value, grads = eqx.filter_value_and_grad(loss)(model)
+        updates, opt_state = optim.update(grads, opt_state)
+        return eqx.apply_updates(model, updates), opt_state, value
+
+    return make_step, (model, opt_state, jnp.ones((5, 4)), jnp.ones((5, 2)))
+
+
+@pytest.mark.parametrize("program", [_linen_cnn_step, _equinox_mlp_step])
+def test_small_models_open_readable_in_a_view_as_tall_as_they_need(
+    gpage, tmp_path, program
+):
+    f, args = program()
+    _open_static(gpage, tmp_path, js.graph(f)(*args))
+    assert _smallest_text_px(gpage) >= 9
+    height = gpage.locator(".jaxscope-graph").bounding_box()["height"]  # type: ignore[index]
+    assert 200 <= height <= 760
+    assert float(gpage.get_attribute(".jaxscope-graph", "data-first-zoom") or 0) >= 0.9
+    # "fit" still shows the whole graph, however small
+    gpage.locator(".jsg-fit").click()
+    whole = gpage.locator(".jsg-viewport").bounding_box()
+    canvas = gpage.locator(".jsg-canvas").bounding_box()
+    assert whole and canvas and whole["height"] <= canvas["height"] + 1

@@ -17,10 +17,15 @@ import { toolbar } from "./toolbar.js";
 // Layouts of at most this many nodes + edges run inline (a few ms: less than a post).
 const INLINE_MAX = 120;
 const MIN_HEIGHT = 200;
-// Groups up to this many leaf nodes may start expanded, smallest first, as long as
-// the first view shows at most VISIBLE_BUDGET items.
-const AUTO_EXPAND = 60;
-const VISIBLE_BUDGET = 80;
+// Groups (never artificial boxes: inputs, outputs, runs, series, layers) start
+// expanded, those adding fewest items first, while the first view shows at most
+// VISIBLE_BUDGET items and stays readable: at FIRST_ZOOM_MIN (text of 9 px and more)
+// it fits in PAN_SCREENS canvases of the largest height (panning shows the rest).
+const VISIBLE_BUDGET = 60;
+export const FIRST_ZOOM_MIN = 0.9;
+const PAN_SCREENS = [1.5, 2.5];
+// The first view's height follows the graph, between MIN_HEIGHT and this.
+const MAX_HEIGHT = 760;
 const PAD = 10;
 const HEADER = 22;
 
@@ -47,34 +52,89 @@ export class GraphViewer {
     this.current = -1;
     this.lastQuery = null;
     this.elements = new Map();
-    this.defaultExpansion();
+    this.opened = this.defaultExpansion();
     this.build();
-    this.ready = this.update(() => this.fit());
+    this.ready = this.firstView();
   }
 
-  // Open small groups first (fewest leaves), while the view stays under VISIBLE_BUDGET
-  // items; groups of more than AUTO_EXPAND leaves and artificial layers start closed.
+  // Open groups, those adding fewest items first, while the view stays under
+  // VISIBLE_BUDGET items; artificial boxes start closed. Returns them in that order.
   defaultExpansion() {
     const h = this.h;
     let visible = h.members(ROOT).length;
+    const opened = [];
     const queue = [];
     const push = (c) => {
-      for (const id of h.children.get(c) || []) {
-        if (!h.isContainer(id)) continue;
-        const it = h.item.get(id);
-        if (it.kind !== "chunk" && it.size <= AUTO_EXPAND) queue.push(id);
-      }
+      for (const id of h.children.get(c) || []) if (id[0] === "g" && h.isContainer(id)) queue.push(id);
     };
     push(ROOT);
     while (queue.length) {
-      queue.sort((a, b) => h.item.get(b).size - h.item.get(a).size);
+      queue.sort((a, b) => h.members(b).length - h.members(a).length);
       const id = queue.pop();
       const cost = h.members(id).length - 1;
       if (visible + cost > VISIBLE_BUDGET) continue;
       visible += cost;
       this.expanded.add(id);
+      opened.push(id);
       push(id);
     }
+    return opened;
+  }
+
+  // The first view: laid out, then groups closed again (last opened first) while it
+  // would be unreadable; drawn at the zoom that fits, never below FIRST_ZOOM_MIN, its
+  // height following the graph.
+  async firstView() {
+    const gen = ++this.gen;
+    try {
+      for (;;) {
+        const pending = this.prepare(gen);
+        if (pending) this.setBusy(true);
+        if (pending && !(await pending)) return;
+        if (this.missing().length) continue;
+        const lay = this.layouts.get(ROOT);
+        if (!this.opened.length || this.readable(lay.w, lay.h)) break;
+        const id = this.opened.pop();
+        this.expanded.delete(id);
+        this.invalidate(id);
+      }
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    if (gen !== this.gen) return;
+    this.setBusy(false);
+    this.render();
+    this.firstFit();
+  }
+
+  // Canvas width, and its height at the largest height the view takes by itself.
+  canvasLimits() {
+    const [w] = this.pz.size();
+    const chrome = this.root.clientHeight - this.canvas.clientHeight;
+    const limit = Math.max(this.opts.height || 520, MAX_HEIGHT);
+    return [w, limit - (chrome > 0 && chrome < limit ? chrome : 70)];
+  }
+
+  readable(lw, lh) {
+    const [w, hgt] = this.canvasLimits();
+    return lw * FIRST_ZOOM_MIN <= (w - 20) * PAN_SCREENS[0] && lh * FIRST_ZOOM_MIN <= (hgt - 20) * PAN_SCREENS[1];
+  }
+
+  // The view's height follows the drawing (up to its limit); the zoom fits it, but no
+  // further out than FIRST_ZOOM_MIN: the top of a larger graph shows, pan for the rest.
+  firstFit() {
+    const lay = this.layouts.get(ROOT);
+    if (!lay) return;
+    const [w, maxCanvas] = this.canvasLimits();
+    const k = Math.max(FIRST_ZOOM_MIN, Math.min(1.2, (w - 20) / lay.w));
+    const chrome = this.root.clientHeight - this.canvas.clientHeight;
+    if (chrome > 0 && !this.opts.fixedHeight) {
+      const canvas = Math.max(MIN_HEIGHT - chrome, Math.min(maxCanvas, Math.ceil(lay.h * k + 24)));
+      this.root.style.height = canvas + chrome + "px";
+    }
+    this.pz.fitAtLeast(lay.w, lay.h, FIRST_ZOOM_MIN);
+    this.root.dataset.firstZoom = String(this.pz.k);
   }
 
   // -------------------------------------------------------------------- DOM skeleton
@@ -217,6 +277,20 @@ export class GraphViewer {
     return { nodes, edges };
   }
 
+  // A level of a few boxes, several of them open (a forward pass, its backward pass, an
+  // update) may read better side by side: of top-down and left-right, the layout that
+  // fits the canvas at the larger zoom.
+  oriented(c, input) {
+    const down = layoutGraph(input);
+    const kids = this.h.members(c);
+    const open = kids.filter((id) => this.expanded.has(id) && this.h.isContainer(id)).length;
+    if (open < 2 || kids.length > 12) return down;
+    const across = layoutGraph({ ...input, rankdir: "LR" });
+    const [w, hgt] = this.canvasLimits();
+    const zoom = (o) => Math.min(w / (o.w + 40), hgt / (o.h + 40));
+    return zoom(across) > zoom(down) * 1.2 ? across : down;
+  }
+
   store(c, input, out) {
     const top = PAD + (c === ROOT ? 0 : HEADER);
     const pos = new Map();
@@ -239,7 +313,7 @@ export class GraphViewer {
     for (; i < todo.length; i++) {
       const input = this.layoutInput(todo[i]);
       if (!this.engine.inline(input)) break;
-      this.store(todo[i], input, layoutGraph(input));
+      this.store(todo[i], input, this.oriented(todo[i], input));
     }
     if (i === todo.length) return null;
     return (async () => {
