@@ -119,10 +119,15 @@ def test_search_by_primitive_variable_and_line(gpage, tmp_path, nested):
     _open_static(page, tmp_path, view)
     box = page.locator(".jsg-search")
     box.fill("sin")
-    box.press("Enter")  # searches and goes to the first result
-    assert page.locator(".jsg-count").inner_text() == "1 of 2 matches"
-    assert page.locator(".jsg-node.jsg-match").count() == 2
-    assert page.locator(".jsg-results .jsg-result").count() == 2
+    box.press("Enter")  # searches and goes to the first result: a sin node
+    assert page.locator(".jsg-node.jsg-current").get_attribute("data-primitive") == "sin"
+    assert page.locator(".jsg-node.jsg-match[data-primitive=sin]").count() == 2
+    # then what says "sin" in its source line (`jnp.sin(a) * a` in a remat)
+    listed = page.locator(".jsg-results .jsg-result").all_inner_texts()
+    assert [t.split()[0] for t in listed[:2]] == ["sin", "sin"]
+    assert len(listed) > 2 and page.locator(".jsg-count").inner_text() == (
+        f"1 of {len(listed)} matches"
+    )
     # a variable name: the output of the jit's sin
     sin = next(n for n in view.nodes if n.label == "sin")
     box.fill("%" + sin.outputs[0][0])
@@ -527,8 +532,8 @@ def test_search_steps_through_results_and_marks_producers_and_consumers(
     view = js.graph(nested)(jnp.ones(4), 1.0)
     _open_static(page, tmp_path, view)
     box = page.locator(".jsg-search")
-    box.fill("sin")
-    box.press("Enter")
+    box.fill("%" + next(n for n in view.nodes if n.label == "sin").outputs[0][0])
+    box.press("Enter")  # a variable: its producer and its consumer
     count = page.locator(".jsg-count")
     assert count.inner_text() == "1 of 2 matches"
     box.press("Enter")
@@ -852,3 +857,96 @@ def test_small_models_open_readable_in_a_view_as_tall_as_they_need(
     whole = gpage.locator(".jsg-viewport").bounding_box()
     canvas = gpage.locator(".jsg-canvas").bounding_box()
     assert whole and canvas and whole["height"] <= canvas["height"] + 1
+
+
+def _nnx_transformer_step(blocks=3):
+    import optax
+    from flax import nnx
+
+    class Attention(nnx.Module):
+        def __init__(self, d, rngs):
+            self.qkv = nnx.Linear(d, 3 * d, rngs=rngs)
+            self.out = nnx.Linear(d, d, rngs=rngs)
+
+        def __call__(self, x):
+            q, k, v = jnp.split(self.qkv(x), 3, axis=-1)
+            a = jax.nn.softmax(q @ k.swapaxes(-1, -2) / jnp.sqrt(q.shape[-1]), axis=-1)
+            return self.out(a @ v)
+
+    class MLP(nnx.Module):
+        def __init__(self, d, rngs):
+            self.fc1 = nnx.Linear(d, 4 * d, rngs=rngs)
+            self.fc2 = nnx.Linear(4 * d, d, rngs=rngs)
+
+        def __call__(self, x):
+            return self.fc2(nnx.gelu(self.fc1(x)))
+
+    class Block(nnx.Module):
+        def __init__(self, d, rngs):
+            self.ln = nnx.LayerNorm(d, rngs=rngs)
+            self.attn = Attention(d, rngs)
+            self.mlp = MLP(d, rngs)
+
+        def __call__(self, x):
+            x = x + self.attn(self.ln(x))
+            return x + self.mlp(x)
+
+    class Transformer(nnx.Module):
+        def __init__(self, d, n, rngs):
+            self.blocks = nnx.List([Block(d, rngs) for _ in range(n)])
+            self.head = nnx.Linear(d, 4, rngs=rngs)
+
+        def __call__(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return self.head(x.mean(axis=1))
+
+    model = Transformer(8, blocks, nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
+
+    @nnx.jit
+    def train_step(model, optimizer, x, y):
+        def loss_fn(model):
+            logits = model(x)
+            return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+        loss, grads = nnx.value_and_grad(loss_fn)(model)
+        optimizer.update(model, grads)
+        return loss
+
+    return train_step, (model, optimizer, jnp.ones((2, 4, 8)), jnp.array([1, 2]))
+
+
+def test_search_finds_groups_first_with_their_path(gpage, tmp_path):
+    f, args = _nnx_transformer_step()
+    _open_static(gpage, tmp_path, js.graph(f)(*args))
+
+    def results(query):
+        gpage.evaluate(f"{API}.search({json.dumps(query)})")
+        return gpage.evaluate(f"{API}.results()")
+
+    block = results("Block #3")
+    assert [(r["label"], r["path"]) for r in block] == [
+        ("Block #3", ["loss_fn", "Transformer"]),
+        ("Block #3", ["loss_fn (backward)", "Transformer"]),
+    ]
+    qkv = results("self.qkv")
+    assert [r["path"] for r in qkv[:3]] == [
+        ["loss_fn", "Transformer", f"Block #{b}", "Attention"] for b in (1, 2, 3)
+    ]
+    # groups first, then the nodes; function names match in part
+    calls = results("__call__")
+    kinds = [r["id"][0] for r in calls]
+    assert "g" in kinds and "n" in kinds and kinds == sorted(kinds)
+    # words of the source lines: a call of softmax or gelu makes no group of its own
+    for word in ("softmax", "gelu"):
+        assert results(word), word
+    # Enter goes to the first result: the group, revealed and marked
+    gpage.locator(".jsg-search").fill("Block #3")
+    gpage.locator(".jsg-search").press("Enter")
+    _settled(gpage)
+    current = gpage.locator(".jsg-current")
+    assert current.count() == 1 and "Block #3" in current.text_content()
+    assert _on_screen(gpage, current)
+    listed = gpage.locator(".jsg-results .jsg-result-group").first.inner_text()
+    assert "loss_fn \u203a Transformer" in listed

@@ -11,7 +11,7 @@ import { Hierarchy } from "./hierarchy.js";
 import { layoutGraph } from "./layout.js";
 import { DetailPanel } from "./panel.js";
 import { PanZoom, installResize } from "./panzoom.js";
-import { matches, resultList, stepIndex } from "./search.js";
+import { resultList, search, stepIndex } from "./search.js";
 import { toolbar } from "./toolbar.js";
 
 // Layouts of at most this many nodes + edges run inline (a few ms: less than a post).
@@ -621,12 +621,21 @@ export class GraphViewer {
   }
 
   // -------------------------------------------------------------- highlighting
-  // `entries`: [leaf indices, class]; later entries win, the selection always does.
+  // The visible item standing for a leaf index or an item id.
+  repOf(x) {
+    if (typeof x === "number") return this.rep(x);
+    if (x[0] === "n") return this.rep(this.h.item.get(x).index);
+    for (const c of this.h.containersOf(x)) if (!this.expanded.has(c)) return c;
+    return x;
+  }
+
+  // `entries`: [leaf indices or item ids, class]; later entries win, the selection
+  // always does.
   setMarks(entries, io) {
     this.marks = new Map();
     for (const [leaves, cls] of entries) {
       for (const i of leaves) {
-        const r = this.rep(i);
+        const r = this.repOf(i);
         if (this.marks.get(r) === "jsg-selected") continue;
         this.marks.set(r, cls);
       }
@@ -651,7 +660,7 @@ export class GraphViewer {
     }
     const cur = this.current >= 0 && this.results[this.current];
     if (cur !== undefined && cur !== false) {
-      const e = this.elements.get(this.rep(cur));
+      const e = this.elements.get(this.repOf(cur));
       if (e) e.classList.add("jsg-current", "jsg-selected");
     }
     for (const p of this.viewport.querySelectorAll(".jsg-edge")) {
@@ -699,7 +708,7 @@ export class GraphViewer {
 
   // --------------------------------------------------------------------- search
   runSearch(query) {
-    const found = matches(this.g.nodes, query);
+    const found = search(this.g, query);
     this.results = found;
     this.current = -1;
     this.lastQuery = query;
@@ -707,12 +716,19 @@ export class GraphViewer {
       this.marks.clear(); this.applyMarks(); this.count.textContent = ""; return found;
     }
     this.setMarks([[found, "jsg-match"]]);
-    this.count.textContent = `${found.length} match${found.length === 1 ? "" : "es"}`;
+    const groups = found.filter((id) => id[0] === "g").length;
+    this.count.textContent = `${found.length} match${found.length === 1 ? "" : "es"}` +
+      (groups ? ` (${groups} group${groups === 1 ? "" : "s"})` : "");
     this.panel.clear();
     this.panel.add(el("div", "jsg-panel-title", `search: ${query}`));
-    this.resultList = resultList(this.g.nodes, found, (k) => this.showResult(k));
+    this.resultList = resultList(found, (id) => this.h.item.get(id), (id) => this.pathOf(id), (k) => this.showResult(k));
     this.panel.add(this.resultList);
     return found;
+  }
+
+  // The labels of the groups holding an item, outermost first (artificial boxes left out).
+  pathOf(id) {
+    return this.h.containersOf(id).filter((c) => c[0] === "g").map((c) => this.h.item.get(c).label);
   }
 
   // Next (+1) or previous (-1) search result, wrapping around.
@@ -726,12 +742,31 @@ export class GraphViewer {
     this.current = k;
     const n = this.results.length;
     this.count.textContent = `${k + 1} of ${n} match${n === 1 ? "" : "es"}`;
-    const index = this.results[k];
-    const done = this.goTo("n" + index, { keepPanel: true });
+    const id = this.results[k];
+    const done = id[0] === "g" ? this.goToGroup(id) : this.goTo(id, { keepPanel: true });
     if (this.resultList && this.resultList.isConnected) {
       [...this.resultList.children].forEach((a, j) => a.classList.toggle("jsg-result-current", j === k));
     }
     return done;
+  }
+
+  // Open the groups holding a group (not the group itself), mark and centre on it.
+  goToGroup(id) {
+    const show = () => {
+      this.focused = id;
+      this.selected = null;
+      this.setMarks([[this.results, "jsg-match"]]);
+      this.centreOn(id, false);
+      if (this.pz.k < 0.6) this.pz.zoomBy(0.8 / this.pz.k, ...this.pz.screenCentre());
+      this.renderCrumbs();
+    };
+    let changed = false;
+    for (const c of this.h.containersOf(id)) {
+      if (!this.expanded.has(c)) { this.expanded.add(c); this.invalidate(c); changed = true; }
+    }
+    if (changed) return this.update(show);
+    show();
+    return Promise.resolve();
   }
 
   // Open the groups holding a node, select it (marks, panel) and centre on it.
@@ -779,6 +814,7 @@ export class GraphViewer {
       expand: (id) => (this.expanded.has(id) ? Promise.resolve() : this.toggle(id)),
       collapse: (id) => (this.expanded.has(id) ? this.toggle(id) : Promise.resolve()),
       search: (q) => this.runSearch(q).length,
+      results: () => this.results.map((id) => ({ id, label: this.h.item.get(id).label, path: this.pathOf(id) })),
       step: (d) => this.step(d),
       select: (i) => this.goTo("n" + i),
       highlightLine: (f, l) => this.highlightLine(f, l),
