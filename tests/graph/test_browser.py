@@ -950,3 +950,23 @@ def test_search_finds_groups_first_with_their_path(gpage, tmp_path):
     assert _on_screen(gpage, current)
     listed = gpage.locator(".jsg-results .jsg-result-group").first.inner_text()
     assert "loss_fn \u203a Transformer" in listed
+
+
+def test_a_group_shows_what_crosses_its_boundary_and_what_it_holds(gpage, tmp_path):
+    f, args = _named_scope_step(2)
+    view = js.graph(f)(*args)
+    _open_static(gpage, tmp_path, view)
+    gpage.locator(".jsg-group.jsg-collapsed", has_text="layer1").first.click()
+    _settled(gpage)
+    panel = gpage.locator(".jsg-panel")
+    assert panel.locator(".jsg-panel-title").inner_text() == "layer1"
+    inputs = panel.locator(".jsg-inputs")
+    # the previous layer's activations and this layer's two weights, with types
+    assert inputs.locator(".jsg-section-title").inner_text().lower() == "inputs (3)"
+    assert set(inputs.locator(".jsg-v").all_inner_texts()) == {"f32[4,8]", "f32[8,8]"}
+    outputs = panel.locator(".jsg-outputs")
+    assert outputs.locator(".jsg-empty").count() == 0
+    group = next(g for g in view.groups if g.label == "layer1" and not g.backward)
+    eqns = sum(1 for n in view.nodes if n.group == group.id and n.kind == "eqn")
+    reach = panel.locator(".jsg-reach").inner_text()
+    assert f"{eqns} equations" in reach and "flops" in reach
