@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { ROOT, decode } from "../src/graph/decode.js";
+import { FORMAT, ROOT, decode } from "../src/graph/decode.js";
 import { Payload } from "./payload.mjs";
 
 // y = sin(x) * 2 inside a name scope "layer", as jaxscope writes it.
@@ -132,4 +132,22 @@ test("a group's facts: the values crossing its boundary, equations and flops", a
   assert.equal(facts.eqns, 2);
   assert.equal(flopsOf(d.nodes[dot]), 2 * 8 * 32 * 16);
   assert.equal(facts.flops, 2 * 8 * 32 * 16 + 8 * 32);
+});
+
+test("the checked-in payload example (tests/graph/test_payload_contract.py writes its like) decodes", async () => {
+  const { readFileSync } = await import("node:fs");
+  const data = JSON.parse(readFileSync(new URL("./payload-example.json", import.meta.url), "utf-8"));
+  assert.equal(data.format, FORMAT);
+  const g = decode(data);
+  assert.equal(g.title, "step");
+  const labels = g.groups.map((x) => x.label);
+  assert.deepEqual(labels, ["loss", "layer0", "layer1", "loss (backward)", "layer1", "layer0"]);
+  assert.deepEqual(g.groups.map((x) => x.backward), [false, false, false, true, true, true]);
+  assert.deepEqual(g.nodes.filter((n) => n.kind === "input").map((n) => n.label), ["params[0]", "params[1]", "x"]);
+  const dot = g.nodes.find((n) => n.primitive === "dot_general");
+  assert.equal(dot.source.file, "model.py");
+  assert.equal(dot.parent, "g1");
+  assert.ok(g.sources["model.py"][String(dot.source.line)].includes("x @ w"));
+  assert.ok(g.edges.every((e) => e.src >= 0 && e.src < g.nodes.length && e.type));
+  assert.throws(() => decode({ ...data, format: FORMAT + 1 }), /is not 1/);
 });

@@ -120,7 +120,9 @@ def test_search_by_primitive_variable_and_line(gpage, tmp_path, nested):
     box = page.locator(".jsg-search")
     box.fill("sin")
     box.press("Enter")  # searches and goes to the first result: a sin node
-    assert page.locator(".jsg-node.jsg-current").get_attribute("data-primitive") == "sin"
+    assert (
+        page.locator(".jsg-node.jsg-current").get_attribute("data-primitive") == "sin"
+    )
     assert page.locator(".jsg-node.jsg-match[data-primitive=sin]").count() == 2
     # then what says "sin" in its source line (`jnp.sin(a) * a` in a remat)
     listed = page.locator(".jsg-results .jsg-result").all_inner_texts()
