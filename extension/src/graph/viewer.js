@@ -28,6 +28,8 @@ const PAN_SCREENS = [1.5, 2.5];
 const MAX_HEIGHT = 760;
 const PAD = 10;
 const HEADER = 22;
+// Graphs of more nodes build their grouping model after the frame shows.
+const STAGED_MIN = 2000;
 
 // Tells apart the arrow markers of several viewers on one page.
 let uid = 0;
@@ -38,7 +40,7 @@ export class GraphViewer {
     this.onSelect = this.opts.onSelect || (() => {});
     this.host = host;
     this.g = decode(data);
-    this.h = new Hierarchy(this.g, this.opts);
+    this.h = null; // the grouping model, made once the frame shows (start)
     this.engine = new LayoutEngine(this.opts.inlineMax ?? INLINE_MAX);
     this.expanded = new Set([ROOT]);
     this.layouts = new Map();
@@ -52,9 +54,21 @@ export class GraphViewer {
     this.current = -1;
     this.lastQuery = null;
     this.elements = new Map();
-    this.opened = this.defaultExpansion();
     this.build();
-    this.ready = this.firstView();
+    this.ready = this.start();
+  }
+
+  // The frame (toolbar, an empty canvas) shows first; a large graph's grouping
+  // model and first layout follow in tasks of their own, so the page stays live.
+  async start() {
+    if (this.g.nodes.length > STAGED_MIN) {
+      this.setBusy(true);
+      await new Promise((r) => setTimeout(r));
+    }
+    this.h = new Hierarchy(this.g, this.opts);
+    this.opened = this.defaultExpansion();
+    if (this.g.nodes.length > STAGED_MIN) await new Promise((r) => setTimeout(r));
+    return this.firstView();
   }
 
   // Open groups, those adding fewest items first, while the view stays under
@@ -332,6 +346,7 @@ export class GraphViewer {
 
   // Lay out (off the main thread when large), draw, then `after`. Resolves once drawn.
   update(after) {
+    if (!this.h) return this.ready.then(() => this.update(after));
     const gen = ++this.gen;
     const finish = () => {
       if (gen !== this.gen) return;
@@ -533,7 +548,7 @@ export class GraphViewer {
 
   // ------------------------------------------------------------------- keyboard
   onKey(ev) {
-    if (ev.target === this.search) return;
+    if (ev.target === this.search || !this.h || !this.boxes) return;
     const key = ev.key;
     if (key === "f" && !ev.ctrlKey && !ev.metaKey && !ev.altKey) {
       this.setFull(!this.root.classList.contains("jsg-full"));
@@ -708,6 +723,7 @@ export class GraphViewer {
 
   // --------------------------------------------------------------------- search
   runSearch(query) {
+    if (!this.h) return [];
     const found = search(this.g, query);
     this.results = found;
     this.current = -1;
