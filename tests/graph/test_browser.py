@@ -474,6 +474,7 @@ def test_shared_weights_are_drawn_as_stubs_in_each_group(gpage, tmp_path):
         assert gpage.locator(f".jsg-edge[data-a=n{i}]").count() == 0
         assert gpage.locator(f".jsg-stub[data-id^='x{i}@']").count() == 6
     assert gpage.locator(".jsg-edge.jsg-aux-edge").count() == 24
+    gpage.locator(".jsg-fit").click()  # all of it on screen
     gpage.locator(f".jsg-stub[data-id^='x{weights[2]}@']").first.click()
     assert gpage.locator(".jsg-node.jsg-selected").get_attribute("data-id") == (
         f"n{weights[2]}"

@@ -72,25 +72,37 @@ export class GraphViewer {
   }
 
   // Open groups, those adding fewest items first, while the view stays under
-  // VISIBLE_BUDGET items; artificial boxes start closed. Returns them in that order.
+  // VISIBLE_BUDGET items; artificial boxes and three or more numbered siblings
+  // ("layer0", "layer1", ..., "Block #1", ...) start closed, two open together or not
+  // at all. Returns what opened together, in that order.
   defaultExpansion() {
     const h = this.h;
     let visible = h.members(ROOT).length;
     const opened = [];
-    const queue = [];
+    const queue = []; // bundles: [ids, cost]
     const push = (c) => {
-      for (const id of h.children.get(c) || []) if (id[0] === "g" && h.isContainer(id)) queue.push(id);
+      const bundles = new Map();
+      for (const id of h.children.get(c) || []) {
+        if (id[0] !== "g" || !h.isContainer(id)) continue;
+        const num = h.numbered(id);
+        const key = num ? num.key : id;
+        if (!bundles.has(key)) bundles.set(key, []);
+        bundles.get(key).push(id);
+      }
+      // three or more numbered siblings stay closed: their names are the structure
+      for (const ids of bundles.values()) {
+        if (ids.length < 3) queue.push([ids, ids.reduce((a, id) => a + h.members(id).length - 1, 0)]);
+      }
     };
     push(ROOT);
     while (queue.length) {
-      queue.sort((a, b) => h.members(b).length - h.members(a).length);
-      const id = queue.pop();
-      const cost = h.members(id).length - 1;
+      queue.sort((a, b) => b[1] - a[1]);
+      const [ids, cost] = queue.pop();
       if (visible + cost > VISIBLE_BUDGET) continue;
       visible += cost;
-      this.expanded.add(id);
-      opened.push(id);
-      push(id);
+      for (const id of ids) this.expanded.add(id);
+      opened.push(ids);
+      for (const id of ids) push(id);
     }
     return opened;
   }
@@ -108,9 +120,10 @@ export class GraphViewer {
         if (this.missing().length) continue;
         const lay = this.layouts.get(ROOT);
         if (!this.opened.length || this.readable(lay.w, lay.h)) break;
-        const id = this.opened.pop();
-        this.expanded.delete(id);
-        this.invalidate(id);
+        for (const id of this.opened.pop()) {
+          this.expanded.delete(id);
+          this.invalidate(id);
+        }
       }
     } catch (err) {
       this.fail(err);
@@ -294,15 +307,26 @@ export class GraphViewer {
   // A level of a few boxes, several of them open (a forward pass, its backward pass, an
   // update) may read better side by side: of top-down and left-right, the layout that
   // fits the canvas at the larger zoom.
-  oriented(c, input) {
-    const down = layoutGraph(input);
+  mayTurn(c) {
     const kids = this.h.members(c);
-    const open = kids.filter((id) => this.expanded.has(id) && this.h.isContainer(id)).length;
-    if (open < 2 || kids.length > 12) return down;
-    const across = layoutGraph({ ...input, rankdir: "LR" });
+    return kids.length <= 12 && kids.filter((id) => this.expanded.has(id) && this.h.isContainer(id)).length >= 2;
+  }
+
+  better(down, across) {
     const [w, hgt] = this.canvasLimits();
     const zoom = (o) => Math.min(w / (o.w + 40), hgt / (o.h + 40));
     return zoom(across) > zoom(down) * 1.2 ? across : down;
+  }
+
+  oriented(c, input) {
+    const down = layoutGraph(input);
+    return this.mayTurn(c) ? this.better(down, layoutGraph({ ...input, rankdir: "LR" })) : down;
+  }
+
+  async orientedAsync(c, input) {
+    const down = await this.engine.run(input);
+    if (!this.mayTurn(c)) return down;
+    return this.better(down, await this.engine.run({ ...input, rankdir: "LR" }));
   }
 
   store(c, input, out) {
@@ -336,7 +360,7 @@ export class GraphViewer {
         if (this.layouts.has(c)) continue;
         const epoch = this.epochs.get(c) || 0;
         const input = this.layoutInput(c);
-        const out = await this.engine.run(input);
+        const out = await this.orientedAsync(c, input);
         if (gen !== this.gen) return false;
         if ((this.epochs.get(c) || 0) === epoch) this.store(c, input, out);
       }
