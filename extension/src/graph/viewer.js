@@ -851,7 +851,12 @@ export class GraphViewer {
   // Actions return a promise resolved once the view is drawn.
   api() {
     return {
-      expand: (id) => (this.expanded.has(id) ? Promise.resolve() : this.toggle(id)),
+      // the boxes holding it open too (a series, its page)
+      expand: (id) => {
+        const revealed = this.reveal(id);
+        if (!this.expanded.has(id)) return this.toggle(id);
+        return revealed ? this.update() : Promise.resolve();
+      },
       collapse: (id) => (this.expanded.has(id) ? this.toggle(id) : Promise.resolve()),
       search: (q) => this.runSearch(q).length,
       results: () => this.results.map((id) => ({ id, label: this.h.item.get(id).label, path: this.pathOf(id) })),
