@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { ROOT, decode } from "../src/graph/decode.js";
-import { AUX_MIN_GROUPS, Hierarchy } from "../src/graph/hierarchy.js";
+import { AUX_MIN_GROUPS, Hierarchy, IO_MIN } from "../src/graph/hierarchy.js";
 import { Payload, chain } from "./payload.mjs";
 
 const build = (p, opts) => new Hierarchy(decode(p.json()), opts);
@@ -253,4 +253,18 @@ test("equations with no source line are named by their primitives", () => {
   const kids = labels(h, "g0");
   assert.equal(kids[0], "inner");
   assert.equal(kids[1], "mul, sqrt, add (39 equations)");
+});
+
+test("a shared weight in the inputs' box still gets a stub in each group it feeds", () => {
+  const p = new Payload("mlp");
+  const inputs = [];
+  for (let i = 0; i < IO_MIN; i++) inputs.push(p.node({ kind: 1, label: `w${i}` }));
+  for (let i = 0; i < AUX_MIN_GROUPS; i++) {
+    const g = p.group({ label: "block", size: 1 });
+    p.edge(inputs[0], p.node({ label: "dot_general", group: g }), "w0", "f32[4,4]");
+  }
+  const h = build(p);
+  assert.equal(h.item.get(h.children.get(ROOT)[0]).kind, "io");
+  for (let g = 0; g < AUX_MIN_GROUPS; g++) assert.deepEqual(h.stubs.get("g" + g), [`x0@g${g}`]);
+  assert.equal((h.lifted.get(ROOT) || []).length, 0); // no edge from the box
 });

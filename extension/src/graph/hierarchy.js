@@ -333,7 +333,7 @@ export class Hierarchy {
       if (to === null || from === to) continue;
       const inner = k + 1 < b.length ? b[k + 1] : e.dst >= 0 ? "n" + e.dst : null;
       lifted.push({ lca: k === 0 ? ROOT : a[k - 1], from, to, inner, e });
-      if (from[0] === "n" && to[0] !== "n") {
+      if (this.leafLike(from) && to[0] !== "n") {
         if (!fanout.has(e.src)) fanout.set(e.src, new Set());
         fanout.get(e.src).add(to);
       }
@@ -351,11 +351,11 @@ export class Hierarchy {
       this.lifted.get(c).push({ a, b, type: e.type, var: e.var });
     };
     for (const { lca, from, to, inner, e } of lifted) {
-      if (this.aux.has(e.src) && from[0] === "n" && to[0] !== "n") {
+      if (this.aux.has(e.src) && this.leafLike(from) && to[0] !== "n") {
         if (inner === null) continue;
         const stub = `x${e.src}@${to}`;
         if (!this.parent.has(stub)) {
-          const src = this.item.get(from);
+          const src = this.item.get("n" + e.src);
           this.item.set(stub, { id: stub, kind: "stub", of: e.src, label: src.label, node: src });
           if (!this.stubs.has(to)) this.stubs.set(to, []);
           this.stubs.get(to).push(stub);
@@ -366,6 +366,12 @@ export class Hierarchy {
         push(lca, from, to, e);
       }
     }
+  }
+
+  // A node, or the box of the program's inputs (an auxiliary input in it still gets a
+  // stub in each group it feeds, not an edge from the box).
+  leafLike(id) {
+    return id[0] === "n" || this.item.get(id).kind === "io";
   }
 
   adjacency() {
