@@ -114,6 +114,8 @@ def standalone_html(
         "const mod=await import(url);URL.revokeObjectURL(url);"
         "const graph=JSON.parse(await inflate("
         "root.querySelector('.jaxscope-graph-data').textContent));"
+        # the page paints between parsing and mounting (two tasks, not one long one)
+        "await new Promise(r=>setTimeout(r));"
         "const mount=root.querySelector('.jaxscope-graph-mount');mount.textContent='';"
         f"mod.mountStatic(mount,graph,{opts});"
         "</script></div>"

@@ -59,10 +59,27 @@ export class Hierarchy {
         p = this.item.get(p).parent;
       }
     }
-    const order = (id) => (id[0] === "n" ? this.item.get(id).index : first.get(id) ?? 1e12);
-    for (const grp of g.groups) this.children.get(grp.parent).push(grp.id);
+    // Program order: a container's nodes come in order; its (few) groups, sorted by
+    // their first node, are merged in.
+    const kidGroups = new Map();
+    for (const grp of g.groups) {
+      if (!kidGroups.has(grp.parent)) kidGroups.set(grp.parent, []);
+      kidGroups.get(grp.parent).push(grp.id);
+    }
     for (const n of g.nodes) this.children.get(n.parent).push(n.id);
-    for (const [, list] of this.children) list.sort((a, b) => order(a) - order(b));
+    const firstOf = (id) => first.get(id) ?? 1e12;
+    for (const [c, gids] of kidGroups) {
+      gids.sort((a, b) => firstOf(a) - firstOf(b));
+      const nodes = this.children.get(c), merged = [];
+      let i = 0;
+      for (const gid of gids) {
+        const at = firstOf(gid);
+        while (i < nodes.length && this.item.get(nodes[i]).index < at) merged.push(nodes[i++]);
+        merged.push(gid);
+      }
+      while (i < nodes.length) merged.push(nodes[i++]);
+      this.children.set(c, merged);
+    }
     for (const [c, list] of [...this.children]) this.structure(c, list);
     this.link();
     // A level whose edges span far (a training step's inputs feeding every layer and
@@ -85,16 +102,18 @@ export class Hierarchy {
   link() {
     this.parent = new Map();
     for (const [c, list] of this.children) for (const id of list) this.parent.set(id, c);
-    // ancestors of each leaf, outermost first (root excluded)
-    this.ancestors = this.g.nodes.map((n) => {
-      const chain = [];
-      let p = this.parent.get(n.id);
-      while (p && p !== ROOT) {
-        chain.push(p);
-        p = this.parent.get(p);
+    // ancestors of each leaf, outermost first (root excluded): one array per
+    // container, shared by the leaves in it (read only)
+    const chains = new Map([[ROOT, []]]);
+    const chainOf = (c) => {
+      let chain = chains.get(c);
+      if (chain === undefined) {
+        chain = [...chainOf(this.parent.get(c) ?? ROOT), c];
+        chains.set(c, chain);
       }
-      return chain.reverse();
-    });
+      return chain;
+    };
+    this.ancestors = this.g.nodes.map((n) => chainOf(this.parent.get(n.id) ?? ROOT));
     this.liftEdges();
   }
 

@@ -4,7 +4,7 @@
 // own modules. Layout: dagre (layout.js) run lazily per expanded container, in a Web
 // Worker when large (engine.js), cached until a descendant is expanded or collapsed.
 
-import { ROOT, decode } from "./decode.js";
+import { ROOT, checkFormat, decode } from "./decode.js";
 import { clip, cssKind, el, svg, svgText } from "./dom.js";
 import { LayoutEngine } from "./engine.js";
 import { Hierarchy } from "./hierarchy.js";
@@ -31,6 +31,13 @@ const HEADER = 22;
 // Graphs of more nodes build their grouping model after the frame shows.
 const STAGED_MIN = 2000;
 
+// What the frame shows of a payload before it is decoded: its title and counts.
+function summary(data) {
+  const n = (list) => ({ length: (list || []).length });
+  return { title: data.title || "", nodes: n(data.nodes), groups: n(data.groups),
+    edges: { length: Math.floor((data.edges || []).length / 4) }, sources: {} };
+}
+
 // Tells apart the arrow markers of several viewers on one page.
 let uid = 0;
 
@@ -39,7 +46,11 @@ export class GraphViewer {
     this.opts = opts || {};
     this.onSelect = this.opts.onSelect || (() => {});
     this.host = host;
-    this.g = decode(data);
+    checkFormat(data);
+    // The frame needs only the title and the counts; a large graph is decoded and
+    // grouped after it shows (start).
+    const staged = (data.nodes || []).length > STAGED_MIN;
+    this.g = staged ? summary(data) : decode(data);
     this.h = null; // the grouping model, made once the frame shows (start)
     this.engine = new LayoutEngine(this.opts.inlineMax ?? INLINE_MAX);
     this.expanded = new Set([ROOT]);
@@ -55,19 +66,23 @@ export class GraphViewer {
     this.lastQuery = null;
     this.elements = new Map();
     this.build();
-    this.ready = this.start();
+    this.ready = this.start(data, staged);
   }
 
   // The frame (toolbar, an empty canvas) shows first; a large graph's grouping
   // model and first layout follow in tasks of their own, so the page stays live.
-  async start() {
-    if (this.g.nodes.length > STAGED_MIN) {
+  async start(data, staged) {
+    const tick = () => (staged ? new Promise((r) => setTimeout(r)) : null);
+    if (staged) {
       this.setBusy(true);
-      await new Promise((r) => setTimeout(r));
+      await tick();
+      this.g = decode(data);
+      this.panel.g = this.g;
+      await tick();
     }
     this.h = new Hierarchy(this.g, this.opts);
     this.opened = this.defaultExpansion();
-    if (this.g.nodes.length > STAGED_MIN) await new Promise((r) => setTimeout(r));
+    await tick();
     return this.firstView();
   }
 
