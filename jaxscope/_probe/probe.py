@@ -294,7 +294,7 @@ def _probe(
         }
 
     outs, arrays, compile_s, run_s = run_compiled(
-        top, leaves, Rewriter(selected, record, "last"), finish
+        top, leaves, Rewriter(selected, record, "stack"), finish
     )
     result = jax.tree_util.tree_unflatten(staged_call.traced.out_tree, outs)
     values: list[ProbeValue] = []

@@ -78,15 +78,17 @@ class Rewriter:
     """Binds a plan's equations, recording the selected ones (see the module doc).
 
     ``selected``: the paths of the equations to record; ``record`` makes their
-    entries; ``while_mode``: ``"last"`` or ``"first"`` (entries are flags).
+    entries; ``mode``: ``"stack"`` (scan rows stacked, a while's last iteration) or
+    ``"first"`` (in both loops, the entries of the first iteration whose flag is
+    set, see ``trigger_key``).
     """
 
     def __init__(
-        self, selected: set[tuple[int, ...]], record: Record, while_mode: str
+        self, selected: set[tuple[int, ...]], record: Record, mode: str
     ) -> None:
         self.selected = selected
         self.record = record
-        self.while_mode = while_mode
+        self.mode = mode
         self.inside: set[tuple[int, ...]] = {
             path[:k] for path in selected for k in range(1, len(path))
         }
@@ -132,20 +134,36 @@ class Rewriter:
         consts = invals[:n_consts]
         carry = invals[n_consts : n_consts + n_carry]
         xs = invals[n_consts + n_carry :]
+        options = {
+            "length": int(params["length"]),
+            "reverse": bool(params["reverse"]),
+            "unroll": params.get("unroll", 1),
+        }
 
-        def step(c: list[Any], x: list[Any]) -> tuple[list[Any], Any]:
-            outs, found = self.run(body, [*consts, *c, *x])
-            return outs[:n_carry], (outs[n_carry:], found)
+        def run_body(c: list[Any], x: list[Any]) -> tuple[list[Any], Entries]:
+            return self.run(body, [*consts, *c, *x])
 
-        carry_out, (ys, found) = jax.lax.scan(
-            step,
-            carry,
-            xs,
-            length=int(params["length"]),
-            reverse=bool(params["reverse"]),
-            unroll=params.get("unroll", 1),
+        if self.mode != "first":
+
+            def step(c: list[Any], x: list[Any]) -> tuple[list[Any], Any]:
+                outs, found = run_body(c, x)
+                return outs[:n_carry], (outs[n_carry:], found)
+
+            carry_out, (ys, found) = jax.lax.scan(step, carry, xs, **options)
+            return [*carry_out, *ys], found
+
+        rows = [jax.ShapeDtypeStruct(x.shape[1:], x.dtype) for x in xs]
+        state = _first_state(
+            jax.eval_shape(lambda c, x: run_body(c, x)[1], carry, rows)
         )
-        return [*carry_out, *ys], found
+
+        def first_step(st: tuple[Any, ...], x: list[Any]) -> tuple[Any, list[Any]]:
+            c, rest = st[0], st[1:]
+            outs, found = run_body(c, x)
+            return (outs[:n_carry], *_first_update(found, *rest)), outs[n_carry:]
+
+        final, ys = jax.lax.scan(first_step, (carry, *state), xs, **options)
+        return [*final[0], *ys], _first_entries(node, *final[1:4])
 
     def _while(
         self, node: Node, body: Plan, invals: list[Any]
@@ -156,41 +174,31 @@ class Rewriter:
         body_consts = invals[n_cond : n_cond + n_body]
         carry = invals[n_cond + n_body :]
         cond_plan = node.subs["cond_jaxpr"]
-        first = self.while_mode == "first"
 
         def run_body(c: list[Any]) -> tuple[list[Any], Entries]:
             return self.run(body, [*body_consts, *c])
 
-        shapes: Entries = jax.eval_shape(lambda c: run_body(c)[1], carry)
-        zeros: Entries = {k: jnp.zeros(s.shape, s.dtype) for k, s in shapes.items()}
-        seen = {k: jnp.zeros((), bool) for k in shapes}
-        iters = {k: jnp.full((), -1, jnp.int32) for k in shapes}
+        def cond(st: tuple[Any, ...]) -> Any:
+            return self.run(cond_plan, [*cond_consts, *st[0]])[0][0]
 
-        def cond(state: tuple[Any, ...]) -> Any:
-            c = state[0]
-            return self.run(cond_plan, [*cond_consts, *c])[0][0]
+        shapes = jax.eval_shape(lambda c: run_body(c)[1], carry)
+        if self.mode != "first":
+            zeros = {k: jnp.zeros(v.shape, v.dtype) for k, v in shapes.items()}
 
-        def step(state: tuple[Any, ...]) -> tuple[Any, ...]:
-            c, acc, was, at, count = state
-            outs, found = run_body(c)
-            if not first:
-                return outs, found, was, at, count + 1
-            now = {k: _trigger(k, found) for k in found}
-            new = {k: now[k] & ~was[k] for k in found}
-            acc = {k: jnp.where(new[k], found[k], acc[k]) for k in found}
-            at = {k: jnp.where(new[k], count, at[k]) for k in found}
-            was = {k: was[k] | now[k] for k in found}
-            return outs, acc, was, at, count + 1
+            def step(st: tuple[Any, ...]) -> tuple[Any, ...]:
+                outs, found = run_body(st[0])
+                return outs, found, st[2] + 1
 
-        state = (carry, zeros, seen, iters, jnp.zeros((), jnp.int32))
-        carry_out, acc, _, at, count = jax.lax.while_loop(cond, step, state)
-        found = dict(acc)
-        if first:
-            for k, it in at.items():
-                found[f"iter|{path_key(node.path)}|{k}"] = it
-        else:
-            found[f"count|{path_key(node.path)}"] = count
-        return list(carry_out), found
+            init = (carry, zeros, jnp.zeros((), jnp.int32))
+            carry_out, found, count = jax.lax.while_loop(cond, step, init)
+            return list(carry_out), {**found, f"count|{path_key(node.path)}": count}
+
+        def first_step(st: tuple[Any, ...]) -> tuple[Any, ...]:
+            outs, found = run_body(st[0])
+            return (outs, *_first_update(found, *st[1:]))
+
+        final = jax.lax.while_loop(cond, first_step, (carry, *_first_state(shapes)))
+        return list(final[0]), _first_entries(node, *final[1:4])
 
     def _shard_map(
         self, node: Node, body: Plan, invals: list[Any]
@@ -201,6 +209,38 @@ class Rewriter:
 
         outs, found = _cp.rebind_shard_map(node.eqn, local, invals)
         return outs, dict(found)
+
+
+def _first_state(shapes: Entries) -> tuple[Entries, Entries, Entries, Any]:
+    """``(values, seen, iteration, count)`` before a loop's first iteration."""
+    return (
+        {k: jnp.zeros(v.shape, v.dtype) for k, v in shapes.items()},
+        {k: jnp.zeros((), bool) for k in shapes},
+        {k: jnp.full((), -1, jnp.int32) for k in shapes},
+        jnp.zeros((), jnp.int32),
+    )
+
+
+def _first_update(
+    found: Entries, acc: Entries, seen: Entries, at: Entries, count: Any
+) -> tuple[Entries, Entries, Entries, Any]:
+    """Keep each entry of the first iteration that set its flag."""
+    now = {k: _trigger(k, found) for k in found}
+    new = {k: now[k] & ~seen[k] for k in found}
+    return (
+        {k: jnp.where(new[k], found[k], acc[k]) for k in found},
+        {k: seen[k] | now[k] for k in found},
+        {k: jnp.where(new[k], count, at[k]) for k in found},
+        count + 1,
+    )
+
+
+def _first_entries(node: Node, acc: Entries, seen: Entries, at: Entries) -> Entries:
+    """A loop's entries in ``"first"`` mode, with the iteration (counted in the
+    order the loop ran, -1 when never set) of each under ``"iter|<loop>|<key>"``."""
+    del seen
+    loop = path_key(node.path)
+    return {**acc, **{f"iter|{loop}|{k}": it for k, it in at.items()}}
 
 
 def trigger_key(key: Key) -> Key:
