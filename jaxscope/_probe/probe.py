@@ -14,6 +14,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError
@@ -258,8 +259,9 @@ def _per_device_axis(
     """Per-device summaries of a value whose leading axis is a ``shard_map``'s devices."""
     if not axes or not axes[0].startswith("device ("):
         return _device_summaries(name, value)
+    host = np.asarray(jax.device_get(value))
     return tuple(
-        (f"device {k}", summarize_value(name, value[k])) for k in range(value.shape[0])
+        (f"device {k}", summarize_value(name, host[k])) for k in range(host.shape[0])
     )
 
 

@@ -106,6 +106,38 @@ def _labelled(spec: str, found: list[tuple[Node, int]]) -> list[Target]:
     return targets
 
 
+def _forward_read(plan: Plan, var: Any, after: int) -> bool:
+    """Whether a forward equation of ``plan`` after node ``after`` reads ``var``,
+    or the plan returns it."""
+    if any(v is var for v in plan.outvars):
+        return True
+    return any(
+        any(v is var for v in node.invars) and phase(node.info) == "forward"
+        for node in plan.nodes[after + 1 :]
+    )
+
+
+def _primal(node: Node, out: int) -> tuple[Node, int]:
+    """The value a statement assigns, where the name fell on a residual that only
+    the gradient reads (``1 - tanh(x)**2`` of ``h = tanh(x)`` under ``grad``): the
+    last output of the statement's equations that later forward code reads."""
+    plan = node.plan
+    if _forward_read(plan, node.outvars[out], node.index):
+        return node, out
+    line = node.info.source
+    k = node.index
+    run: list[Node] = []
+    while k >= 0 and plan.nodes[k].info.source == line:
+        run.append(plan.nodes[k])
+        k -= 1
+    for candidate in run:
+        for j in range(len(candidate.outvars) - 1, -1, -1):
+            var = candidate.outvars[j]
+            if not _cj.is_dropvar(var) and _forward_read(plan, var, node.index):
+                return candidate, j
+    return node, out
+
+
 def _scopes(info: EqnInfo) -> str:
     names = [name for kind, name in info.name_stack if kind == "scope"]
     return "/".join(names)
@@ -129,11 +161,15 @@ class Selector:
             for plan in plans.values():
                 users = user_names_of(plan, len(plan.nodes))
                 for node in plan.nodes:
+                    if phase(node.info) == "backward":
+                        continue  # the gradient of a name is not that name
                     for j, var in enumerate(node.outvars):
                         if _cj.is_dropvar(var):
                             continue
                         for name in users.of(var):
-                            found.setdefault(name, []).append((node, j))
+                            hit = _primal(node, j)
+                            if hit not in found.get(name, []):
+                                found.setdefault(name, []).append(hit)
             self._names = found
         return self._names
 
