@@ -8,7 +8,7 @@ run once. The user's function, JAX's caches of it and the config are untouched.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,8 +65,9 @@ class ProbeView(Renderable):
     """The values ``js.probe`` read from the compiled program, by the user's names.
 
     ``view["logits"]`` is the value (a ``jax.Array``; stacked over loop iterations
-    or devices as ``view.info["logits"].axes`` says); ``view.result`` is what
-    ``f(*args)`` returns; ``view.values`` lists every ``ProbeValue`` record.
+    or devices as ``view.info["logits"].axes`` says); ``view.result`` is what the
+    program returned (for ``nnx.jit``, the state updates it makes too);
+    ``view.values`` lists every ``ProbeValue`` record.
     """
 
     def __init__(
@@ -100,6 +101,9 @@ class ProbeView(Renderable):
             raise KeyError(
                 f"no probe named {name!r}; probed: {', '.join(self._arrays)}"
             ) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._arrays)
 
     def __contains__(self, name: object) -> bool:
         return name in self._arrays
