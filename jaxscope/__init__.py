@@ -155,6 +155,10 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from ._leaks.checker import check_leaks as check_leaks
     from ._leaks.records import Leak as Leak
     from ._leaks.records import LeakSummary as LeakSummary
+    from ._probe.nan import find_nan as find_nan
+    from ._probe.probe import ProbeValue as ProbeValue
+    from ._probe.probe import ProbeView as ProbeView
+    from ._probe.probe import probe as probe
     from ._profile.memory import MemoryView as MemoryView
     from ._profile.memory import memory as memory
     from ._profile.profile import ProfileView as ProfileView
@@ -186,9 +190,5 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from ._sharding.program import ProgramShardingView as ProgramShardingView
     from ._sharding.program import shardings as shardings
     from ._stepper.stepper import Stepper as Stepper
-    from ._probe.nan import find_nan as find_nan
-    from ._probe.probe import ProbeValue as ProbeValue
-    from ._probe.probe import ProbeView as ProbeView
-    from ._probe.probe import probe as probe
     from ._stepper.stepper import step as step
     from ._stepper.values import NanInInput as NanInInput
