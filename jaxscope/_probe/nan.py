@@ -47,9 +47,13 @@ from jaxscope.compat import probe as _cp
 
 _MODES = ("interpreted", "compiled")
 #: Equations per chunk flag: at least ``_CHUNK``, more in big programs so that there
-#: are at most about ``_MAX_CHUNKS`` of them.
+#: are at most about ``_MAX_CHUNKS`` of them; outside loops a chunk's flag reads its
+#: last ``_PER_CHUNK`` values XLA keeps in memory (each value read costs compile
+#: time; the search steps back from a flag, see ``_hunt``). Measured with
+#: ``benchmarks/bench_probe.py``.
 _CHUNK = 8
-_MAX_CHUNKS = 8
+_MAX_CHUNKS = 64
+_PER_CHUNK = 1
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,12 +128,17 @@ class _Chunks:
                 return bool(readers - inside)
             return node.primitive in _MATERIALIZED or 0 in readers
 
-        self.results[key] = {
-            id(v)
+        watched_vars = [
+            v
             for node in run
             for v in node.outvars
             if not _cj.is_dropvar(v) and watched(node, v)
-        }
+        ]
+        if not in_loop:
+            # outside loops, the chunk's last kept value: the search steps back
+            # from there while the culprit's operands are not finite
+            watched_vars = watched_vars[-_PER_CHUNK:]
+        self.results[key] = {id(v) for v in watched_vars}
 
     def record(self, node: Node, invals: list[Any], outs: list[Any]) -> Entries:
         key = self._where.get(node.path)
