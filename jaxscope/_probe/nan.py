@@ -33,7 +33,6 @@ from jaxscope._probe.rewrite import Entries, Rewriter, path_key
 from jaxscope._probe.select import phase, reachable
 from jaxscope._staging import staged, static_args
 from jaxscope._stepper import stepper as _stepper
-from jaxscope._stepper.names import user_names_of
 from jaxscope._stepper.plan import Node, Plan
 from jaxscope._stepper.values import (
     Frame,
@@ -491,13 +490,19 @@ def _finding(
     name = qualname(fun).rsplit("<locals>.", 1)[-1]
     frames, device = _frames(name, node, iterations)
     plan = node.plan
-    users = user_names_of(plan, node.index + 1)
+    top = plan.program.top
+    inputs = dict(
+        zip(
+            (id(v) for v in (top.invars if top is not None else ())),
+            plan.program.input_names,
+            strict=False,
+        )
+    )
 
     def user(var: Any) -> str:
-        if _cj.is_literal(var):
-            return ""
-        found = users.of(var)
-        return found[0] if found else ""
+        # the argument's path only: a name read from the source is shown where
+        # the stepper's naming is certain, not guessed for a gradient's operand
+        return "" if _cj.is_literal(var) else inputs.get(id(var), "")
 
     return CompiledNanFinding(
         eqn=node.info,

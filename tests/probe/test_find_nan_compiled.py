@@ -158,3 +158,25 @@ def test_the_users_jit_cache_is_untouched():
     before = f._cache_size()
     assert js.find_nan(f, mode="compiled")(jnp.array([-1.0, 1.0])).primitive == "log"
     assert f._cache_size() == before
+
+
+def test_an_operand_that_is_an_argument_is_named_by_its_path(libs):
+    from flax import nnx
+
+    class LogScaled(nnx.Module):
+        def __init__(self, rngs: nnx.Rngs):
+            self.linear = nnx.Linear(3, 3, rngs=rngs)
+            self.log_base = nnx.Param(jnp.array([1.0, -1.0, 2.0]))
+
+        def __call__(self, x):
+            return self.linear(x) * jnp.log(self.log_base[...])
+
+    @nnx.jit
+    def forward(model, x):
+        return model(x).sum()
+
+    found = js.find_nan(forward, mode="compiled")(
+        LogScaled(nnx.Rngs(0)), jnp.ones((2, 3))
+    )
+    assert found.primitive == "log"
+    assert [v.user_name for v in found.inputs] == ["model.log_base"]
