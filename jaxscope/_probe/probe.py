@@ -22,6 +22,7 @@ from jaxscope._format import qualname, short_repr
 from jaxscope._probe.rewrite import Entries, Rewriter, path_key
 from jaxscope._probe.select import Selector, Target, phase
 from jaxscope._records import SourceLoc
+from jaxscope._source import loc_of_function, short_loc
 from jaxscope._staging import Staged, stage, staged, static_args
 from jaxscope._stepper.plan import Node, Plan, Program
 from jaxscope._stepper.values import ValueSummary, summarize_value
@@ -145,10 +146,7 @@ def stage_program(
             f"{len(jaxpr.invars)} traced inputs ({len(leaves)} values); pass static "
             f"arguments with {api_name}(f, static_argnums=...)"
         )
-    program = Program(None, staged_call.input_names)
-    from jaxscope._source import loc_of_function
-
-    program.defined_at = loc_of_function(fun)
+    program = Program(loc_of_function(fun), staged_call.input_names)
     return staged_call, leaves, Plan(jaxpr, consts, program)
 
 
@@ -210,8 +208,6 @@ def _axes(target: Target, loops: str) -> tuple[list[str], list[int]]:
 
 
 def _loc(node: Node) -> str:
-    from jaxscope._source import short_loc
-
     src = node.info.source
     return short_loc(src) if src is not None else "?"
 

@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jaxscope._exceptions import InvalidCallError
+from jaxscope._exceptions import BreakpointError, InvalidCallError
 from jaxscope._format import short_repr
 from jaxscope._probe.rewrite import body_label
-from jaxscope._records import EqnInfo
+from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import short_loc
-from jaxscope._stepper.breakpoints import file_matches
+from jaxscope._stepper.breakpoints import file_matches, parse_location
 from jaxscope._stepper.names import user_names_of
 from jaxscope._stepper.plan import Node, Plan
 from jaxscope.compat import jaxpr as _cj
@@ -57,19 +57,11 @@ def phase(info: EqnInfo) -> str:
 
 
 def _location(spec: Any) -> tuple[str | None, int] | None:
-    if isinstance(spec, bool):
+    """``(file or None, line)`` when ``spec`` spells a line, else None."""
+    try:
+        return parse_location(spec, "at")
+    except BreakpointError:
         return None
-    if isinstance(spec, int):
-        return None, spec
-    if not isinstance(spec, str):
-        return None
-    text = spec.strip()
-    if text.isdigit():
-        return None, int(text)
-    file, sep, line = text.rpartition(":")
-    if sep and file and line.strip().isdigit():
-        return file.strip(), int(line)
-    return None
 
 
 def _results(run: list[Node]) -> list[tuple[Node, int]]:
@@ -194,7 +186,8 @@ class Selector:
             return self._predicate(spec, what)
         where = _location(spec)
         if where is not None:
-            return self._line(str(spec).strip(), *where, what=what)
+            text = str(spec).strip() if not isinstance(spec, SourceLoc) else str(spec)
+            return self._line(text, *where, what=what)
         if not isinstance(spec, str) or not spec.strip():
             raise InvalidCallError(
                 f"{what}: each entry of at= must be a variable name, a 'file:line', a "
@@ -245,15 +238,13 @@ class Selector:
 
         found = [r for run in _runs(self.nodes, at_line) for r in _results(run)]
         if not found:
-            lines = sorted(
-                {
-                    short_loc(n.info.source)
-                    for n in self.nodes
-                    if n.info.source is not None
-                    and (file is None or file_matches(file, n.info.source.file))
-                }
-            )
-            near = difflib.get_close_matches(spec, lines, n=5, cutoff=0.0) or lines[:5]
+            places = {
+                short_loc(n.info.source): n.info.source.line
+                for n in self.nodes
+                if n.info.source is not None
+                and (file is None or file_matches(file, n.info.source.file))
+            }
+            near = sorted(places, key=lambda p: (abs(places[p] - line), p))[:5]
             raise InvalidCallError(
                 f"{what}: no equation at {spec}; nearest lines with equations: "
                 f"{', '.join(near) or 'none'}"
