@@ -464,12 +464,14 @@ def _hunt(
         window = [n for key in keys[start : end + 1] for n in chunks.chunks[key]]
         culprit = _inside(top, leaves, window, hunt_inf)
         if culprit is not None and _clean_operands(culprit[0], culprit[1], hunt_inf):
+            if culprit[0].subs:
+                break  # made inside a cond branch or a custom rule: step into it
             return _finding(fun, *culprit)
         if start == 0 or _loop_of(chunks.chunks[keys[start - 1]][0]) is not loop:
             break
         end = start - 1
-    # Not found where the flags point (a NaN made inside a loop body and first
-    # kept in memory after the loop): the interpreted hunt finds it.
+    # Not found where the flags point, or made inside an equation the rewrite does
+    # not enter (a cond branch): the interpreted hunt steps into it.
     return _stepper.find_nan(
         fun, inf=inf, static_argnums=statics[0], static_argnames=statics[1]
     )(*args, **kwargs)

@@ -21,7 +21,7 @@ from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import short_loc
 from jaxscope._stepper.breakpoints import file_matches, parse_location
 from jaxscope._stepper.names import user_names_of
-from jaxscope._stepper.plan import Node, Plan
+from jaxscope._stepper.plan import Node, Plan, iter_nodes
 from jaxscope.compat import jaxpr as _cj
 
 
@@ -45,6 +45,13 @@ def reachable(plan: Plan) -> Iterator[Node]:
         label = body_label(node)
         if label is not None:
             yield from reachable(node.subs[label])
+
+
+def _safe(fn: Callable[..., Any], node: Node) -> bool:
+    try:
+        return bool(fn(node.info))
+    except Exception:
+        return False
 
 
 def phase(info: EqnInfo) -> str:
@@ -221,6 +228,18 @@ class Selector:
                 if not _cj.is_dropvar(var):
                     found.append(Target(base, node, j))
         if not found:
+            reached = {id(n) for n in self.nodes}
+            hidden = [
+                n for n in iter_nodes(self.top) if id(n) not in reached and _safe(fn, n)
+            ]
+            if hidden:
+                holder = hidden[0].plan.call
+                kind = holder.primitive if holder is not None else "a nested jaxpr"
+                raise InvalidCallError(
+                    f"{what}: the at= callable selected only equations inside {kind} "
+                    "branches or a while condition, which js.probe cannot read yet; "
+                    "probe the result of that equation instead"
+                )
             raise InvalidCallError(
                 f"{what}: the at= callable selected no equation; it receives each "
                 "EqnInfo (primitive, source, scope) and returns True for the ones to probe"

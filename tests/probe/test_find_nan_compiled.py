@@ -180,3 +180,11 @@ def test_an_operand_that_is_an_argument_is_named_by_its_path(libs):
     )
     assert found.primitive == "log"
     assert [v.user_name for v in found.inputs] == ["model.log_base"]
+
+
+def test_a_nan_inside_a_cond_branch_is_found_inside_the_branch():
+    def f(x):
+        return jax.lax.cond(x.sum() > 0, lambda v: jnp.log(v - 5.0), lambda v: v, x)
+
+    found = js.find_nan(f, mode="compiled")(jnp.ones(3))
+    assert found.primitive == "log"

@@ -189,3 +189,11 @@ def _line(fn, text: str) -> int:
 
     lines, start = inspect.getsourcelines(fn)
     return start + next(k for k, line in enumerate(lines) if text in line)
+
+
+def test_a_value_inside_a_cond_branch_is_refused_in_one_line():
+    def f(x):
+        return jax.lax.cond(x.sum() > 0, lambda v: jnp.log(v), lambda v: v, x)
+
+    with pytest.raises(js.InvalidCallError, match="inside cond branches"):
+        js.probe(f, at=lambda e: e.primitive == "log")(jnp.ones(3))
