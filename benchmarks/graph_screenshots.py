@@ -6,6 +6,9 @@ Writes ``graph-transformer-light.png`` and ``graph-transformer-dark.png`` (Jupyt
 dark theme variables set on ``body``, as JupyterLab does) to OUT_DIR (default
 ``benchmarks/screenshots``): the static HTML output in headless Chromium (``CHROMIUM``,
 default ``chromium`` on PATH), one layer's attention block opened and a node selected.
+And the first views, untouched, as a notebook shows them: ``graph-first-6-layers-*``
+(a 6-layer named-scope training step, about 1,300 equations) and
+``graph-first-95-layers-*`` (95 layers, 20k equations), light and dark.
 """
 
 from __future__ import annotations
@@ -36,6 +39,33 @@ DARK = {
 API = "document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph"
 
 
+def first_views(browser, out: Path, tmp: Path) -> None:
+    """The first view of a training step at two sizes, light and dark."""
+    for name, n in (("6-layers", 6 * 210), ("95-layers", 20_000)):
+        f, args = transformer(n)
+        view = js.graph(f)(*args)
+        path = tmp / f"{name}.html"
+        path.write_text(page_html(view._repr_mimebundle_()["text/html"]), "utf-8")
+        for theme in ("light", "dark"):
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            if theme == "dark":  # before the viewer reads its colours
+                page.add_init_script(
+                    "document.addEventListener('DOMContentLoaded', () => {"
+                    f"const vars = {DARK!r};"
+                    "document.body.dataset.jpThemeLight = 'false';"
+                    "document.body.style.background = vars['--jp-layout-color0'];"
+                    "for (const k in vars) document.body.style.setProperty(k, vars[k]);"
+                    "});"
+                )
+            page.goto(path.as_uri())
+            page.wait_for_selector(".jaxscope-graph[data-state=ready]", timeout=120_000)
+            page.wait_for_selector(".jaxscope-graph:not([data-busy])", timeout=120_000)
+            page.locator(".jaxscope-graph").screenshot(
+                path=str(out / f"graph-first-{name}-{theme}.png")
+            )
+            page.close()
+
+
 def main(out: Path) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -48,6 +78,7 @@ def main(out: Path) -> None:
         path = Path(tmp) / "graph.html"
         path.write_text(html, "utf-8")
         browser = p.chromium.launch(executable_path=chromium, args=ARGS)
+        first_views(browser, out, Path(tmp))
         for theme in ("light", "dark"):
             page = browser.new_page(viewport={"width": 1400, "height": 820})
             page.goto(path.as_uri())

@@ -66,7 +66,7 @@ _EXPORTS: dict[str, str] = {
     "Collective": "._sharding.collectives",
     # stepping
     "step": "._stepper.stepper",
-    "find_nan": "._stepper.stepper",
+    "find_nan": "._probe.nan",
     "Stepper": "._stepper.stepper",
     "NanInInput": "._stepper.values",
     # purity
@@ -86,6 +86,10 @@ _EXPORTS: dict[str, str] = {
     "Hotspot": "._profile.records",
     "Buffer": "._profile.records",
     "LineMemory": "._profile.records",
+    # values of the compiled program
+    "probe": "._probe.probe",
+    "ProbeView": "._probe.probe",
+    "ProbeValue": "._probe.probe",
     # program diffs
     "diff": "._diff.api",
     "ProgramDiff": "._diff.model",
@@ -160,6 +164,10 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from ._leaks.checker import check_leaks as check_leaks
     from ._leaks.records import Leak as Leak
     from ._leaks.records import LeakSummary as LeakSummary
+    from ._probe.nan import find_nan as find_nan
+    from ._probe.probe import ProbeValue as ProbeValue
+    from ._probe.probe import ProbeView as ProbeView
+    from ._probe.probe import probe as probe
     from ._profile.memory import MemoryView as MemoryView
     from ._profile.memory import memory as memory
     from ._profile.profile import ProfileView as ProfileView
@@ -191,6 +199,5 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from ._sharding.program import ProgramShardingView as ProgramShardingView
     from ._sharding.program import shardings as shardings
     from ._stepper.stepper import Stepper as Stepper
-    from ._stepper.stepper import find_nan as find_nan
     from ._stepper.stepper import step as step
     from ._stepper.values import NanInInput as NanInInput

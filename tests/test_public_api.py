@@ -80,6 +80,10 @@ EXPECTED = [
     "ProfileView",
     "memory",
     "profile",
+    # values of the compiled program
+    "ProbeValue",
+    "ProbeView",
+    "probe",
     # program diffs
     "EqnChange",
     "LineDiff",

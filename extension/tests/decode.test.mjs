@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { ROOT, decode } from "../src/graph/decode.js";
+import { FORMAT, ROOT, decode } from "../src/graph/decode.js";
 import { Payload } from "./payload.mjs";
 
 // y = sin(x) * 2 inside a name scope "layer", as jaxscope writes it.
@@ -108,4 +108,46 @@ test("decode turns a string index past the table into an empty string", () => {
   const data = scoped().json();
   data.nodes[1][1] = 999;
   assert.equal(decode(data).nodes[1].label, "");
+});
+
+test("a group's facts: the values crossing its boundary, equations and flops", async () => {
+  const { groupFacts, flopsOf } = await import("../src/graph/panel.js");
+  const { Payload } = await import("./payload.mjs");
+  const p = new Payload("f");
+  const g = p.group({ kind: "scope", label: "layer0", size: 2 });
+  const x = p.node({ kind: 1, label: "x", outputs: [["x", "f32[8,16]"]] });
+  const w = p.node({ kind: 1, label: "w", outputs: [["w", "f32[16,32]"]] });
+  const dot = p.node({ label: "dot_general", group: g, inputs: [["x", "f32[8,16]"], ["w", "f32[16,32]"]],
+    outputs: [["h", "f32[8,32]"]], params: [["dimension_numbers", "(((1,), (0,)), ((), ()))"]] });
+  const tanh = p.node({ label: "tanh", group: g, inputs: [["h", "f32[8,32]"]], outputs: [["t", "f32[8,32]"]] });
+  const out = p.node({ kind: 2, label: "out", inputs: [["t", "f32[8,32]"]] });
+  p.edge(x, dot, "x", "f32[8,16]");
+  p.edge(w, dot, "w", "f32[16,32]");
+  p.edge(dot, tanh, "h", "f32[8,32]");
+  p.edge(tanh, out, "t", "f32[8,32]");
+  const d = decode(p.json());
+  const facts = groupFacts(d, [dot, tanh], d.groups[0]);
+  assert.deepEqual(facts.inputs, [["x", "f32[8,16]"], ["w", "f32[16,32]"]]);
+  assert.deepEqual(facts.outputs, [["t", "f32[8,32]"]]);
+  assert.equal(facts.eqns, 2);
+  assert.equal(flopsOf(d.nodes[dot]), 2 * 8 * 32 * 16);
+  assert.equal(facts.flops, 2 * 8 * 32 * 16 + 8 * 32);
+});
+
+test("the checked-in payload example (tests/graph/test_payload_contract.py writes its like) decodes", async () => {
+  const { readFileSync } = await import("node:fs");
+  const data = JSON.parse(readFileSync(new URL("./payload-example.json", import.meta.url), "utf-8"));
+  assert.equal(data.format, FORMAT);
+  const g = decode(data);
+  assert.equal(g.title, "step");
+  const labels = g.groups.map((x) => x.label);
+  assert.deepEqual(labels, ["loss", "layer0", "layer1", "loss (backward)", "layer1", "layer0"]);
+  assert.deepEqual(g.groups.map((x) => x.backward), [false, false, false, true, true, true]);
+  assert.deepEqual(g.nodes.filter((n) => n.kind === "input").map((n) => n.label), ["params[0]", "params[1]", "x"]);
+  const dot = g.nodes.find((n) => n.primitive === "dot_general");
+  assert.equal(dot.source.file, "model.py");
+  assert.equal(dot.parent, "g1");
+  assert.ok(g.sources["model.py"][String(dot.source.line)].includes("x @ w"));
+  assert.ok(g.edges.every((e) => e.src >= 0 && e.src < g.nodes.length && e.type));
+  assert.throws(() => decode({ ...data, format: FORMAT + 1 }), /is not 1/);
 });

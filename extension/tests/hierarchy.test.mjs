@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { ROOT, decode } from "../src/graph/decode.js";
-import { AUX_MIN_GROUPS, Hierarchy } from "../src/graph/hierarchy.js";
+import { AUX_MIN_GROUPS, Hierarchy, IO_MIN } from "../src/graph/hierarchy.js";
 import { Payload, chain } from "./payload.mjs";
 
 const build = (p, opts) => new Hierarchy(decode(p.json()), opts);
@@ -156,4 +156,115 @@ test("a level whose edges span far is split finer than chunkMax alone would", ()
   const top = h.children.get(ROOT);
   assert.ok(top.length < 121 && top.every((id) => h.item.get(id).kind === "chunk"), top.join(","));
   assert.equal(h.leavesOf(ROOT).length, 121);
+});
+
+// A plain-JAX training step: inputs, `layer0..layer{n-1}` forward scopes, their
+// backward scopes in reverse, a tree_map'd update of loose equations, outputs.
+function step(layers) {
+  const p = new Payload("sgd_step");
+  const params = [];
+  for (let i = 0; i < 2 * layers + 2; i++) params.push(p.node({ kind: 1, label: `p[${i}]` }));
+  let prev = params[0];
+  const scope = (label, backward) => {
+    const g = p.group({ label, size: 2, backward: backward ? 1 : 0 });
+    for (let k = 0; k < 2; k++) {
+      const n = p.node({ label: "dot_general", group: g, source: ["model.py", 10 + k, "loss"] });
+      p.edge(prev, n);
+      p.edge(params[(n * 7) % params.length], n); // weights from far away
+      prev = n;
+    }
+  };
+  for (let i = 0; i < layers; i++) scope(`layer${i}`, false);
+  for (let i = layers - 1; i >= 0; i--) scope(`layer${i}`, true);
+  const updates = [];
+  for (const w of params) {
+    const n = p.node({ label: "sub", source: ["model.py", 24, "sgd_step.<locals>.<lambda>"] });
+    p.edge(w, n);
+    p.edge(prev, n);
+    updates.push(n);
+  }
+  for (const u of updates) p.edge(u, p.node({ kind: 2, label: "out" }));
+  return p;
+}
+
+const labels = (h, c) => h.children.get(c).map((id) => h.item.get(id).label);
+
+test("a training step opens on its inputs, layers, update and outputs", () => {
+  const h = build(step(6));
+  assert.deepEqual(labels(h, ROOT), [
+    "inputs", "layer0", "layer1", "layer2", "layer3", "layer4", "layer5",
+    "layer5", "layer4", "layer3", "layer2", "layer1", "layer0", "sgd_step: line 24", "outputs",
+  ]);
+  assert.deepEqual(h.children.get(ROOT).map((id) => h.item.get(id).kind).filter((k) => k !== "scope"),
+    ["io", "chunk", "io"]);
+  assert.equal(h.item.get(h.children.get(ROOT)[0]).size, 14);
+});
+
+test("a long numbered series of groups collapses and opens page by page", () => {
+  const h = build(step(69));
+  const top = labels(h, ROOT);
+  assert.deepEqual(top, [
+    "inputs", "layer0 \u2026 layer68 (69 blocks)", "layer68 \u2026 layer0 (69 blocks)",
+    "sgd_step: line 24", "outputs",
+  ]);
+  const forward = h.children.get(ROOT)[1];
+  assert.equal(h.item.get(forward).kind, "series");
+  const pages = labels(h, forward);
+  assert.equal(pages.length, 7);
+  assert.equal(pages[0], "layer0 \u2026 layer9");
+  assert.equal(pages[6], "layer60 \u2026 layer68");
+  const page = h.children.get(forward)[0];
+  assert.deepEqual(labels(h, page), ["layer0", "layer1", "layer2", "layer3", "layer4",
+    "layer5", "layer6", "layer7", "layer8", "layer9"]);
+  // inputs too many to show at once are named by their first and last labels
+  const small = build(step(69), { chunkMax: 100, chunkSize: 100 });
+  const inputs = small.children.get(ROOT)[0];
+  assert.deepEqual(labels(small, inputs), ["p[0] \u2026 p[99]", "p[100] \u2026 p[139]"]);
+});
+
+test("a series allows a few loose equations between its members, not other groups", () => {
+  const p = new Payload("net");
+  for (let i = 0; i < 12; i++) {
+    const g = p.group({ kind: "call", label: `Block #${i + 1}`, size: 1 });
+    p.node({ label: "exp", group: g });
+    p.node({ label: "add" }); // the residual
+  }
+  p.group({ kind: "call", label: "head", size: 1 });
+  p.node({ label: "dot_general", group: 12 });
+  const h = build(p);
+  assert.deepEqual(labels(h, ROOT), ["Block #1 \u2026 Block #12 (12 blocks)", "add", "head"]);
+  // unlike kinds or a jump in the numbers end a series
+  const q = new Payload("mixed");
+  for (let i = 0; i < 12; i++) {
+    const g = q.group({ kind: i === 6 ? "call" : "scope", label: `layer${i}`, size: 1 });
+    q.node({ label: "exp", group: g });
+  }
+  assert.equal(build(q).children.get(ROOT).length, 12);
+});
+
+test("equations with no source line are named by their primitives", () => {
+  const p = new Payload("lib");
+  const g = p.group({ label: "tx.update", size: 40 });
+  p.group({ label: "inner", parent: g, size: 1 });
+  p.node({ label: "exp", group: 1 });
+  for (let i = 0; i < 30; i++) p.node({ label: i % 3 ? "mul" : "sqrt", group: g });
+  for (let i = 0; i < 9; i++) p.node({ label: "add", group: g });
+  const h = build(p, { chunkMax: 30, chunkSize: 20 });
+  const kids = labels(h, "g0");
+  assert.equal(kids[0], "inner");
+  assert.equal(kids[1], "mul, sqrt, add (39 equations)");
+});
+
+test("a shared weight in the inputs' box still gets a stub in each group it feeds", () => {
+  const p = new Payload("mlp");
+  const inputs = [];
+  for (let i = 0; i < IO_MIN; i++) inputs.push(p.node({ kind: 1, label: `w${i}` }));
+  for (let i = 0; i < AUX_MIN_GROUPS; i++) {
+    const g = p.group({ label: "block", size: 1 });
+    p.edge(inputs[0], p.node({ label: "dot_general", group: g }), "w0", "f32[4,4]");
+  }
+  const h = build(p);
+  assert.equal(h.item.get(h.children.get(ROOT)[0]).kind, "io");
+  for (let g = 0; g < AUX_MIN_GROUPS; g++) assert.deepEqual(h.stubs.get("g" + g), [`x0@g${g}`]);
+  assert.equal((h.lifted.get(ROOT) || []).length, 0); // no edge from the box
 });

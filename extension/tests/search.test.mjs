@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { decode } from "../src/graph/decode.js";
-import { matches, stepIndex } from "../src/graph/search.js";
+import { matches, search, stepIndex } from "../src/graph/search.js";
 import { Payload } from "./payload.mjs";
 
 function program() {
@@ -43,4 +43,39 @@ test("stepping through results starts at the first and wraps around both ways", 
   assert.equal(stepIndex(1, -1, 3), 0);
   assert.equal(stepIndex(2, 1, 3), 0);
   assert.equal(stepIndex(0, -1, 3), 2);
+});
+
+// An NNX-like step: loss_fn > Block #1..#3 > self.qkv, attention, MLP; the update.
+function model() {
+  const p = new Payload("train_step");
+  const file = "/home/u/model.py";
+  p.sources = { [file]: { "20": "        x = nn.gelu(self.fc(x))", "31": "    optimizer = nnx.Optimizer(model, optax.adamw(1e-3))" } };
+  const loss = p.group({ kind: "call", label: "loss_fn", source: [file, 40, "train_step"] });
+  for (let b = 1; b <= 3; b++) {
+    const block = p.group({ kind: "call", label: `Block #${b}`, parent: loss, source: [file, 12, "Model.__call__"] });
+    const qkv = p.group({ kind: "call", label: "self.qkv", parent: block, source: [file, 15, "Attention.__call__"] });
+    p.node({ label: "dot_general", group: qkv, source: [file, 15, "Attention.__call__"] });
+    p.group({ kind: "custom_jvp_call", label: "custom_jvp_call(softmax)", parent: block, fn: "softmax" });
+    p.node({ label: "tanh", group: block, source: [file, 20, "MLP.__call__"] });
+  }
+  p.group({ kind: "call", label: "optimizer.update", source: [file, 44, "train_step"] });
+  p.node({ label: "sqrt", group: 10, source: [file, 31, "train_step"] });
+  return decode(p.json());
+}
+
+test("search finds groups by their labels, ranked before the nodes inside", () => {
+  const g = model();
+  const label = (id) => (id[0] === "g" ? g.groups[Number(id.slice(1))].label : g.nodes[Number(id.slice(1))].label);
+  assert.deepEqual(search(g, "Block #3").map(label), ["Block #3"]);
+  assert.deepEqual(search(g, "block").map(label), ["Block #1", "Block #2", "Block #3"]);
+  assert.deepEqual(search(g, "self.qkv").map(label), ["self.qkv", "self.qkv", "self.qkv"]);
+  // a group's function, then nodes from lines whose source text says it
+  assert.deepEqual(search(g, "softmax").map(label), Array(3).fill("custom_jvp_call(softmax)"));
+  assert.deepEqual(search(g, "gelu").map(label), ["tanh", "tanh", "tanh"]);
+  assert.deepEqual(search(g, "adamw").map(label), ["sqrt"]);
+  // a function name matches whole or in part ("__call__" in "Attention.__call__")
+  const calls = search(g, "__call__");
+  assert.equal(calls.length, 3 + 3 + 6); // 3 blocks, 3 qkv groups, 6 nodes
+  assert.deepEqual(calls.map((id) => id[0]), [..."gggggg", ..."nnnnnn"]);
+  assert.deepEqual(search(g, "%nothing"), []);
 });

@@ -304,7 +304,9 @@ class CallGroups:
             self.opens.append(last)
         self.paths = paths if paths is not None else [[] for _ in steps]
         self.runs = self._scope_runs() if paths is not None else [()] * len(steps)
-        self.scopes: dict[tuple[str | None, tuple[tuple[str, bool], ...]], str] = {}
+        self.scopes: dict[
+            tuple[str | None, tuple[tuple[str, bool], ...], _Run], str
+        ] = {}
         self.memo: dict[tuple[int, int], str | None] = {}
 
     def _scope_runs(self) -> list[tuple[_Run, ...]]:
@@ -376,7 +378,7 @@ class CallGroups:
             while depth < run.depth:
                 parent, around = self._call(opens[depth], parent, around)
                 depth += 1
-            parent, around = self._scope(tuple(path[: j + 1]), parent, around)
+            parent, around = self._scope(tuple(path[: j + 1]), run, parent, around)
         while depth < len(opens):
             parent, around = self._call(opens[depth], parent, around)
             depth += 1
@@ -407,17 +409,20 @@ class CallGroups:
     def _scope(
         self,
         key: tuple[tuple[str, bool], ...],
+        run: _Run,
         parent: str | None,
         around: bool,
     ) -> tuple[str, bool]:
+        # One group per run: a scope opened again (the layers of Equinox's MLP, one
+        # `eqx.nn.Linear` after another, a relu between them) is a group again.
         name, backward = key[-1]
-        gid = self.scopes.get((parent, key))
+        gid = self.scopes.get((parent, key, run))
         if gid is None:
             label = name or "backward"
             if name and backward and not around:  # only the outermost says so
                 label = f"{name} (backward)"
             scope = "/".join(n for n, _ in key if n)
-            gid = self.scopes[parent, key] = self.new_scope(
+            gid = self.scopes[parent, key, run] = self.new_scope(
                 label, parent, scope, backward
             )
         return gid, around or backward

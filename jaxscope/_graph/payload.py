@@ -28,6 +28,9 @@ class _Strings:
 
 
 _NODE_KINDS = ("eqn", "input", "output", "const")
+# The payload format (``_payload``); the viewer refuses any other
+# (extension/src/graph/decode.js ``FORMAT``).
+FORMAT = 1
 
 
 def _flat_pairs(s: _Strings, pairs: Iterable[tuple[str, str]]) -> list[int]:
@@ -123,7 +126,7 @@ def _payload(graph: GraphModel) -> dict[str, Any]:
     locs += [g.source for g in graph.groups if g.source is not None]
     snippets = source_snippets(locs, raw_files=graph.raw_files)
     return {
-        "format": 1,
+        "format": FORMAT,
         "title": graph.title,
         "strings": s.table,
         "nodes": nodes,

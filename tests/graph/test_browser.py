@@ -119,10 +119,17 @@ def test_search_by_primitive_variable_and_line(gpage, tmp_path, nested):
     _open_static(page, tmp_path, view)
     box = page.locator(".jsg-search")
     box.fill("sin")
-    box.press("Enter")  # searches and goes to the first result
-    assert page.locator(".jsg-count").inner_text() == "1 of 2 matches"
-    assert page.locator(".jsg-node.jsg-match").count() == 2
-    assert page.locator(".jsg-results .jsg-result").count() == 2
+    box.press("Enter")  # searches and goes to the first result: a sin node
+    assert (
+        page.locator(".jsg-node.jsg-current").get_attribute("data-primitive") == "sin"
+    )
+    assert page.locator(".jsg-node.jsg-match[data-primitive=sin]").count() == 2
+    # then what says "sin" in its source line (`jnp.sin(a) * a` in a remat)
+    listed = page.locator(".jsg-results .jsg-result").all_inner_texts()
+    assert [t.split()[0] for t in listed[:2]] == ["sin", "sin"]
+    assert len(listed) > 2 and page.locator(".jsg-count").inner_text() == (
+        f"1 of {len(listed)} matches"
+    )
     # a variable name: the output of the jit's sin
     sin = next(n for n in view.nodes if n.label == "sin")
     box.fill("%" + sin.outputs[0][0])
@@ -168,10 +175,10 @@ def test_large_groups_start_collapsed_and_open_in_chunks(gpage, tmp_path):
     page = gpage
     view = _big_program(400)
     _open_static(page, tmp_path, view)
-    assert _visible(gpage) == 3  # input, the collapsed scope, output
-    group = page.locator(".jsg-group.jsg-collapsed", has_text="big")
-    assert "400 nodes" in group.text_content()
-    group.click()
+    # input, output, and the scope open on its four closed layers (few boxes to show)
+    assert _visible(gpage) == 6
+    frame = page.locator(".jsg-frame", has_text="big")
+    assert frame.count() == 1
     chunks = page.locator(".jsg-group.jsg-k-chunk")
     assert chunks.count() == 4
     chunks.first.click()
@@ -295,8 +302,11 @@ def test_wheel_zooms_drag_pans_and_buttons_zoom(gpage, tmp_path, nested):
     assert (round(tx2 - tx1), round(ty2 - ty1), k2) == (80, 40, k1)
     page.locator(".jsg-zoom-out").click()
     assert _transform(page)[2] < k2
+    # "fit" shows the whole graph, however small (the first view stops at 90%)
     page.locator(".jsg-fit").click()
-    assert _transform(page)[2] == pytest.approx(k0)
+    assert _transform(page)[2] <= k0
+    whole, canvas = page.locator(".jsg-viewport").bounding_box(), box
+    assert whole and whole["height"] <= canvas["height"] + 1
 
 
 def test_a_flat_program_is_split_into_artificial_layers_at_top_level(gpage, tmp_path):
@@ -445,9 +455,18 @@ def _scoped_blocks(blocks):
     return js.graph(f)(jnp.ones(4), *[jnp.eye(4)] * 4)
 
 
+def _open_all_blocks(page):
+    # the first view opens as many as stay readable; open the rest
+    page.evaluate(
+        "async () => { const api = document.querySelector('.jaxscope-graph-mount')"
+        ".__jaxscopeGraph; for (const g of api.groups()) await api.expand(g.id); }"
+    )
+
+
 def test_shared_weights_are_drawn_as_stubs_in_each_group(gpage, tmp_path):
     view = _scoped_blocks(6)
     _open_static(gpage, tmp_path, view)
+    _open_all_blocks(gpage)
     weights = [i for i, n in enumerate(view.nodes) if n.kind == "input"][1:]
     assert len(weights) == 4
     # no long edge leaves a weight: each of the 6 blocks holds a stub of each
@@ -455,6 +474,7 @@ def test_shared_weights_are_drawn_as_stubs_in_each_group(gpage, tmp_path):
         assert gpage.locator(f".jsg-edge[data-a=n{i}]").count() == 0
         assert gpage.locator(f".jsg-stub[data-id^='x{i}@']").count() == 6
     assert gpage.locator(".jsg-edge.jsg-aux-edge").count() == 24
+    gpage.locator(".jsg-fit").click()  # all of it on screen
     gpage.locator(f".jsg-stub[data-id^='x{weights[2]}@']").first.click()
     assert gpage.locator(".jsg-node.jsg-selected").get_attribute("data-id") == (
         f"n{weights[2]}"
@@ -515,8 +535,8 @@ def test_search_steps_through_results_and_marks_producers_and_consumers(
     view = js.graph(nested)(jnp.ones(4), 1.0)
     _open_static(page, tmp_path, view)
     box = page.locator(".jsg-search")
-    box.fill("sin")
-    box.press("Enter")
+    box.fill("%" + next(n for n in view.nodes if n.label == "sin").outputs[0][0])
+    box.press("Enter")  # a variable: its producer and its consumer
     count = page.locator(".jsg-count")
     assert count.inner_text() == "1 of 2 matches"
     box.press("Enter")
@@ -594,7 +614,6 @@ def test_layout_without_web_workers(gpage, tmp_path):
     _open_static(gpage, tmp_path, _big_program(400))
     api = "document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph"
     assert gpage.evaluate(f"{api}.layoutInWorker()") is False
-    gpage.locator(".jsg-group.jsg-collapsed", has_text="big").click()
     gpage.locator(".jsg-group.jsg-k-chunk").first.click()
     assert gpage.locator(".jsg-node[data-primitive=sin]").count() == 100
 
@@ -651,7 +670,306 @@ def test_the_payloads_aux_list_decides_which_nodes_are_stubs(gpage, tmp_path):
     weights = [i for i, n in enumerate(view.nodes) if n.kind == "input"][1:]
     view.payload()["aux"] = weights[:1]  # as the model marks them; only the first here
     _open_static(gpage, tmp_path, view)
+    _open_all_blocks(gpage)
     assert gpage.locator(f".jsg-stub[data-id^='x{weights[0]}@']").count() == 6
     assert gpage.locator(".jsg-stub").count() == 6
     # the others keep their long edges, one into each block
     assert gpage.locator(f".jsg-edge[data-a=n{weights[1]}]").count() == 6
+
+
+# ----------------------------------------------------------------- the first view
+
+API = "document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph"
+
+
+def _named_scope_step(layers):
+    """A plain-JAX transformer-like step: ``layer{i}`` scopes under value_and_grad,
+    then an SGD update by tree_map."""
+    d = 8
+
+    def init(key):
+        params = {}
+        for i in range(layers):
+            key, a, b = jax.random.split(key, 3)
+            params[f"layer{i}"] = {
+                "wq": jax.random.normal(a, (d, d)) * 0.1,
+                "w1": jax.random.normal(b, (d, d)) * 0.1,
+            }
+        return params
+
+    def loss(params, x, y):
+        h = x
+        for i in range(layers):
+            with jax.named_scope(f"layer{i}"):
+                w = params[f"layer{i}"]
+                h = h + jax.nn.softmax(h @ w["wq"] @ h.T, axis=-1) @ h
+                h = h + jax.nn.gelu(h @ w["w1"])
+        return jnp.mean((h - y) ** 2)
+
+    @jax.jit
+    def sgd_step(params, x, y):
+        value, grads = jax.value_and_grad(loss)(params, x, y)
+        return jax.tree.map(lambda w, g: w - 1e-3 * g, params, grads), value
+
+    return sgd_step, (init(jax.random.key(0)), jnp.ones((4, d)), jnp.ones((4, d)))
+
+
+def _group_labels(page):
+    """The labels of the closed groups drawn, without their "▸"."""
+    return [
+        t[2:]
+        for t in page.locator(".jsg-group.jsg-collapsed .jsg-label").all_text_contents()
+    ]
+
+
+def _smallest_text_px(page):
+    """The smallest font size on screen of the text drawn in the graph, in CSS px."""
+    return page.evaluate(
+        """() => Math.min(...[...document.querySelectorAll('.jsg-viewport text')].map(
+             (t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a))"""
+    )
+
+
+def _on_screen(page, locator):
+    canvas = page.locator(".jsg-canvas").bounding_box()
+    box = locator.bounding_box()
+    return bool(
+        canvas
+        and box
+        and box["x"] >= canvas["x"] - 1
+        and box["y"] >= canvas["y"] - 1
+        and box["x"] + box["width"] <= canvas["x"] + canvas["width"] + 1
+        and box["y"] + box["height"] <= canvas["y"] + canvas["height"] + 1
+    )
+
+
+def test_a_named_scope_training_step_opens_on_its_layers(gpage, tmp_path):
+    f, args = _named_scope_step(6)
+    _open_static(gpage, tmp_path, js.graph(f)(*args))
+    labels = _group_labels(gpage)
+    layers = [f"layer{i}" for i in range(6)]
+    # forward, then backward in reverse, the inputs, the update and the outputs
+    assert [x for x in labels if x.startswith("layer")] == layers + layers[::-1]
+    assert "inputs" in labels and "outputs" in labels
+    assert [x for x in labels if "line" in x] == [
+        f"sgd_step: line {_line_of(_named_scope_step, 'tree.map')}"
+    ]
+    assert not [x for x in labels if x.startswith("nodes ")]
+    # all on screen at once, readable
+    for box in gpage.locator(".jsg-group.jsg-collapsed").all():
+        assert _on_screen(gpage, box)
+    assert _smallest_text_px(gpage) >= 9
+
+
+def _line_of(f, text):
+    import inspect
+
+    lines, start = inspect.getsourcelines(f)  # the update's line, in the test's file
+    return next(start + k for k, line in enumerate(lines) if text in line)
+
+
+def test_69_layers_open_on_a_series_that_opens_page_by_page(gpage, tmp_path):
+    f, args = _named_scope_step(69)
+    _open_static(gpage, tmp_path, js.graph(f)(*args))
+    labels = _group_labels(gpage)
+    assert "layer0 \u2026 layer68 (69 blocks)" in labels
+    assert "layer68 \u2026 layer0 (69 blocks)" in labels
+    assert _smallest_text_px(gpage) >= 9
+    series = gpage.locator(".jsg-group.jsg-k-series", has_text="layer0 \u2026 layer68")
+    assert _on_screen(gpage, series)
+    series.click()
+    _settled(gpage)
+    pages = _group_labels(gpage)
+    assert "layer0 \u2026 layer9" in pages and "layer60 \u2026 layer68" in pages
+    gpage.locator(".jsg-group.jsg-k-series", has_text="layer10 \u2026 layer19").click()
+    _settled(gpage)
+    assert {f"layer{i}" for i in range(10, 20)} <= set(_group_labels(gpage))
+
+
+def _linen_cnn_step():
+    import flax.linen as nn
+    import optax
+
+    class CNN(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Conv(features=8, kernel_size=(3, 3))(x)
+            x = nn.relu(x)
+            x = nn.avg_pool(x, window_shape=(2, 2), strides=(2, 2))
+            x = nn.Conv(features=16, kernel_size=(3, 3))(x)
+            x = nn.relu(x)
+            x = nn.avg_pool(x, window_shape=(2, 2), strides=(2, 2))
+            x = x.reshape((x.shape[0], -1))
+            x = nn.Dense(features=32)(x)
+            x = nn.relu(x)
+            return nn.Dense(features=10)(x)
+
+    cnn = CNN()
+    x = jnp.ones((2, 8, 8, 1))
+    params = cnn.init(jax.random.key(0), x)["params"]
+    tx = optax.adam(1e-3)
+    opt_state = tx.init(params)
+
+    @jax.jit
+    def train_step(params, opt_state, x, labels):
+        def loss_fn(params):
+            logits = cnn.apply({"params": params}, x)
+            return optax.softmax_cross_entropy_with_integer_labels(
+                logits, labels
+            ).mean()
+
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    return train_step, (params, opt_state, x, jnp.array([1, 2]))
+
+
+def _equinox_mlp_step():
+    import equinox as eqx
+    import optax
+
+    model = eqx.nn.MLP(4, 2, 16, depth=3, key=jax.random.key(0))
+    optim = optax.adam(1e-3)
+    opt_state = optim.init(eqx.filter(model, eqx.is_array))
+
+    @eqx.filter_jit
+    def make_step(model, opt_state, x, y):
+        def loss(model):
+            return jnp.mean((jax.vmap(model)(x) - y) ** 2)
+
+        value, grads = eqx.filter_value_and_grad(loss)(model)
+        updates, opt_state = optim.update(grads, opt_state)
+        return eqx.apply_updates(model, updates), opt_state, value
+
+    return make_step, (model, opt_state, jnp.ones((5, 4)), jnp.ones((5, 2)))
+
+
+@pytest.mark.parametrize("program", [_linen_cnn_step, _equinox_mlp_step])
+def test_small_models_open_readable_in_a_view_as_tall_as_they_need(
+    gpage, tmp_path, program
+):
+    f, args = program()
+    _open_static(gpage, tmp_path, js.graph(f)(*args))
+    assert _smallest_text_px(gpage) >= 9
+    height = gpage.locator(".jaxscope-graph").bounding_box()["height"]  # type: ignore[index]
+    assert 200 <= height <= 760
+    assert float(gpage.get_attribute(".jaxscope-graph", "data-first-zoom") or 0) >= 0.9
+    # "fit" still shows the whole graph, however small
+    gpage.locator(".jsg-fit").click()
+    whole = gpage.locator(".jsg-viewport").bounding_box()
+    canvas = gpage.locator(".jsg-canvas").bounding_box()
+    assert whole and canvas and whole["height"] <= canvas["height"] + 1
+
+
+def _nnx_transformer_step(blocks=3):
+    import optax
+    from flax import nnx
+
+    class Attention(nnx.Module):
+        def __init__(self, d, rngs):
+            self.qkv = nnx.Linear(d, 3 * d, rngs=rngs)
+            self.out = nnx.Linear(d, d, rngs=rngs)
+
+        def __call__(self, x):
+            q, k, v = jnp.split(self.qkv(x), 3, axis=-1)
+            a = jax.nn.softmax(q @ k.swapaxes(-1, -2) / jnp.sqrt(q.shape[-1]), axis=-1)
+            return self.out(a @ v)
+
+    class MLP(nnx.Module):
+        def __init__(self, d, rngs):
+            self.fc1 = nnx.Linear(d, 4 * d, rngs=rngs)
+            self.fc2 = nnx.Linear(4 * d, d, rngs=rngs)
+
+        def __call__(self, x):
+            return self.fc2(nnx.gelu(self.fc1(x)))
+
+    class Block(nnx.Module):
+        def __init__(self, d, rngs):
+            self.ln = nnx.LayerNorm(d, rngs=rngs)
+            self.attn = Attention(d, rngs)
+            self.mlp = MLP(d, rngs)
+
+        def __call__(self, x):
+            x = x + self.attn(self.ln(x))
+            return x + self.mlp(x)
+
+    class Transformer(nnx.Module):
+        def __init__(self, d, n, rngs):
+            self.blocks = nnx.List([Block(d, rngs) for _ in range(n)])
+            self.head = nnx.Linear(d, 4, rngs=rngs)
+
+        def __call__(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return self.head(x.mean(axis=1))
+
+    model = Transformer(8, blocks, nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
+
+    @nnx.jit
+    def train_step(model, optimizer, x, y):
+        def loss_fn(model):
+            logits = model(x)
+            return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+        loss, grads = nnx.value_and_grad(loss_fn)(model)
+        optimizer.update(model, grads)
+        return loss
+
+    return train_step, (model, optimizer, jnp.ones((2, 4, 8)), jnp.array([1, 2]))
+
+
+def test_search_finds_groups_first_with_their_path(gpage, tmp_path):
+    f, args = _nnx_transformer_step()
+    _open_static(gpage, tmp_path, js.graph(f)(*args))
+
+    def results(query):
+        gpage.evaluate(f"{API}.search({json.dumps(query)})")
+        return gpage.evaluate(f"{API}.results()")
+
+    block = results("Block #3")
+    assert [(r["label"], r["path"]) for r in block] == [
+        ("Block #3", ["loss_fn", "Transformer"]),
+        ("Block #3", ["loss_fn (backward)", "Transformer"]),
+    ]
+    qkv = results("self.qkv")
+    assert [r["path"] for r in qkv[:3]] == [
+        ["loss_fn", "Transformer", f"Block #{b}", "Attention"] for b in (1, 2, 3)
+    ]
+    # groups first, then the nodes; function names match in part
+    calls = results("__call__")
+    kinds = [r["id"][0] for r in calls]
+    assert "g" in kinds and "n" in kinds and kinds == sorted(kinds)
+    # words of the source lines: a call of softmax or gelu makes no group of its own
+    for word in ("softmax", "gelu"):
+        assert results(word), word
+    # Enter goes to the first result: the group, revealed and marked
+    gpage.locator(".jsg-search").fill("Block #3")
+    gpage.locator(".jsg-search").press("Enter")
+    _settled(gpage)
+    current = gpage.locator(".jsg-current")
+    assert current.count() == 1 and "Block #3" in current.text_content()
+    assert _on_screen(gpage, current)
+    listed = gpage.locator(".jsg-results .jsg-result-group").first.inner_text()
+    assert "loss_fn \u203a Transformer" in listed
+
+
+def test_a_group_shows_what_crosses_its_boundary_and_what_it_holds(gpage, tmp_path):
+    f, args = _named_scope_step(2)
+    view = js.graph(f)(*args)
+    _open_static(gpage, tmp_path, view)
+    gpage.locator(".jsg-group.jsg-collapsed", has_text="layer1").first.click()
+    _settled(gpage)
+    panel = gpage.locator(".jsg-panel")
+    assert panel.locator(".jsg-panel-title").inner_text() == "layer1"
+    inputs = panel.locator(".jsg-inputs")
+    # the previous layer's activations and this layer's two weights, with types
+    assert inputs.locator(".jsg-section-title").inner_text().lower() == "inputs (3)"
+    assert set(inputs.locator(".jsg-v").all_inner_texts()) == {"f32[4,8]", "f32[8,8]"}
+    outputs = panel.locator(".jsg-outputs")
+    assert outputs.locator(".jsg-empty").count() == 0
+    group = next(g for g in view.groups if g.label == "layer1" and not g.backward)
+    eqns = sum(1 for n in view.nodes if n.group == group.id and n.kind == "eqn")
+    reach = panel.locator(".jsg-reach").inner_text()
+    assert f"{eqns} equations" in reach and "flops" in reach

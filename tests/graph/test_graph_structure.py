@@ -407,3 +407,38 @@ def _inside_scope(graph, group):
         if group.kind == "scope":
             return True
     return False
+
+
+def test_equinox_repeated_layers_are_a_group_each_as_nnx_blocks_are():
+    import equinox as eqx
+    import optax
+
+    model = eqx.nn.MLP(4, 2, 8, depth=3, key=jax.random.PRNGKey(0))
+    optim = optax.sgd(1e-2)
+    opt_state = optim.init(eqx.filter(model, eqx.is_array))
+
+    def loss(model, x, y):
+        return jnp.mean((jax.vmap(model)(x) - y) ** 2)
+
+    @eqx.filter_jit
+    def make_step(model, opt_state, x, y):
+        value, grads = eqx.filter_value_and_grad(loss)(model, x, y)
+        updates, opt_state = optim.update(grads, opt_state)
+        return eqx.apply_updates(model, updates), opt_state, value
+
+    g = js.graph(make_step)(model, opt_state, jnp.ones((5, 4)), jnp.ones((5, 2)))
+    by_id = {gr.id: gr for gr in g.groups}
+
+    def linears(backward):
+        return [
+            gr.size
+            for gr in g.groups
+            if gr.label == "eqx.nn.Linear"
+            and by_id[gr.parent or ""].backward == backward
+        ]
+
+    # depth=3: four Linear layers, forward and backward, each its own group
+    assert linears(False) == [4, 4, 4, 4]
+    assert len(linears(True)) == 4
+    relus = [gr for gr in g.groups if gr.label == "custom_jvp_call(relu)"]
+    assert len(relus) == 3

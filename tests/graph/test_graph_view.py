@@ -13,7 +13,12 @@ import pytest
 import jaxscope as js
 from jaxscope import GraphView, GraphvizMissingError
 from jaxscope._display import GRAPH_MIME
-from jaxscope._graph.render import TREE_BUDGET, TREE_WIDTH, json_for_script
+from jaxscope._graph.render import (
+    TREE_BUDGET,
+    TREE_WIDTH,
+    json_for_script,
+    payload_from_html,
+)
 from jaxscope._source import short_path
 
 HERE = os.path.abspath(__file__)
@@ -145,12 +150,7 @@ def test_html_embeds_the_viewer_and_escaped_data(nested):
     assert bundle[GRAPH_MIME] == {"version": 1}  # the data lives once, in the HTML
     html = bundle["text/html"]
     assert "data-jaxscope-graph" in html and "mountStatic" in html
-    data = re.search(
-        r'<script type="application/json" class="jaxscope-graph-data">(.*?)</script>',
-        html,
-        re.S,
-    )
-    payload = json.loads(data.group(1))
+    payload = payload_from_html(html)
     assert payload == json.loads(json.dumps(g.payload()))
 
 
@@ -214,3 +214,20 @@ def test_jaxpr_view_graph_is_the_same_graph(nested):
     a, b = v.graph(), js.graph(nested)(jnp.ones(4), 1.0)
     assert [n.id for n in a.nodes] == [n.id for n in b.nodes]
     assert a.edges == b.edges
+
+
+def test_the_html_carries_the_payload_compressed():
+    def f(x):
+        for i in range(300):
+            with jax.named_scope(f"block{i % 30}"):
+                x = jnp.sin(x) * 1.5
+        return x
+
+    g = js.graph(f)(jnp.ones(3))
+    html = g._repr_mimebundle_()["text/html"]
+    raw = len(json.dumps(g.payload(), separators=(",", ":")))
+    data = re.search(r'class="jaxscope-graph-data"[^>]*>([^<]*)<', html)
+    assert data and len(data.group(1)) < raw / 3
+    assert payload_from_html(html) == json.loads(json.dumps(g.payload()))
+    with pytest.raises(ValueError, match="no jaxscope graph payload"):
+        payload_from_html("<p>a table</p>")

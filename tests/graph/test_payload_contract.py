@@ -153,3 +153,46 @@ def test_a_training_step_has_backward_groups_for_the_viewer_to_read(node, tmp_pa
     got = _decoded(node, view, tmp_path)
     assert any(g["backward"] for g in got["groups"])
     assert any(not g["backward"] for g in got["groups"])
+
+
+# The program the checked-in example (extension/tests/payload-example.json) was
+# written from, its file named "model.py" there; extension/tests/decode.test.mjs
+# decodes that example, so both ends read one document.
+EXAMPLE = ROOT / "extension" / "tests" / "payload-example.json"
+
+
+def _example():
+    def loss(params, x):
+        for i, w in enumerate(params):
+            with jax.named_scope(f"layer{i}"):
+                x = jnp.tanh(x @ w)
+        return jnp.sum(x**2)
+
+    def step(params, x):
+        g = jax.grad(loss)(params, x)
+        return [w - 0.1 * d for w, d in zip(params, g, strict=True)]
+
+    return step
+
+
+def test_python_writes_the_payload_the_checked_in_example_shows():
+    from jaxscope._graph.payload import FORMAT
+
+    example = json.loads(EXAMPLE.read_text("utf-8"))
+    fresh = json.loads(
+        json.dumps(js.graph(_example())([jnp.eye(2)] * 2, jnp.ones(2)).payload())
+    )
+    assert fresh["format"] == example["format"] == FORMAT
+    assert list(fresh) == list(example)
+    # every record has the fields the example's have, in the same places
+    for key in ("nodes", "groups"):
+        assert {len(r) for r in fresh[key]} == {len(r) for r in example[key]}, key
+        for got, want in zip(fresh[key], example[key], strict=False):
+            assert [type(v) for v in got] == [type(v) for v in want], key
+    assert len(fresh["edges"]) % 4 == len(example["edges"]) % 4 == 0
+
+    def labels(payload):
+        s = payload["strings"]
+        return [(s[g[0]], s[g[1]], g[2], g[10]) for g in payload["groups"]]
+
+    assert labels(fresh) == labels(example)

@@ -15,18 +15,25 @@ import "../../../jaxscope/_static/graph.css";
 
 export const GRAPH_MIME = "application/vnd.jaxscope.graph+json";
 
-/** The graph payload embedded in the output's text/html, or null. */
+/** The graph payload embedded in the output's text/html (a promise), or null. */
 export function graphData(data) {
   const html = data["text/html"];
   if (typeof html !== "string") return null;
   const doc = new DOMParser().parseFromString(html, "text/html");
   const block = doc.querySelector("script.jaxscope-graph-data");
   if (!block) return null;
-  try {
-    return JSON.parse(block.textContent);
-  } catch {
-    return null;
-  }
+  return readPayload(block).catch(() => null);
+}
+
+// The block's text: JSON, or (data-encoding="gzip+base64") gzip-compressed JSON in base64.
+async function readPayload(block) {
+  const text = block.textContent;
+  if (!block.dataset.encoding) return JSON.parse(text);
+  if (block.dataset.encoding !== "gzip+base64") throw new Error("unknown encoding");
+  const s = atob(text), bytes = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return JSON.parse(await new Response(stream).text());
 }
 
 function plainText(data) {
@@ -43,19 +50,19 @@ class GraphRenderer extends Widget {
     this._pending = null;
   }
 
-  renderModel(model) {
+  async renderModel(model) {
     const data = model.data;
-    const graph = graphData(data);
+    const pending = graphData(data);
+    const graph = pending === null ? null : await pending;
     this.node.textContent = "";
     if (graph === null) {
       this.node.appendChild(plainText(data));
-      return Promise.resolve();
+      return;
     }
     const height = Number((data[GRAPH_MIME] || {}).height) || 520;
     this._pending = { graph, height };
     // The viewer measures its box: mount once the output is in the page.
     if (this.isAttached) this._mount();
-    return Promise.resolve();
   }
 
   onAfterAttach(msg) {

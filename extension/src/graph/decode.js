@@ -8,6 +8,16 @@ export const FORMAT = 1;
 
 const KINDS = ["eqn", "input", "output", "const"];
 
+/** @throws {Error} when the payload names a format other than FORMAT. */
+export function checkFormat(data) {
+  if (data.format !== undefined && data.format !== FORMAT) {
+    throw new Error(
+      `graph payload format ${data.format} is not ${FORMAT}, the one this viewer reads: ` +
+        "rebuild the viewer (npm --prefix extension run build) or upgrade jaxscope",
+    );
+  }
+}
+
 /**
  * Decode a payload. Strings are interned in `strings`; nodes and groups are arrays
  * (see `_payload` in jaxscope/_graph/model.py). Fields added after the first release
@@ -16,12 +26,7 @@ const KINDS = ["eqn", "input", "output", "const"];
  * @throws {Error} when the payload names a format other than FORMAT.
  */
 export function decode(data) {
-  if (data.format !== undefined && data.format !== FORMAT) {
-    throw new Error(
-      `graph payload format ${data.format} is not ${FORMAT}, the one this viewer reads: ` +
-        "rebuild the viewer (npm --prefix extension run build) or upgrade jaxscope",
-    );
-  }
+  checkFormat(data);
   const S = data.strings || [];
   const str = (i) => S[i] ?? "";
   const pairs = (flat) => {

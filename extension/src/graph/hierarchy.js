@@ -14,6 +14,19 @@ export const CHUNK_SIZE = 100;
 export const SPAN_BUDGET = 3000;
 // A node feeding this many groups is drawn as a stub in each (unless the payload says).
 export const AUX_MIN_GROUPS = 4;
+// The program's inputs (outputs) make one "inputs" ("outputs") box from this many on.
+export const IO_MIN = 6;
+// A level holding groups and more than LEVEL_READABLE items wraps each run of at
+// least RUN_MIN loose equations in a box labelled by its source lines.
+export const LEVEL_READABLE = 24;
+export const RUN_MIN = 8;
+// SERIES_MIN or more consecutive groups of one kind named alike with consecutive
+// numbers ("layer0" ... "layer68") make one collapsed series, opened SERIES_PAGE at a time.
+export const SERIES_MIN = 10;
+export const SERIES_PAGE = 10;
+// Loose equations allowed between two members of a series (a residual add).
+const SERIES_GAP = 4;
+const NUMBERED = /^(.*?)(\d+)(\D*)$/;
 
 /**
  * Item ids: "R" the top level, "n<k>" node k, "g<k>" group k, "a<k>" an artificial
@@ -46,20 +59,40 @@ export class Hierarchy {
         p = this.item.get(p).parent;
       }
     }
-    const order = (id) => (id[0] === "n" ? this.item.get(id).index : first.get(id) ?? 1e12);
-    for (const grp of g.groups) this.children.get(grp.parent).push(grp.id);
+    // Program order: a container's nodes come in order; its (few) groups, sorted by
+    // their first node, are merged in.
+    const kidGroups = new Map();
+    for (const grp of g.groups) {
+      if (!kidGroups.has(grp.parent)) kidGroups.set(grp.parent, []);
+      kidGroups.get(grp.parent).push(grp.id);
+    }
     for (const n of g.nodes) this.children.get(n.parent).push(n.id);
-    for (const [, list] of this.children) list.sort((a, b) => order(a) - order(b));
-    for (const [c, list] of [...this.children]) this.chunkLevel(c, list);
+    const firstOf = (id) => first.get(id) ?? 1e12;
+    for (const [c, gids] of kidGroups) {
+      gids.sort((a, b) => firstOf(a) - firstOf(b));
+      const nodes = this.children.get(c), merged = [];
+      let i = 0;
+      for (const gid of gids) {
+        const at = firstOf(gid);
+        while (i < nodes.length && this.item.get(nodes[i]).index < at) merged.push(nodes[i++]);
+        merged.push(gid);
+      }
+      while (i < nodes.length) merged.push(nodes[i++]);
+      this.children.set(c, merged);
+    }
+    for (const [c, list] of [...this.children]) this.structure(c, list);
     this.link();
     // A level whose edges span far (a training step's inputs feeding every layer and
     // its backward pass) costs dagre a dummy node per rank crossed: split it finer.
+    // Its structure first (shorter series, every run of loose equations), artificial
+    // layers only if that is not enough.
     for (let pass = 0; pass < 2; pass++) {
       const heavy = [...this.children.keys()].filter((c) => this.spanCost(c) > SPAN_BUDGET);
       if (!heavy.length) break;
       for (const c of heavy) {
         const list = this.children.get(c);
-        this.children.set(c, this.makeChunks(list, Math.max(8, Math.ceil(Math.sqrt(list.length)))));
+        if (pass === 0) this.structure(c, list, true);
+        else this.children.set(c, this.makeChunks(list, Math.max(8, Math.ceil(Math.sqrt(list.length)))));
       }
       this.link();
     }
@@ -69,16 +102,18 @@ export class Hierarchy {
   link() {
     this.parent = new Map();
     for (const [c, list] of this.children) for (const id of list) this.parent.set(id, c);
-    // ancestors of each leaf, outermost first (root excluded)
-    this.ancestors = this.g.nodes.map((n) => {
-      const chain = [];
-      let p = this.parent.get(n.id);
-      while (p && p !== ROOT) {
-        chain.push(p);
-        p = this.parent.get(p);
+    // ancestors of each leaf, outermost first (root excluded): one array per
+    // container, shared by the leaves in it (read only)
+    const chains = new Map([[ROOT, []]]);
+    const chainOf = (c) => {
+      let chain = chains.get(c);
+      if (chain === undefined) {
+        chain = [...chainOf(this.parent.get(c) ?? ROOT), c];
+        chains.set(c, chain);
       }
-      return chain.reverse();
-    });
+      return chain;
+    };
+    this.ancestors = this.g.nodes.map((n) => chainOf(this.parent.get(n.id) ?? ROOT));
     this.liftEdges();
   }
 
@@ -92,6 +127,113 @@ export class Hierarchy {
       cost += e.a[0] === "x" ? 1 : Math.abs((pos.get(e.b) ?? 0) - (pos.get(e.a) ?? 0));
     }
     return cost;
+  }
+
+  // A level's structure, made of what the payload says: the program's inputs and
+  // outputs in a box each, long runs of loose equations beside groups in a box each
+  // (labelled by their source lines), numbered series of groups collapsed; artificial
+  // layers only where that leaves more than chunkMax items. `heavy`: a level whose
+  // edges span far (see the constructor), structured more eagerly.
+  structure(c, list, heavy) {
+    let out = list;
+    if (c === ROOT) out = this.ioBoxes(out);
+    if (out.some((id) => id[0] !== "n") && (heavy || out.length > LEVEL_READABLE)) out = this.wrapRuns(out);
+    out = this.series(out, heavy ? 4 : SERIES_MIN);
+    this.children.set(c, out);
+    this.chunkLevel(c, out);
+  }
+
+  // A new artificial container of `members` (program order), structured in turn.
+  box(kind, label, members, extra) {
+    const id = "a" + this.nChunks++;
+    let size = 0;
+    for (const m of members) size += m[0] === "n" ? 1 : this.item.get(m).size;
+    this.item.set(id, { id, kind, label, size, first: this.firstIndex(members[0]), ...(extra || {}) });
+    this.children.set(id, members);
+    this.chunkLevel(id, members);
+    return id;
+  }
+
+  ioBoxes(list) {
+    for (const kind of ["input", "output"]) {
+      const io = list.filter((id) => id[0] === "n" && this.item.get(id).kind === kind);
+      if (io.length < IO_MIN) continue;
+      const taken = new Set(io);
+      const at = list.indexOf(io[0]);
+      const box = this.box("io", kind === "input" ? "inputs" : "outputs", io);
+      list = [...list.slice(0, at).filter((id) => !taken.has(id)), box, ...list.slice(at).filter((id) => !taken.has(id))];
+    }
+    return list;
+  }
+
+  // Runs of RUN_MIN or more loose equations (a tree_map'd optimizer update) in a box.
+  wrapRuns(list) {
+    const out = [];
+    let run = [];
+    const flush = () => {
+      if (run.length >= RUN_MIN) {
+        const range = this.lineRange(run, true);
+        out.push(this.box("chunk", range.label, run, { lines: range }));
+      } else out.push(...run);
+      run = [];
+    };
+    for (const id of list) {
+      const it = this.item.get(id);
+      if (id[0] === "n" && it.kind === "eqn") run.push(id);
+      else { flush(); out.push(id); }
+    }
+    flush();
+    return out;
+  }
+
+  // The number of a group named "<prefix><number><suffix>" ("layer12", "Block #3",
+  // "layer5 (backward)") and the key its series shares, or null.
+  numbered(id) {
+    if (id[0] !== "g") return null;
+    const it = this.item.get(id);
+    const m = NUMBERED.exec(it.label);
+    return m ? { key: `${it.kind}\u0000${m[1]}\u0000${m[3]}\u0000${it.backward ? 1 : 0}`, num: Number(m[2]) } : null;
+  }
+
+  // Consecutive groups numbered one after another (up or down), a few loose
+  // equations allowed between them, become one collapsed series when there are at
+  // least `min` of them; a series longer than SERIES_PAGE opens on pages.
+  series(list, min) {
+    const out = [];
+    let i = 0;
+    while (i < list.length) {
+      const head = this.numbered(list[i]);
+      if (!head) { out.push(list[i++]); continue; }
+      const members = [i];
+      let step = 0, last = head.num, j = i + 1;
+      while (j < list.length) {
+        let k = j;
+        while (k < list.length && k - j < SERIES_GAP && list[k][0] === "n") k++;
+        const next = k < list.length ? this.numbered(list[k]) : null;
+        if (!next || next.key !== head.key) break;
+        const d = next.num - last;
+        if (Math.abs(d) !== 1 || (step && d !== step)) break;
+        step = d; last = next.num; members.push(k); j = k + 1;
+      }
+      if (members.length < min) { out.push(list[i++]); continue; }
+      const end = members[members.length - 1] + 1;
+      const span = list.slice(i, end);
+      const groups = members.map((k) => list[k]);
+      const label = (a, b, n) => `${this.item.get(a).label} \u2026 ${this.item.get(b).label}` + (n ? ` (${n} blocks)` : "");
+      let kids = span;
+      if (groups.length > SERIES_PAGE) {
+        kids = [];
+        for (let p = 0; p < groups.length; p += SERIES_PAGE) {
+          const page = groups.slice(p, p + SERIES_PAGE);
+          const from = p === 0 ? 0 : span.indexOf(page[0]);
+          const to = p + SERIES_PAGE >= groups.length ? span.length : span.indexOf(groups[p + SERIES_PAGE]);
+          kids.push(this.box("series", label(page[0], page[page.length - 1], 0), span.slice(from, to), { blocks: page.length }));
+        }
+      }
+      out.push(this.box("series", label(groups[0], groups[groups.length - 1], groups.length), kids, { blocks: groups.length }));
+      i = end;
+    }
+    return out;
   }
 
   // A level with more than chunkMax items is split into artificial layers: where it
@@ -130,7 +272,7 @@ export class Hierarchy {
       let size = 0;
       for (const m of members) size += m[0] === "n" ? 1 : this.item.get(m).size;
       const range = this.lineRange(members);
-      const named = members.filter((m) => m[0] === "g").map((m) => this.item.get(m).label);
+      const named = members.filter((m) => m[0] !== "n").map((m) => this.item.get(m).label);
       const label = named.length > 1 ? `${named[0]} \u2026 ${named[named.length - 1]}` : range.label;
       this.item.set(id, { id, kind: "chunk", label, lines: range, size, first: this.firstIndex(members[0]) });
       this.children.set(id, members);
@@ -154,9 +296,13 @@ export class Hierarchy {
     return this.item.get(id).index;
   }
 
-  // The source lines of the members, in the file holding most of them: "lines 10–120".
-  lineRange(members) {
+  // The source lines of the members, in the file holding most of them: "lines 10–120"
+  // (with `named`, "f: lines 10–120" when one named function holds them all). Members with no source
+  // line (the program's inputs, a library's equations) are named by their first and
+  // last labels, or by their commonest primitives.
+  lineRange(members, named) {
     const files = new Map();
+    const fns = new Set();
     const add = (file, lo, hi, n) => {
       const f = files.get(file);
       if (!f) files.set(file, [n, lo, hi]);
@@ -164,13 +310,29 @@ export class Hierarchy {
     };
     for (const m of members) {
       const it = this.item.get(m);
-      if (m[0] === "n") { if (it.source) add(it.source.file, it.source.line, it.source.line, 1); }
-      else if (it.lines && it.lines.file !== undefined) add(it.lines.file, it.lines.first, it.lines.last, it.size || 1);
-      else if (it.source) add(it.source.file, it.source.line, it.source.line, it.size || 1);
+      if (m[0] === "n") { if (it.source) { add(it.source.file, it.source.line, it.source.line, 1); fns.add(it.source.fn); } }
+      else if (it.lines && it.lines.file !== undefined) { add(it.lines.file, it.lines.first, it.lines.last, it.size || 1); fns.add(""); }
+      else if (it.source) { add(it.source.file, it.source.line, it.source.line, it.size || 1); fns.add(""); }
     }
-    if (!files.size) return { label: `nodes ${this.firstIndex(members[0]) + 1}\u2013${this.firstIndex(members[members.length - 1]) + 1}` };
+    if (!files.size) return { label: this.namesLabel(members) };
     const [file, [, first, last]] = [...files].reduce((a, b) => (b[1][0] > a[1][0] ? b : a));
-    return { file, first, last, label: first === last ? `line ${first}` : `lines ${first}\u2013${last}` };
+    // "step.<locals>.<lambda>" (a tree_map'd update) is named after "step"
+    const fn = named && fns.size === 1 ? [...fns][0].replace(/\.<locals>\.<lambda>$/, "").split(".<locals>.").pop() : "";
+    const where = first === last ? `line ${first}` : `lines ${first}\u2013${last}`;
+    return { file, first, last, label: fn && !fn.includes("<") ? `${fn}: ${where}` : where };
+  }
+
+  namesLabel(members) {
+    const leaves = members.filter((m) => m[0] === "n").map((m) => this.item.get(m));
+    if (leaves.length === members.length && leaves.every((n) => n.kind !== "eqn")) {
+      const a = leaves[0].label, b = leaves[leaves.length - 1].label;
+      return members.length === 1 ? a : `${a} \u2026 ${b}`;
+    }
+    const count = new Map();
+    for (const n of leaves) count.set(n.primitive || n.label, (count.get(n.primitive || n.label) || 0) + 1);
+    const top = [...count].sort((x, y) => y[1] - x[1]).slice(0, 3).map(([p]) => p);
+    if (!top.length) return `${this.item.get(members[0]).label} \u2026 ${this.item.get(members[members.length - 1]).label}`;
+    return `${top.join(", ")}${count.size > 3 ? ", \u2026" : ""} (${leaves.length} equations)`;
   }
 
   // For each container: the edges between its direct children, lifted from leaf edges.
@@ -190,7 +352,7 @@ export class Hierarchy {
       if (to === null || from === to) continue;
       const inner = k + 1 < b.length ? b[k + 1] : e.dst >= 0 ? "n" + e.dst : null;
       lifted.push({ lca: k === 0 ? ROOT : a[k - 1], from, to, inner, e });
-      if (from[0] === "n" && to[0] !== "n") {
+      if (this.leafLike(from) && to[0] !== "n") {
         if (!fanout.has(e.src)) fanout.set(e.src, new Set());
         fanout.get(e.src).add(to);
       }
@@ -208,11 +370,11 @@ export class Hierarchy {
       this.lifted.get(c).push({ a, b, type: e.type, var: e.var });
     };
     for (const { lca, from, to, inner, e } of lifted) {
-      if (this.aux.has(e.src) && from[0] === "n" && to[0] !== "n") {
+      if (this.aux.has(e.src) && this.leafLike(from) && to[0] !== "n") {
         if (inner === null) continue;
         const stub = `x${e.src}@${to}`;
         if (!this.parent.has(stub)) {
-          const src = this.item.get(from);
+          const src = this.item.get("n" + e.src);
           this.item.set(stub, { id: stub, kind: "stub", of: e.src, label: src.label, node: src });
           if (!this.stubs.has(to)) this.stubs.set(to, []);
           this.stubs.get(to).push(stub);
@@ -223,6 +385,12 @@ export class Hierarchy {
         push(lca, from, to, e);
       }
     }
+  }
+
+  // A node, or the box of the program's inputs (an auxiliary input in it still gets a
+  // stub in each group it feeds, not an edge from the box).
+  leafLike(id) {
+    return id[0] === "n" || this.item.get(id).kind === "io";
   }
 
   adjacency() {

@@ -11,6 +11,8 @@ import { GraphViewer } from "./viewer.js";
 export { decode } from "./decode.js";
 
 function mount(el, data, opts) {
+  // the viewer's height follows its graph: the placeholder's fixed height goes
+  el.style.height = "";
   const viewer = new GraphViewer(el, data, opts);
   el.__jaxscopeGraph = viewer.api();
   return viewer;

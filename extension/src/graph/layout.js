@@ -3,14 +3,15 @@
 import dagre from "@dagrejs/dagre";
 
 /**
- * @param {{nodes: {id: string, w: number, h: number}[], edges: {a: string, b: string}[]}} input
+ * @param {{nodes: {id: string, w: number, h: number}[], edges: {a: string, b: string}[],
+ *   rankdir?: string}} input (rankdir: dagre's, "TB" by default)
  * @returns {{w: number, h: number, pos: Object<string, number[]>, edges: number[][][]}}
  *   `pos[id]` is the node's top-left corner; `edges[i]` the points of `input.edges[i]`.
  */
 export function layoutGraph(input) {
   if (!input.nodes.length) return { w: 0, h: 0, pos: {}, edges: [] };
   const gr = new dagre.graphlib.Graph({ multigraph: false });
-  gr.setGraph({ rankdir: "TB", nodesep: 14, ranksep: 26, edgesep: 8, marginx: 0, marginy: 0 });
+  gr.setGraph({ rankdir: input.rankdir || "TB", nodesep: 14, ranksep: 26, edgesep: 8, marginx: 0, marginy: 0 });
   gr.setDefaultEdgeLabel(() => ({}));
   for (const n of input.nodes) gr.setNode(n.id, { width: n.w, height: n.h });
   for (const e of input.edges) gr.setEdge(e.a, e.b);

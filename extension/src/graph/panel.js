@@ -114,15 +114,70 @@ export class DetailPanel {
     this.add(this.sourceSection(n.source));
   }
 
-  // A group or an artificial layer, and the source lines of the leaves inside.
+  // A group or an artificial layer: what crosses its boundary (the values it reads
+  // and those read outside it, with their types), what it holds (equations, an
+  // estimate of floating-point operations), its source and the source lines inside.
   showGroup(it, leaves) {
     this.clear();
     this.add(el("div", "jsg-panel-title", it.label));
-    this.add(el("div", "jsg-reach", `${it.kind} \u00b7 ${it.size} nodes`));
-    if (it.inputs) this.add(this.table("inputs", it.inputs, "jsg-inputs"));
-    if (it.outputs) this.add(this.table("outputs", it.outputs, "jsg-outputs"));
+    const facts = groupFacts(this.g, leaves, it);
+    const flops = facts.flops ? ` \u00b7 \u2248${formatCount(facts.flops)} flops` : "";
+    this.add(el("div", "jsg-reach", `${it.kind} \u00b7 ${it.size} nodes \u00b7 ${facts.eqns} equations${flops}`));
+    if (it.scope) this.add(el("div", "jsg-scope", it.scope));
+    this.add(this.table(`inputs (${facts.inputs.length})`, facts.inputs.slice(0, LIST_MAX), "jsg-inputs"));
+    this.add(this.table(`outputs (${facts.outputs.length})`, facts.outputs.slice(0, LIST_MAX), "jsg-outputs"));
     if (it.params && it.params.length) this.add(this.table("params", it.params, "jsg-params"));
-    if (it.source !== undefined) this.add(this.sourceSection(it.source));
+    if (it.source !== undefined && it.source !== null) this.add(this.sourceSection(it.source));
     this.add(this.linesSection(leaves));
   }
+}
+
+/** 1234567 -> "1.2M". */
+export function formatCount(n) {
+  for (const [v, s] of [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]]) if (n >= v) return (n / v).toFixed(1).replace(/\.0$/, "") + s;
+  return String(n);
+}
+
+const dims = (type) => {
+  const m = /\[([\d,\s]*)\]/.exec(type || "");
+  return m ? m[1].split(",").filter((x) => x.trim()).map(Number) : [];
+};
+const count = (type) => dims(type).reduce((a, b) => a * b, 1);
+
+/** An equation's floating-point operations: dot_general's 2·out·contracted, else
+ *  one per output element of a float result (an estimate), 0 for non-floats. */
+export function flopsOf(n) {
+  if (n.kind !== "eqn" || !n.outputs.length) return 0;
+  const out = n.outputs[0][1];
+  if (!/^(f|bf|c)\d/.test(out)) return 0;
+  if (n.primitive === "dot_general" && n.inputs.length) {
+    const p = n.params.find((x) => x[0] === "dimension_numbers");
+    const m = p && /^\(\(\(([\d,\s]*)\)/.exec(p[1]);
+    const lhs = dims(n.inputs[0][1]);
+    const k = m ? m[1].split(",").filter((x) => x.trim()).reduce((a, i) => a * (lhs[Number(i)] || 1), 1) : 1;
+    return 2 * count(out) * k;
+  }
+  return n.outputs.reduce((a, o) => a + count(o[1]), 0);
+}
+
+/**
+ * What crosses a group's boundary, from the leaf edges: `inputs` the values made
+ * outside and read inside, `outputs` those made inside and read outside (each
+ * [variable, type], once); `eqns` the equations inside; `flops` their estimate.
+ */
+export function groupFacts(g, leaves, it) {
+  const inside = new Set(leaves);
+  const self = it && it.id && it.id[0] === "g" ? -1 - it.index : null;
+  const ins = new Map(), outs = new Map();
+  for (const e of g.edges) {
+    const a = inside.has(e.src), b = e.dst >= 0 ? inside.has(e.dst) : e.dst === self;
+    if (!a && b) ins.set(e.var, e.type);
+    else if (a && !b) outs.set(e.var, e.type);
+  }
+  let eqns = 0, flops = 0;
+  for (const i of leaves) {
+    const n = g.nodes[i];
+    if (n.kind === "eqn") { eqns++; flops += flopsOf(n); }
+  }
+  return { inputs: [...ins], outputs: [...outs], eqns, flops };
 }

@@ -75,6 +75,18 @@ export class PanZoom {
     this.apply();
   }
 
+  // The whole drawing if that keeps the zoom at `floor` or more; else the zoom
+  // `floor`, the drawing's top centred (panning shows the rest).
+  fitAtLeast(lw, lh, floor) {
+    this.fit(lw, lh);
+    if (this.k >= floor) return;
+    const [w] = this.size();
+    this.k = floor;
+    this.tx = (w - lw * floor) / 2;
+    this.ty = 10;
+    this.apply();
+  }
+
   // Bring a box into view: centred, zoomed out only as far as it needs (a tall box
   // shows its top).
   centreOn(box, zoomToFit) {

@@ -1,34 +1,82 @@
-// Search: which nodes a query matches (pure, checked by node's test runner), the
-// next result (wrapping around) and the list of results shown in the panel.
+// Search: what a query matches among the groups and nodes (pure, checked by node's
+// test runner), ranked, the next result (wrapping around) and the list of results
+// shown in the panel, each with the path of groups leading to it.
 
 import { el } from "./dom.js";
 
 export const MAX_RESULTS = 100;
 
+const lower = (t) => (t || "").toLowerCase();
+
+/** The source line's text, or "". */
+function lineText(g, loc) {
+  if (!loc || !g.sources) return "";
+  const lines = g.sources[loc.file];
+  return (lines && lines[String(loc.line)]) || "";
+}
+
 /**
- * The indices of the decoded nodes a query matches, in program order.
- * "%e": variable e only; "12": source line 12; otherwise primitive, label, exact
- * variable name, function or file:line (case-insensitive).
+ * How well node `n` matches query `q` (lower case): 0 no match; higher is better.
+ * "%e": variable e only; "12": source line 12; otherwise label or primitive (exact 4,
+ * substring 3), exact variable name (3), function, file:line or source text (1).
  */
-export function matches(nodes, query) {
+function nodeRank(n, q, g) {
+  const s = n.source;
+  if (q[0] === "%") {
+    const v = q.slice(1);
+    return n.inputs.some((p) => lower(p[0]) === v) || n.outputs.some((p) => lower(p[0]) === v) ? 3 : 0;
+  }
+  if (/^\d+$/.test(q)) return s && String(s.line) === q ? 2 : 0;
+  const label = lower(n.label), prim = lower(n.primitive);
+  if (label === q || prim === q) return 4;
+  if (label.includes(q) || prim.includes(q)) return 3;
+  if (n.inputs.some((p) => lower(p[0]) === q) || n.outputs.some((p) => lower(p[0]) === q)) return 3;
+  if (s && (lower(`${s.file}:${s.line}`).includes(q) || lower(s.fn).includes(q))) return 1;
+  if (lower(lineText(g, s)).includes(q)) return 1;
+  return 0;
+}
+
+/** As nodeRank for group `grp`: its label, then kind, function, scope, source. */
+function groupRank(grp, q, g) {
+  if (q[0] === "%") return 0;
+  const s = grp.source;
+  if (/^\d+$/.test(q)) return s && String(s.line) === q ? 2 : 0;
+  const label = lower(grp.label);
+  if (label === q) return 4;
+  if (label.includes(q)) return 3;
+  if (lower(grp.function).includes(q) || lower(grp.scope).includes(q) || lower(grp.primitive) === q) return 2;
+  if (s && (lower(`${s.file}:${s.line}`).includes(q) || lower(s.fn).includes(q))) return 1;
+  if (grp.lines && lower(grp.lines.file).includes(q) && q.length > 3) return 1;
+  if (lower(lineText(g, s)).includes(q)) return 1;
+  return 0;
+}
+
+/**
+ * What a query matches in decoded payload `g`: ids of groups ("g3") and nodes ("n5"),
+ * better matches first (a label before a source line's text), groups before nodes
+ * among equals, then program order.
+ */
+export function search(g, query) {
   const q = query.trim().toLowerCase();
   if (!q) return [];
-  const digits = /^\d+$/.test(q);
-  const varOnly = q[0] === "%" ? q.slice(1) : null;
-  const out = [];
-  for (const n of nodes) {
-    const s = n.source;
-    let hit = false;
-    if (varOnly !== null) hit = n.inputs.some((p) => p[0].toLowerCase() === varOnly) || n.outputs.some((p) => p[0].toLowerCase() === varOnly);
-    else if (digits) hit = !!s && String(s.line) === q;
-    else {
-      hit = n.label.toLowerCase().includes(q) || n.primitive.toLowerCase().includes(q) ||
-        n.inputs.some((p) => p[0].toLowerCase() === q) || n.outputs.some((p) => p[0].toLowerCase() === q) ||
-        (!!s && (`${s.file}:${s.line}`.toLowerCase().includes(q) || (s.fn && s.fn.toLowerCase() === q)));
-    }
-    if (hit) out.push(n.index);
+  const hits = [];
+  for (const grp of g.groups) {
+    const r = groupRank(grp, q, g);
+    if (r) hits.push([2 * r + 1, grp.index, grp.id]);
   }
-  return out;
+  for (const n of g.nodes) {
+    const r = nodeRank(n, q, g);
+    if (r) hits.push([2 * r, n.index, n.id]);
+  }
+  hits.sort((a, b) => b[0] - a[0] || a[1] - b[1]);
+  return hits.map((h) => h[2]);
+}
+
+/** The indices of the decoded nodes a query matches, in program order. */
+export function matches(nodes, query, g) {
+  const q = query.trim().toLowerCase();
+  if (!q) return [];
+  return nodes.filter((n) => nodeRank(n, q, g || {})).map((n) => n.index);
 }
 
 /** The result after `current` (d = +1) or before it (d = -1) among n, wrapping. */
@@ -36,13 +84,22 @@ export function stepIndex(current, d, n) {
   return (((current < 0 && d < 0 ? 0 : current + d) % n) + n) % n;
 }
 
-/** The clickable list of the first MAX_RESULTS results; `pick(k)` shows result k. */
-export function resultList(nodes, found, pick) {
+/**
+ * The clickable list of the first MAX_RESULTS results (ids); `item(id)` gives the
+ * group or node, `path(id)` the labels of the groups holding it; `pick(k)` shows
+ * result k.
+ */
+export function resultList(found, item, path, pick) {
   const list = el("div", "jsg-results");
-  found.slice(0, MAX_RESULTS).forEach((i, k) => {
-    const n = nodes[i];
-    const a = el("a", "jsg-result", `${n.label}  ${n.outputs.map((o) => o[0] + ":" + o[1]).join(" ")}` +
-      (n.source ? `  ${n.source.file}:${n.source.line}` : ""));
+  found.slice(0, MAX_RESULTS).forEach((id, k) => {
+    const n = item(id);
+    const group = id[0] === "g";
+    const text = group
+      ? `\u25b8 ${n.label}  (${n.size} nodes)`
+      : `${n.label}  ${n.outputs.map((o) => o[0] + ":" + o[1]).join(" ")}` + (n.source ? `  ${n.source.file}:${n.source.line}` : "");
+    const a = el("a", group ? "jsg-result jsg-result-group" : "jsg-result", text);
+    const where = path(id);
+    if (where.length) a.appendChild(el("span", "jsg-result-path", where.join(" \u203a ")));
     a.href = "#";
     a.addEventListener("click", (ev) => { ev.preventDefault(); pick(k); });
     list.appendChild(a);

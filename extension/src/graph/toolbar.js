@@ -15,7 +15,7 @@ export function toolbar(g) {
   const title = el("span", "jsg-title", g.title ? `graph of ${g.title}` : "graph");
   const search = el("input", "jsg-search");
   search.type = "search";
-  search.placeholder = "search: primitive, %var, file:line, line";
+  search.placeholder = "search: group, primitive, %var, source, file:line, line";
   search.setAttribute("aria-label", "search the graph");
   const t = {
     bar,

@@ -4,25 +4,39 @@
 // own modules. Layout: dagre (layout.js) run lazily per expanded container, in a Web
 // Worker when large (engine.js), cached until a descendant is expanded or collapsed.
 
-import { ROOT, decode } from "./decode.js";
+import { ROOT, checkFormat, decode } from "./decode.js";
 import { clip, cssKind, el, svg, svgText } from "./dom.js";
 import { LayoutEngine } from "./engine.js";
 import { Hierarchy } from "./hierarchy.js";
 import { layoutGraph } from "./layout.js";
 import { DetailPanel } from "./panel.js";
 import { PanZoom, installResize } from "./panzoom.js";
-import { matches, resultList, stepIndex } from "./search.js";
+import { resultList, search, stepIndex } from "./search.js";
 import { toolbar } from "./toolbar.js";
 
 // Layouts of at most this many nodes + edges run inline (a few ms: less than a post).
 const INLINE_MAX = 120;
 const MIN_HEIGHT = 200;
-// Groups up to this many leaf nodes may start expanded, smallest first, as long as
-// the first view shows at most VISIBLE_BUDGET items.
-const AUTO_EXPAND = 60;
-const VISIBLE_BUDGET = 80;
+// Groups (never artificial boxes: inputs, outputs, runs, series, layers) start
+// expanded, those adding fewest items first, while the first view shows at most
+// VISIBLE_BUDGET items and stays readable: at FIRST_ZOOM_MIN (text of 9 px and more)
+// it fits in PAN_SCREENS canvases of the largest height (panning shows the rest).
+const VISIBLE_BUDGET = 60;
+export const FIRST_ZOOM_MIN = 0.9;
+const PAN_SCREENS = [1.5, 2.5];
+// The first view's height follows the graph, between MIN_HEIGHT and this.
+const MAX_HEIGHT = 760;
 const PAD = 10;
 const HEADER = 22;
+// Graphs of more nodes build their grouping model after the frame shows.
+const STAGED_MIN = 2000;
+
+// What the frame shows of a payload before it is decoded: its title and counts.
+function summary(data) {
+  const n = (list) => ({ length: (list || []).length });
+  return { title: data.title || "", nodes: n(data.nodes), groups: n(data.groups),
+    edges: { length: Math.floor((data.edges || []).length / 4) }, sources: {} };
+}
 
 // Tells apart the arrow markers of several viewers on one page.
 let uid = 0;
@@ -32,8 +46,12 @@ export class GraphViewer {
     this.opts = opts || {};
     this.onSelect = this.opts.onSelect || (() => {});
     this.host = host;
-    this.g = decode(data);
-    this.h = new Hierarchy(this.g, this.opts);
+    checkFormat(data);
+    // The frame needs only the title and the counts; a large graph is decoded and
+    // grouped after it shows (start).
+    const staged = (data.nodes || []).length > STAGED_MIN;
+    this.g = staged ? summary(data) : decode(data);
+    this.h = null; // the grouping model, made once the frame shows (start)
     this.engine = new LayoutEngine(this.opts.inlineMax ?? INLINE_MAX);
     this.expanded = new Set([ROOT]);
     this.layouts = new Map();
@@ -47,34 +65,118 @@ export class GraphViewer {
     this.current = -1;
     this.lastQuery = null;
     this.elements = new Map();
-    this.defaultExpansion();
     this.build();
-    this.ready = this.update(() => this.fit());
+    this.ready = this.start(data, staged);
   }
 
-  // Open small groups first (fewest leaves), while the view stays under VISIBLE_BUDGET
-  // items; groups of more than AUTO_EXPAND leaves and artificial layers start closed.
+  // The frame (toolbar, an empty canvas) shows first; a large graph's grouping
+  // model and first layout follow in tasks of their own, so the page stays live.
+  async start(data, staged) {
+    const tick = () => (staged ? new Promise((r) => setTimeout(r)) : null);
+    if (staged) {
+      this.setBusy(true);
+      await tick();
+      this.g = decode(data);
+      this.panel.g = this.g;
+      await tick();
+    }
+    this.h = new Hierarchy(this.g, this.opts);
+    this.opened = this.defaultExpansion();
+    await tick();
+    return this.firstView();
+  }
+
+  // Open groups, those adding fewest items first, while the view stays under
+  // VISIBLE_BUDGET items; artificial boxes and three or more numbered siblings
+  // ("layer0", "layer1", ..., "Block #1", ...) start closed, two open together or not
+  // at all. Returns what opened together, in that order.
   defaultExpansion() {
     const h = this.h;
     let visible = h.members(ROOT).length;
-    const queue = [];
+    const opened = [];
+    const queue = []; // bundles: [ids, cost]
     const push = (c) => {
+      const bundles = new Map();
       for (const id of h.children.get(c) || []) {
-        if (!h.isContainer(id)) continue;
-        const it = h.item.get(id);
-        if (it.kind !== "chunk" && it.size <= AUTO_EXPAND) queue.push(id);
+        if (id[0] !== "g" || !h.isContainer(id)) continue;
+        const num = h.numbered(id);
+        const key = num ? num.key : id;
+        if (!bundles.has(key)) bundles.set(key, []);
+        bundles.get(key).push(id);
+      }
+      // three or more numbered siblings stay closed: their names are the structure
+      for (const ids of bundles.values()) {
+        if (ids.length < 3) queue.push([ids, ids.reduce((a, id) => a + h.members(id).length - 1, 0)]);
       }
     };
     push(ROOT);
     while (queue.length) {
-      queue.sort((a, b) => h.item.get(b).size - h.item.get(a).size);
-      const id = queue.pop();
-      const cost = h.members(id).length - 1;
+      queue.sort((a, b) => b[1] - a[1]);
+      const [ids, cost] = queue.pop();
       if (visible + cost > VISIBLE_BUDGET) continue;
       visible += cost;
-      this.expanded.add(id);
-      push(id);
+      for (const id of ids) this.expanded.add(id);
+      opened.push(ids);
+      for (const id of ids) push(id);
     }
+    return opened;
+  }
+
+  // The first view: laid out, then groups closed again (last opened first) while it
+  // would be unreadable; drawn at the zoom that fits, never below FIRST_ZOOM_MIN, its
+  // height following the graph.
+  async firstView() {
+    const gen = ++this.gen;
+    try {
+      for (;;) {
+        const pending = this.prepare(gen);
+        if (pending) this.setBusy(true);
+        if (pending && !(await pending)) return;
+        if (this.missing().length) continue;
+        const lay = this.layouts.get(ROOT);
+        if (!this.opened.length || this.readable(lay.w, lay.h)) break;
+        for (const id of this.opened.pop()) {
+          this.expanded.delete(id);
+          this.invalidate(id);
+        }
+      }
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    if (gen !== this.gen) return;
+    this.setBusy(false);
+    this.render();
+    this.firstFit();
+  }
+
+  // Canvas width, and its height at the largest height the view takes by itself.
+  canvasLimits() {
+    const [w] = this.pz.size();
+    const chrome = this.root.clientHeight - this.canvas.clientHeight;
+    const limit = Math.max(this.opts.height || 520, MAX_HEIGHT);
+    return [w, limit - (chrome > 0 && chrome < limit ? chrome : 70)];
+  }
+
+  readable(lw, lh) {
+    const [w, hgt] = this.canvasLimits();
+    return lw * FIRST_ZOOM_MIN <= (w - 20) * PAN_SCREENS[0] && lh * FIRST_ZOOM_MIN <= (hgt - 20) * PAN_SCREENS[1];
+  }
+
+  // The view's height follows the drawing (up to its limit); the zoom fits it, but no
+  // further out than FIRST_ZOOM_MIN: the top of a larger graph shows, pan for the rest.
+  firstFit() {
+    const lay = this.layouts.get(ROOT);
+    if (!lay) return;
+    const [w, maxCanvas] = this.canvasLimits();
+    const k = Math.max(FIRST_ZOOM_MIN, Math.min(1.2, (w - 20) / lay.w));
+    const chrome = this.root.clientHeight - this.canvas.clientHeight;
+    if (chrome > 0 && !this.opts.fixedHeight) {
+      const canvas = Math.max(MIN_HEIGHT - chrome, Math.min(maxCanvas, Math.ceil(lay.h * k + 24)));
+      this.root.style.height = canvas + chrome + "px";
+    }
+    this.pz.fitAtLeast(lay.w, lay.h, FIRST_ZOOM_MIN);
+    this.root.dataset.firstZoom = String(this.pz.k);
   }
 
   // -------------------------------------------------------------------- DOM skeleton
@@ -217,6 +319,31 @@ export class GraphViewer {
     return { nodes, edges };
   }
 
+  // A level of a few boxes, several of them open (a forward pass, its backward pass, an
+  // update) may read better side by side: of top-down and left-right, the layout that
+  // fits the canvas at the larger zoom.
+  mayTurn(c) {
+    const kids = this.h.members(c);
+    return kids.length <= 12 && kids.filter((id) => this.expanded.has(id) && this.h.isContainer(id)).length >= 2;
+  }
+
+  better(down, across) {
+    const [w, hgt] = this.canvasLimits();
+    const zoom = (o) => Math.min(w / (o.w + 40), hgt / (o.h + 40));
+    return zoom(across) > zoom(down) * 1.2 ? across : down;
+  }
+
+  oriented(c, input) {
+    const down = layoutGraph(input);
+    return this.mayTurn(c) ? this.better(down, layoutGraph({ ...input, rankdir: "LR" })) : down;
+  }
+
+  async orientedAsync(c, input) {
+    const down = await this.engine.run(input);
+    if (!this.mayTurn(c)) return down;
+    return this.better(down, await this.engine.run({ ...input, rankdir: "LR" }));
+  }
+
   store(c, input, out) {
     const top = PAD + (c === ROOT ? 0 : HEADER);
     const pos = new Map();
@@ -239,7 +366,7 @@ export class GraphViewer {
     for (; i < todo.length; i++) {
       const input = this.layoutInput(todo[i]);
       if (!this.engine.inline(input)) break;
-      this.store(todo[i], input, layoutGraph(input));
+      this.store(todo[i], input, this.oriented(todo[i], input));
     }
     if (i === todo.length) return null;
     return (async () => {
@@ -248,7 +375,7 @@ export class GraphViewer {
         if (this.layouts.has(c)) continue;
         const epoch = this.epochs.get(c) || 0;
         const input = this.layoutInput(c);
-        const out = await this.engine.run(input);
+        const out = await this.orientedAsync(c, input);
         if (gen !== this.gen) return false;
         if ((this.epochs.get(c) || 0) === epoch) this.store(c, input, out);
       }
@@ -258,6 +385,7 @@ export class GraphViewer {
 
   // Lay out (off the main thread when large), draw, then `after`. Resolves once drawn.
   update(after) {
+    if (!this.h) return this.ready.then(() => this.update(after));
     const gen = ++this.gen;
     const finish = () => {
       if (gen !== this.gen) return;
@@ -459,7 +587,7 @@ export class GraphViewer {
 
   // ------------------------------------------------------------------- keyboard
   onKey(ev) {
-    if (ev.target === this.search) return;
+    if (ev.target === this.search || !this.h || !this.boxes) return;
     const key = ev.key;
     if (key === "f" && !ev.ctrlKey && !ev.metaKey && !ev.altKey) {
       this.setFull(!this.root.classList.contains("jsg-full"));
@@ -547,12 +675,21 @@ export class GraphViewer {
   }
 
   // -------------------------------------------------------------- highlighting
-  // `entries`: [leaf indices, class]; later entries win, the selection always does.
+  // The visible item standing for a leaf index or an item id.
+  repOf(x) {
+    if (typeof x === "number") return this.rep(x);
+    if (x[0] === "n") return this.rep(this.h.item.get(x).index);
+    for (const c of this.h.containersOf(x)) if (!this.expanded.has(c)) return c;
+    return x;
+  }
+
+  // `entries`: [leaf indices or item ids, class]; later entries win, the selection
+  // always does.
   setMarks(entries, io) {
     this.marks = new Map();
     for (const [leaves, cls] of entries) {
       for (const i of leaves) {
-        const r = this.rep(i);
+        const r = this.repOf(i);
         if (this.marks.get(r) === "jsg-selected") continue;
         this.marks.set(r, cls);
       }
@@ -577,7 +714,7 @@ export class GraphViewer {
     }
     const cur = this.current >= 0 && this.results[this.current];
     if (cur !== undefined && cur !== false) {
-      const e = this.elements.get(this.rep(cur));
+      const e = this.elements.get(this.repOf(cur));
       if (e) e.classList.add("jsg-current", "jsg-selected");
     }
     for (const p of this.viewport.querySelectorAll(".jsg-edge")) {
@@ -625,7 +762,8 @@ export class GraphViewer {
 
   // --------------------------------------------------------------------- search
   runSearch(query) {
-    const found = matches(this.g.nodes, query);
+    if (!this.h) return [];
+    const found = search(this.g, query);
     this.results = found;
     this.current = -1;
     this.lastQuery = query;
@@ -633,12 +771,19 @@ export class GraphViewer {
       this.marks.clear(); this.applyMarks(); this.count.textContent = ""; return found;
     }
     this.setMarks([[found, "jsg-match"]]);
-    this.count.textContent = `${found.length} match${found.length === 1 ? "" : "es"}`;
+    const groups = found.filter((id) => id[0] === "g").length;
+    this.count.textContent = `${found.length} match${found.length === 1 ? "" : "es"}` +
+      (groups ? ` (${groups} group${groups === 1 ? "" : "s"})` : "");
     this.panel.clear();
     this.panel.add(el("div", "jsg-panel-title", `search: ${query}`));
-    this.resultList = resultList(this.g.nodes, found, (k) => this.showResult(k));
+    this.resultList = resultList(found, (id) => this.h.item.get(id), (id) => this.pathOf(id), (k) => this.showResult(k));
     this.panel.add(this.resultList);
     return found;
+  }
+
+  // The labels of the groups holding an item, outermost first (artificial boxes left out).
+  pathOf(id) {
+    return this.h.containersOf(id).filter((c) => c[0] === "g").map((c) => this.h.item.get(c).label);
   }
 
   // Next (+1) or previous (-1) search result, wrapping around.
@@ -652,12 +797,31 @@ export class GraphViewer {
     this.current = k;
     const n = this.results.length;
     this.count.textContent = `${k + 1} of ${n} match${n === 1 ? "" : "es"}`;
-    const index = this.results[k];
-    const done = this.goTo("n" + index, { keepPanel: true });
+    const id = this.results[k];
+    const done = id[0] === "g" ? this.goToGroup(id) : this.goTo(id, { keepPanel: true });
     if (this.resultList && this.resultList.isConnected) {
       [...this.resultList.children].forEach((a, j) => a.classList.toggle("jsg-result-current", j === k));
     }
     return done;
+  }
+
+  // Open the groups holding a group (not the group itself), mark and centre on it.
+  goToGroup(id) {
+    const show = () => {
+      this.focused = id;
+      this.selected = null;
+      this.setMarks([[this.results, "jsg-match"]]);
+      this.centreOn(id, false);
+      if (this.pz.k < 0.6) this.pz.zoomBy(0.8 / this.pz.k, ...this.pz.screenCentre());
+      this.renderCrumbs();
+    };
+    let changed = false;
+    for (const c of this.h.containersOf(id)) {
+      if (!this.expanded.has(c)) { this.expanded.add(c); this.invalidate(c); changed = true; }
+    }
+    if (changed) return this.update(show);
+    show();
+    return Promise.resolve();
   }
 
   // Open the groups holding a node, select it (marks, panel) and centre on it.
@@ -702,9 +866,15 @@ export class GraphViewer {
   // Actions return a promise resolved once the view is drawn.
   api() {
     return {
-      expand: (id) => (this.expanded.has(id) ? Promise.resolve() : this.toggle(id)),
+      // the boxes holding it open too (a series, its page)
+      expand: (id) => {
+        const revealed = this.reveal(id);
+        if (!this.expanded.has(id)) return this.toggle(id);
+        return revealed ? this.update() : Promise.resolve();
+      },
       collapse: (id) => (this.expanded.has(id) ? this.toggle(id) : Promise.resolve()),
       search: (q) => this.runSearch(q).length,
+      results: () => this.results.map((id) => ({ id, label: this.h.item.get(id).label, path: this.pathOf(id) })),
       step: (d) => this.step(d),
       select: (i) => this.goTo("n" + i),
       highlightLine: (f, l) => this.highlightLine(f, l),

@@ -1,0 +1,1 @@
+"""Values of the compiled program: probes and the compiled NaN hunt."""
