@@ -110,8 +110,8 @@ def test_sharding_of_a_value_whose_repr_raises_is_a_one_line_error(value):
 # ------------------------------------------------------------------------- magics
 
 # what a magic needs here besides the call: %jaxstep reads its prompt from stdin,
-# %jaxdiff compares the call with a first one
-OPTIONS = {"jaxstep": "--prompt", "jaxdiff": "--no-hlo f(x)"}
+# %jaxdiff compares the call with a first one, %jaxprobe needs a value to read
+OPTIONS = {"jaxstep": "--prompt", "jaxdiff": "--no-hlo f(x)", "jaxprobe": "--at result"}
 
 
 def _call_magics() -> list[str]:

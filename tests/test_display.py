@@ -190,6 +190,10 @@ VIEWS = {
     "Stepper": lambda: js.step(_mlp)(_X).run(until=lambda e, v: e.primitive == "scan"),
     "NanFinding": lambda: js.find_nan(lambda x: jnp.log(x - 3.0))(_X),
     "NanInInput": lambda: js.find_nan(jnp.sin)(jnp.array([1.0, jnp.nan])),
+    "CompiledNanFinding": lambda: js.find_nan(
+        lambda x: jnp.log(x - 3.0), mode="compiled"
+    )(_X),
+    "ProbeView": lambda: js.probe(_mlp, at=["h"])(_X),
     "ProfileView": lambda: js.profile(_mlp, repeat=1, warmup=0)(_X),
     "MemoryView": lambda: js.memory(_mlp)(_X),
     "ProgramDiff": lambda: js.diff(_mlp)((_X,), (_X * 2.0,)),
