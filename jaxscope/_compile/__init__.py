@@ -1,0 +1,1 @@
+"""``js.compile_profile`` and ``%jaxcompile``: compile cost by source line."""

@@ -1,0 +1,117 @@
+# pyright: strict
+"""Named causes of slow compiles, found in a profile's counts, each with a fix."""
+
+from __future__ import annotations
+
+from jaxscope._compile.counts import EqnCounts, Key
+from jaxscope._compile.records import Diagnosis
+from jaxscope._format import format_bytes
+from jaxscope._records import SourceLoc
+
+MIN_REPEATS = 16
+"""A line emitting its pattern fewer times than this is not called unrolled."""
+MIN_UNROLLED_EQNS = 64
+CONSTANT_BYTES = 1 << 20
+"""Closed-over arrays from this size on are worth passing as arguments."""
+_MAX_PERIOD = 64
+_MATCH = 0.9
+
+
+def repeats(seq: list[str]) -> tuple[int, int]:
+    """``(period, repeats)`` of the shortest pattern ``seq`` repeats (90% of its
+    positions agree with the one a period earlier); ``(len(seq), 1)`` if none."""
+    n = len(seq)
+    for period in range(1, min(_MAX_PERIOD, n // 2) + 1):
+        if n // period < MIN_REPEATS:
+            break
+        same = sum(1 for i in range(period, n) if seq[i] == seq[i - period])
+        if same >= _MATCH * (n - period):
+            return period, n // period
+    return n, 1
+
+
+def unrolled_loops(counts: EqnCounts) -> list[Diagnosis]:
+    """Lines that emit one equation pattern many times in one jaxpr (a Python loop
+    traced out), grouped by function and repeat count: one diagnosis per loop."""
+    found: dict[tuple[str, str, int], list[tuple[Key, int, int]]] = {}
+    for (key, _region), seq in counts.sequences.items():
+        period, n = repeats(seq)
+        if n < MIN_REPEATS:
+            continue
+        line = counts.lines[key]
+        group = (key[0], line.source.function or "", n)
+        found.setdefault(group, []).append((key, len(seq), period))
+    out: list[Diagnosis] = []
+    for (file, function, n), members in found.items():
+        eqns = sum(m[1] for m in members)
+        if eqns < MIN_UNROLLED_EQNS:
+            continue
+        first = min(m[0][1] for m in members)
+        last = max(m[0][1] for m in members)
+        per_iteration = sum(m[2] for m in members)
+        saves = eqns - per_iteration
+        where = f"line {first}" if first == last else f"lines {first}-{last}"
+        source = counts.lines[(file, first)].source
+        out.append(
+            Diagnosis(
+                kind="unrolled_loop",
+                source=source,
+                message=(
+                    f"a Python loop unrolled {n} times: {where}"
+                    f"{f' of {function}' if function else ''} emit {eqns} equations, "
+                    f"the same {per_iteration} per iteration"
+                ),
+                fix=(
+                    "write the loop with jax.lax.fori_loop(0, n, body, carry) or "
+                    "jax.lax.scan(body, carry, xs): its body is traced and compiled "
+                    f"once, saving about {saves} equations"
+                ),
+                count=n,
+                saves=saves,
+            )
+        )
+    return sorted(out, key=lambda d: -d.saves)
+
+
+def baked_constants(
+    counts: EqnCounts, names: dict[Key, list[str]] | None = None
+) -> list[Diagnosis]:
+    """Lines that close over arrays of ``CONSTANT_BYTES`` or more, embedded in the
+    compiled program (and in its cache key)."""
+    out: list[Diagnosis] = []
+    for key, line in counts.lines.items():
+        if line.constant_bytes < CONSTANT_BYTES:
+            continue
+        known = (names or {}).get(key, [])
+        what = ", ".join(known) if known else "the array"
+        shapes = ", ".join(s for s, _ in counts.constant_names.get(key, []))
+        arg = known[0] if known else "w"
+        out.append(
+            Diagnosis(
+                kind="baked_constant",
+                source=line.source,
+                message=(
+                    f"{what} ({shapes or 'an array'}, "
+                    f"{format_bytes(line.constant_bytes)}) is closed over and "
+                    "embedded in the program as a constant"
+                ),
+                fix=(
+                    f"pass {arg} as an argument: def f(x, {arg}): ... and call "
+                    f"jax.jit(f)(x, {arg})"
+                ),
+                count=line.constant_bytes,
+            )
+        )
+    return sorted(out, key=lambda d: -d.count)
+
+
+def recreated_function(function: str, where: SourceLoc | None, hint: str) -> Diagnosis:
+    """A function jitted anew on each call (the recompile cause ``new_function``)."""
+    return Diagnosis(
+        kind="recreated_function",
+        source=where,
+        message=f"{function} is a new function on every call, so every call compiles",
+        fix=hint
+        or "define the function once, outside the loop, and jit it there (see "
+        "js.watch_recompiles: cause new_function)",
+    )
