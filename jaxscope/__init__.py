@@ -86,6 +86,12 @@ _EXPORTS: dict[str, str] = {
     "Hotspot": "._profile.records",
     "Buffer": "._profile.records",
     "LineMemory": "._profile.records",
+    # compile cost by source line
+    "compile_profile": "._compile.profile",
+    "CompileProfile": "._compile.records",
+    "LineCompileCost": "._compile.records",
+    "CompileDiagnosis": "._compile.records",
+    "CompileStages": "._compile.records",
     # errors
     "explain": "._explain.explainer",
     "ErrorReport": "._explain.report",

@@ -327,7 +327,9 @@ def stage(
     if fresh:
         fn = _clib.fresh_nnx_jit(fn) if _clib.is_nnx_jit(fn) else fn
     with full_collections_deferred():
-        return _stage(fn, args, kwargs, static_argnums, static_argnames, api_name, fresh)
+        return _stage(
+            fn, args, kwargs, static_argnums, static_argnames, api_name, fresh
+        )
 
 
 def _stage(

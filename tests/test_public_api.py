@@ -80,6 +80,12 @@ EXPECTED = [
     "ProfileView",
     "memory",
     "profile",
+    # compile cost by source line
+    "CompileDiagnosis",
+    "CompileProfile",
+    "CompileStages",
+    "LineCompileCost",
+    "compile_profile",
     # errors
     "ErrorReport",
     "explain",

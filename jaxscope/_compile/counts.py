@@ -27,6 +27,7 @@ BODY_KINDS = {
     "scan": "scan body",
     "while": "while body",
     "remat": "remat body",
+    "remat2": "remat body",
     "checkpoint": "remat body",
     "custom_vjp_call": "custom_vjp body",
     "custom_vjp_call_jaxpr": "custom_vjp body",
@@ -98,7 +99,12 @@ class _Walker:
         return found
 
     def walk(
-        self, jaxpr: Any, consts: list[Any], enclosing: SourceLoc | None, body: str
+        self,
+        jaxpr: Any,
+        consts: list[Any],
+        enclosing: SourceLoc | None,
+        body: str,
+        outer: tuple[Key, ...] = (),
     ) -> int:
         region = self.regions
         self.regions += 1
@@ -126,6 +132,7 @@ class _Walker:
                     if getattr(literal, "ndim", 0):
                         size += _nbytes(literal)
             self.constants += size
+            stack = outer
             if source is None:
                 self.outside += 1
                 self.outside_constants += size
@@ -146,7 +153,8 @@ class _Walker:
                 if seq is None:
                     seq = self.sequences[(key, region)] = []
                 seq.append(prim)
-                for own in dict.fromkeys((key, *self._own_keys(frames))):
+                stack = tuple(dict.fromkeys((key, *self._own_keys(frames), *outer)))
+                for own in stack:
                     other = self.lines.get(own)
                     if other is None:
                         loc = next((f for f in frames if f.key == own), source)
@@ -158,7 +166,7 @@ class _Walker:
                     continue
                 self.visited.add(id(opened))
                 inner = self.walk(
-                    opened, sub_consts, source, BODY_KINDS.get(prim, body)
+                    opened, sub_consts, source, BODY_KINDS.get(prim, body), stack
                 )
                 count += inner
                 if prim in _CALLS:
@@ -168,9 +176,10 @@ class _Walker:
 
 
 def count_eqns(closed_jaxpr: Any) -> EqnCounts:
-    """Equations and embedded constants of a traced program, by user line."""
+    """Equations and embedded constants of a traced program, by user line; dead
+    code is dropped first, as JAX drops it before lowering."""
     builder = EqnBuilder()
-    jaxpr, consts = _cj.open_jaxpr(closed_jaxpr)
+    jaxpr, consts = _cj.lowered_jaxpr(closed_jaxpr)
     builder.sources.cut.learn(
         _csource.frames_of(_csource.eqn_traceback(eqn)) for eqn in jaxpr.eqns
     )

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from jaxscope._compile.counts import EqnCounts, Key
-from jaxscope._compile.records import Diagnosis
+from jaxscope._compile.records import CompileDiagnosis
 from jaxscope._format import format_bytes
 from jaxscope._records import SourceLoc
 
@@ -30,7 +30,7 @@ def repeats(seq: list[str]) -> tuple[int, int]:
     return n, 1
 
 
-def unrolled_loops(counts: EqnCounts) -> list[Diagnosis]:
+def unrolled_loops(counts: EqnCounts) -> list[CompileDiagnosis]:
     """Lines that emit one equation pattern many times in one jaxpr (a Python loop
     traced out), grouped by function and repeat count: one diagnosis per loop."""
     found: dict[tuple[str, str, int], list[tuple[Key, int, int]]] = {}
@@ -41,7 +41,7 @@ def unrolled_loops(counts: EqnCounts) -> list[Diagnosis]:
         line = counts.lines[key]
         group = (key[0], line.source.function or "", n)
         found.setdefault(group, []).append((key, len(seq), period))
-    out: list[Diagnosis] = []
+    out: list[CompileDiagnosis] = []
     for (file, function, n), members in found.items():
         eqns = sum(m[1] for m in members)
         if eqns < MIN_UNROLLED_EQNS:
@@ -53,7 +53,7 @@ def unrolled_loops(counts: EqnCounts) -> list[Diagnosis]:
         where = f"line {first}" if first == last else f"lines {first}-{last}"
         source = counts.lines[(file, first)].source
         out.append(
-            Diagnosis(
+            CompileDiagnosis(
                 kind="unrolled_loop",
                 source=source,
                 message=(
@@ -75,10 +75,10 @@ def unrolled_loops(counts: EqnCounts) -> list[Diagnosis]:
 
 def baked_constants(
     counts: EqnCounts, names: dict[Key, list[str]] | None = None
-) -> list[Diagnosis]:
+) -> list[CompileDiagnosis]:
     """Lines that close over arrays of ``CONSTANT_BYTES`` or more, embedded in the
     compiled program (and in its cache key)."""
-    out: list[Diagnosis] = []
+    out: list[CompileDiagnosis] = []
     for key, line in counts.lines.items():
         if line.constant_bytes < CONSTANT_BYTES:
             continue
@@ -87,7 +87,7 @@ def baked_constants(
         shapes = ", ".join(s for s, _ in counts.constant_names.get(key, []))
         arg = known[0] if known else "w"
         out.append(
-            Diagnosis(
+            CompileDiagnosis(
                 kind="baked_constant",
                 source=line.source,
                 message=(
@@ -105,9 +105,11 @@ def baked_constants(
     return sorted(out, key=lambda d: -d.count)
 
 
-def recreated_function(function: str, where: SourceLoc | None, hint: str) -> Diagnosis:
+def recreated_function(
+    function: str, where: SourceLoc | None, hint: str
+) -> CompileDiagnosis:
     """A function jitted anew on each call (the recompile cause ``new_function``)."""
-    return Diagnosis(
+    return CompileDiagnosis(
         kind="recreated_function",
         source=where,
         message=f"{function} is a new function on every call, so every call compiles",

@@ -14,6 +14,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
 from jaxscope._compile.counts import EqnCounts, Key, count_eqns, ops_by_line
@@ -37,7 +38,13 @@ from jaxscope._hlo.stablehlo import parse_stablehlo
 from jaxscope._profile.source import raw_file
 from jaxscope._records import SourceLoc
 from jaxscope._source import current_program
-from jaxscope._staging import compile_dumping, first_line, library_lowered, stage, staged
+from jaxscope._staging import (
+    compile_dumping,
+    first_line,
+    library_lowered,
+    stage,
+    staged,
+)
 
 
 def compile_profile(
@@ -150,7 +157,13 @@ def profile_call(
     optimized = parse_hlo(compiled.as_text(), current_program()).ops
     samples = timed_samples(sampler.stacks, trace_seconds)
     return assemble(
-        qualname(fun), stages, counts, stable, optimized, samples, names,
+        qualname(fun),
+        stages,
+        counts,
+        stable,
+        optimized,
+        samples,
+        names,
         len(sampler.stacks),
     )
 
@@ -172,9 +185,9 @@ def _constant_names(fun: Any, counts: EqnCounts) -> dict[Key, list[str]]:
         names: list[str] = []
         for space in spaces:
             for name, value in space.items():
-                if (
-                    isinstance(value, np.ndarray) or type(value).__name__ == "ArrayImpl"
-                ) and getattr(value, "nbytes", -1) in sizes:
+                is_array = isinstance(value, (np.ndarray, jax.Array))
+                size: Any = getattr(value, "nbytes", -1) if is_array else -1
+                if size in sizes:
                     names.append(name)
         found[key] = list(dict.fromkeys(names))[:3]
     return found
@@ -203,9 +216,7 @@ def assemble(
     counts: EqnCounts,
     stable: list[Any],
     optimized: list[Any],
-    samples: tuple[
-        dict[Key, float], dict[Key, float], float, dict[Key, str]
-    ],
+    samples: tuple[dict[Key, float], dict[Key, float], float, dict[Key, str]],
     names: dict[Key, list[str]],
     n_samples: int,
 ) -> CompileProfile:

@@ -2,7 +2,7 @@
 """The records of a compile profile: plain, frozen data keyed by ``SourceLoc``.
 
 ``LineCompileCost`` is one user line's share of a cold compile, ``CompileStages``
-the measured seconds of each stage, ``Diagnosis`` a named problem with a fix to
+the measured seconds of each stage, ``CompileDiagnosis`` a named problem with a fix to
 paste. ``CompileProfile`` holds them all and is what ``js.compile_profile``
 returns; two profiles can be compared line by line through ``by_line``.
 """
@@ -76,7 +76,7 @@ class LineCompileCost:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Diagnosis:
+class CompileDiagnosis:
     """A named cause of a slow compile, where it is and a fix to paste.
 
     ``kind``: ``"unrolled_loop"``, ``"baked_constant"``, ``"recreated_function"``,
@@ -130,7 +130,7 @@ class CompileProfile(Renderable):
     lines: tuple[LineCompileCost, ...]
     outside: LineCompileCost
     totals: CompileTotals
-    diagnoses: tuple[Diagnosis, ...] = ()
+    diagnoses: tuple[CompileDiagnosis, ...] = ()
     functions: tuple[FunctionCompileCost, ...] = ()
     trace_samples: int = 0
     trace_sampling: str = (

@@ -92,7 +92,10 @@ class TraceSampler:
 def timed_samples(
     stacks: list[Stack], seconds: float
 ) -> tuple[
-    dict[tuple[str, int], float], dict[tuple[str, int], float], float, dict[tuple[str, int], str]
+    dict[tuple[str, int], float],
+    dict[tuple[str, int], float],
+    float,
+    dict[tuple[str, int], str],
 ]:
     """``(self, cumulative, outside, function names)`` seconds per ``(file, line)``:
     each sample weighs ``seconds / len(stacks)``; a sample in no user line of the
