@@ -185,12 +185,17 @@ def _constant_names(fun: Any, counts: EqnCounts) -> dict[Key, list[str]]:
         names: list[str] = []
         for space in spaces:
             for name, value in space.items():
-                is_array = isinstance(value, (np.ndarray, jax.Array))
-                size: Any = getattr(value, "nbytes", -1) if is_array else -1
+                size = _array_bytes(value)
                 if size in sizes:
                     names.append(name)
         found[key] = list(dict.fromkeys(names))[:3]
     return found
+
+
+def _array_bytes(value: Any) -> int:
+    if isinstance(value, (np.ndarray, jax.Array)):
+        return int(value.nbytes)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    return -1
 
 
 def _namespaces(fn: Any) -> list[dict[str, Any]]:

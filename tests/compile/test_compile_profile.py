@@ -3,8 +3,6 @@ JAX's own eqn_count_pprof dump, diagnoses with fixes, the user's caches untouche
 
 from __future__ import annotations
 
-import gzip
-import pathlib
 from collections import Counter
 
 import jax
@@ -13,6 +11,7 @@ import numpy as np
 import pytest
 
 import jaxscope as js
+from jaxscope._compile.pprof import read_eqn_counts
 from jaxscope._paths import display_filename
 
 HERE = display_filename(__file__)
@@ -127,84 +126,6 @@ def test_nested_bodies_count_once_and_are_marked(nested_profile, line_of):
 # ------------------------------------------------- agreement with eqn_count_pprof
 
 
-def _fields(buf: bytes):
-    """(field number, wire type, value) of a protobuf message, varints decoded."""
-    i = 0
-    while i < len(buf):
-        key, i = _varint(buf, i)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, i = _varint(buf, i)
-        elif wire == 2:
-            size, i = _varint(buf, i)
-            value, i = buf[i : i + size], i + size
-        elif wire == 1:
-            value, i = buf[i : i + 8], i + 8
-        elif wire == 5:
-            value, i = buf[i : i + 4], i + 4
-        else:
-            raise ValueError(f"wire type {wire}")
-        yield number, wire, value
-
-
-def _varint(buf: bytes, i: int):
-    shift = result = 0
-    while True:
-        b = buf[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, i
-        shift += 7
-
-
-def _packed(wire, value):
-    if wire == 0:
-        return [value]
-    out, i = [], 0
-    while i < len(value):
-        v, i = _varint(value, i)
-        out.append(v)
-    return out
-
-
-def read_eqn_count_pprof(path: pathlib.Path) -> Counter:
-    """{(file, line): equations} of the innermost frame of each sample of JAX's
-    pprof Profile (profile.proto: sample=2, location=4, function=5, strings=6)."""
-    data = gzip.decompress(path.read_bytes())
-    strings, samples, locations, functions = [], [], {}, {}
-    for number, _wire, value in _fields(data):
-        if number == 6:
-            strings.append(value.decode())
-        elif number == 2:
-            locs, values = [], []
-            for n, w, v in _fields(value):
-                if n == 1:
-                    locs += _packed(w, v)
-                elif n == 2:
-                    values += _packed(w, v)
-            samples.append((locs, values[0]))
-        elif number == 4:
-            fields = {n: v for n, _w, v in _fields(value) if n != 4}
-            lines = [
-                {n: v for n, _w, v in _fields(v)}
-                for n, _w, v in _fields(value)
-                if n == 4
-            ]
-            locations[fields[1]] = (lines[0][1], lines[0].get(2, 0))
-        elif number == 5:
-            fields = {n: v for n, _w, v in _fields(value)}
-            functions[fields[1]] = fields.get(4, 0)
-    counts: Counter = Counter()
-    for locs, value in samples:
-        if not locs:
-            counts[None] += value
-            continue
-        function_id, line = locations[locs[0]]
-        counts[(strings[functions[function_id]], line)] += value
-    return counts
-
-
 @pytest.mark.parametrize("program", [nested, unrolled], ids=["nested", "unrolled"])
 def test_equations_per_line_agree_with_jax_eqn_count_pprof(program, tmp_path):
     x = jnp.ones(8) if program is nested else jnp.ones(3)
@@ -218,7 +139,7 @@ def test_equations_per_line_agree_with_jax_eqn_count_pprof(program, tmp_path):
         for key, value in before.items():
             jax.config.update(key, value)
     [dump] = sorted(tmp_path.glob(f"*{program.__name__}*.eqn_count_pprof"))
-    theirs = read_eqn_count_pprof(dump)
+    theirs = read_eqn_counts(dump)
     cp = js.compile_profile(program)(x)
     ours = Counter({c.source.key: c.eqns for c in cp.lines if c.eqns})
     theirs = Counter(
