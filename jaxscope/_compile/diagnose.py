@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
+import ast
+import functools
+import linecache
+
 from jaxscope._compile.counts import EqnCounts, Key
 from jaxscope._compile.records import CompileDiagnosis
 from jaxscope._format import format_bytes
+from jaxscope._profile.source import raw_file
 from jaxscope._records import SourceLoc
 
 MIN_REPEATS = 16
@@ -30,15 +35,50 @@ def repeats(seq: list[str]) -> tuple[int, int]:
     return n, 1
 
 
+@functools.lru_cache(maxsize=64)
+def _loop_lines(file: str, size: int) -> frozenset[int]:
+    """The lines of ``file`` inside a Python ``for``/``while`` loop body or a
+    comprehension (``size`` keys the cache to the file's current text)."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(file)))
+    except (SyntaxError, ValueError):
+        return frozenset()
+    lines: set[int] = set()
+    loops = (ast.For, ast.AsyncFor, ast.While)
+    comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    for node in ast.walk(tree):
+        if isinstance(node, loops):
+            for stmt in node.body:
+                lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+        elif isinstance(node, comprehensions):
+            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return frozenset(lines)
+
+
+def in_python_loop(source: SourceLoc) -> bool:
+    """Whether ``source`` is a line of a Python loop body or comprehension (an
+    IPython cell's lines included); False where its text is unknown."""
+    name = raw_file(source.file)
+    text = linecache.getlines(name)
+    if not text:
+        return False
+    return source.line in _loop_lines(name, sum(map(len, text)))
+
+
 def unrolled_loops(counts: EqnCounts) -> list[CompileDiagnosis]:
     """Lines that emit one equation pattern many times in one jaxpr (a Python loop
-    traced out), grouped by function and repeat count: one diagnosis per loop."""
+    traced out), grouped by function and repeat count: one diagnosis per loop.
+    Only lines inside a Python loop or comprehension count: a library mapping
+    over a pytree (an optimizer over each parameter) repeats a pattern too, and
+    is not the user's loop."""
     found: dict[tuple[str, str, int], list[tuple[Key, int, int]]] = {}
     for (key, _region), seq in counts.sequences.items():
         period, n = repeats(seq)
         if n < MIN_REPEATS:
             continue
         line = counts.lines[key]
+        if not in_python_loop(line.source):
+            continue
         group = (key[0], line.source.function or "", n)
         found.setdefault(group, []).append((key, len(seq), period))
     out: list[CompileDiagnosis] = []
