@@ -128,6 +128,11 @@ def unload_ipython_extension(ipython: Any) -> None:
 
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
+    from ._compile.profile import compile_profile as compile_profile
+    from ._compile.records import CompileDiagnosis as CompileDiagnosis
+    from ._compile.records import CompileProfile as CompileProfile
+    from ._compile.records import CompileStages as CompileStages
+    from ._compile.records import LineCompileCost as LineCompileCost
     from ._exceptions import BreakpointError as BreakpointError
     from ._exceptions import GraphvizMissingError as GraphvizMissingError
     from ._exceptions import HloError as HloError
