@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from jaxscope._display import Renderable
+from jaxscope._display import Renderable, printable
 from jaxscope._records import SourceLoc
 
 TRACE_SAMPLE_SECONDS = 0.0005
@@ -165,6 +165,6 @@ class CompileProfile(Renderable):
 
     def __repr__(self) -> str:
         return (
-            f"<CompileProfile {self.function}: {self.totals.eqns} eqns, "
+            f"<CompileProfile {printable(self.function)}: {self.totals.eqns} eqns, "
             f"{self.totals.hlo_ops} HLO ops, {self.stages.total:.3f} s>"
         )
