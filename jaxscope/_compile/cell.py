@@ -25,7 +25,6 @@ from jaxscope._compile.diagnose import recreated_function
 from jaxscope._compile.records import CompileDiagnosis
 from jaxscope._display import Renderable
 from jaxscope._hlo.ops import source_text
-from jaxscope._profile.source import raw_file
 from jaxscope._recompiles.watcher import RecompileLog, watch_recompiles
 from jaxscope._records import SourceLoc
 from jaxscope._source import is_library_file, is_user_file, loc_of_code
@@ -75,7 +74,8 @@ class CellCompiles(Renderable):
 class _Collector:
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.compiles: list[tuple[SourceLoc | None, float]] = []
+        # (user line, the file name Python compiled it under, seconds)
+        self.compiles: list[tuple[SourceLoc | None, str, float]] = []
         self.cache_hits = 0
 
 
@@ -84,24 +84,24 @@ _REGISTERED: list[bool] = []
 _LOCK = threading.Lock()
 
 
-def _user_line() -> SourceLoc | None:
+def _user_line() -> tuple[SourceLoc | None, str]:
     frame = sys._getframe(2)  # pyright: ignore[reportPrivateUsage]
     while frame is not None:
         name = frame.f_code.co_filename
         if is_user_file(name) and not is_library_file(name):
-            return loc_of_code(frame.f_code, frame.f_lineno)
+            return loc_of_code(frame.f_code, frame.f_lineno), name
         frame = frame.f_back
-    return None
+    return None, ""
 
 
 def _on_duration(event: str, duration_secs: float, **_: Any) -> None:
     if event != _COMPILE_EVENT or not _ACTIVE:
         return
     try:
-        where = _user_line()
+        where, raw = _user_line()
         for collector in list(_ACTIVE):
             with collector.lock:
-                collector.compiles.append((where, float(duration_secs)))
+                collector.compiles.append((where, raw, float(duration_secs)))
     except Exception:  # never break the user's compile
         return
 
@@ -164,9 +164,9 @@ def summarize(collector: _Collector, log: RecompileLog) -> CellCompiles:
     with collector.lock:
         compiles = list(collector.compiles)
         hits = collector.cache_hits
-    for where, seconds in compiles:
+    for where, raw, seconds in compiles:
         if where is not None:
-            entry = lines.setdefault(where.key, [where, 0, 0.0])
+            entry = lines.setdefault(where.key, [where, 0, 0.0, raw])
             entry[1] += 1
             entry[2] += seconds
     by_line = [
@@ -175,9 +175,9 @@ def summarize(collector: _Collector, log: RecompileLog) -> CellCompiles:
             compiles=n,
             seconds=s,
             eager=max(0, n - jitted_at.get(loc.key, 0)),
-            code=source_text(raw_file(loc.file), loc.line),
+            code=source_text(raw, loc.line),
         )
-        for loc, n, s in lines.values()
+        for loc, n, s, raw in lines.values()
     ]
     by_line.sort(key=lambda line: -line.seconds)
     diagnoses: list[CompileDiagnosis] = []
@@ -211,11 +211,11 @@ def summarize(collector: _Collector, log: RecompileLog) -> CellCompiles:
             )
             diagnoses.append(recreated_function(f.function, f.call_site, hint))
     eager = sum(line.eager for line in by_line) + sum(
-        1 for where, _ in compiles if where is None
+        1 for where, _, _ in compiles if where is None
     )
     return CellCompiles(
         compiles=len(compiles),
-        compile_seconds=sum(s for _, s in compiles),
+        compile_seconds=sum(s for _, _, s in compiles),
         eager_compiles=eager,
         persistent_cache_hits=hits,
         functions=tuple(by_function),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import functools
 import linecache
+from collections import Counter
 
 from jaxscope._compile.counts import EqnCounts, Key
 from jaxscope._compile.records import CompileDiagnosis
@@ -65,22 +66,46 @@ def in_python_loop(source: SourceLoc) -> bool:
     return source.line in _loop_lines(name, sum(map(len, text)))
 
 
-def unrolled_loops(counts: EqnCounts) -> list[CompileDiagnosis]:
-    """Lines that emit one equation pattern many times in one jaxpr (a Python loop
-    traced out), grouped by function and repeat count: one diagnosis per loop.
-    Only lines inside a Python loop or comprehension count: a library mapping
-    over a pytree (an optimizer over each parameter) repeats a pattern too, and
-    is not the user's loop."""
-    found: dict[tuple[str, str, int], list[tuple[Key, int, int]]] = {}
-    for (key, _region), seq in counts.sequences.items():
-        period, n = repeats(seq)
-        if n < MIN_REPEATS:
+def line_repeats(counts: EqnCounts, key: Key) -> tuple[int, int]:
+    """``(repeats, equations per repeat)`` of the line ``key``.
+
+    A traced-out loop emits the same equations each iteration (forward, then again
+    in the backward pass), so most primitives on the line occur a multiple of the
+    iterations (``tanh`` 100 times, ``mul`` 300), a few once more or less (the
+    first iteration's gradient needs no accumulation): the repeats are the count
+    most primitives share. Failing that, the shortest period of the line's
+    equations in program order."""
+    line = counts.lines[key]
+    shared = Counter(n for n in line.primitives.values() if n >= MIN_REPEATS)
+    if shared:
+        top = max(shared.values())
+        n = min(c for c, k in shared.items() if k == top)
+        return n, max(1, round(line.eqns / n))
+    best = (1, line.eqns)
+    for (k, _region), seq in counts.sequences.items():
+        if k != key:
             continue
-        line = counts.lines[key]
-        if not in_python_loop(line.source):
+        period, n = repeats(seq)
+        if n > best[0]:
+            best = (n, period)
+    return best
+
+
+def unrolled_loops(counts: EqnCounts) -> list[CompileDiagnosis]:
+    """Lines that emit one equation pattern many times (a Python loop traced out),
+    grouped by function and repeat count: one diagnosis per loop. Only lines
+    inside a Python loop or comprehension count: a library mapping over a pytree
+    (an optimizer over each parameter) repeats a pattern too, and is not the
+    user's loop."""
+    found: dict[tuple[str, str, int], list[tuple[Key, int, int]]] = {}
+    for key, line in counts.lines.items():
+        if line.eqns < MIN_REPEATS:
+            continue
+        n, per = line_repeats(counts, key)
+        if n < MIN_REPEATS or not in_python_loop(line.source):
             continue
         group = (key[0], line.source.function or "", n)
-        found.setdefault(group, []).append((key, len(seq), period))
+        found.setdefault(group, []).append((key, line.eqns, per))
     out: list[CompileDiagnosis] = []
     for (file, function, n), members in found.items():
         eqns = sum(m[1] for m in members)

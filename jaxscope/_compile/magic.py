@@ -3,6 +3,7 @@ compile the cell triggers, by function and by line."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from typing import Any
 
@@ -66,12 +67,16 @@ class CompileMagics(JaxscopeMagics):
         shell = self.running_shell
         number = running_cell_number()
         source = shell.transform_cell(cell)
+        # the cell as it shows, its magic line first, so lines count as it shows
+        shown = "%%jaxcompile\n" + source
         filename = (
-            shell.compile.cache(source, number)
+            shell.compile.cache(shown, number, raw_code=shown)
             if number is not None
             else "<jaxcompile cell>"
         )
-        code = shell.compile(source, filename, "exec")
+        tree = shell.compile.ast_parse(source, filename=filename)
+        ast.increment_lineno(tree, 1)
+        code = shell.compile(tree, filename, "exec")
         with collect_compiles() as out:
             exec(code, shell.user_global_ns, shell.user_ns)
         show(out[0])

@@ -92,8 +92,10 @@ def _(view: CompileProfile) -> Any:
             title=plain(title), title_justify="left", box=None, pad_edge=False
         )
         for column in _COLUMNS:
-            table.add_column(column, justify="right", no_wrap=True)
-        table.add_column("Line contents", no_wrap=True, overflow="ellipsis")
+            table.add_column(
+                column, justify="right", no_wrap=True, min_width=max(len(column), 7)
+            )
+        table.add_column("Line contents", no_wrap=True, overflow="ellipsis", ratio=1)
         for number, text in block.rows:
             c = by_line.get((block.file, number))
             cells = _cells(c) if c else [""] * (len(_COLUMNS) - 1)

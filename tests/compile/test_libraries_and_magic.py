@@ -87,3 +87,63 @@ def test_jaxcompile_cell_magic_on_one_jitted_call_has_no_storm(ip):
     view = ip.user_ns["_jaxcompile"]
     assert view.diagnoses == ()
     assert [f.function for f in view.functions] == ["unrolled"]
+
+
+def _refiner(looped: bool):
+    import optax
+    from flax import nnx
+
+    class Model(nnx.Module):
+        def __init__(self, rngs):
+            self.cell = nnx.Linear(8, 8, rngs=rngs)
+
+        def __call__(self, x):
+            if looped:
+                for _ in range(20):
+                    x = x + 0.1 * nnx.tanh(self.cell(x))  # LOOPED
+                return x
+
+            def body(i, x):
+                return x + 0.1 * nnx.tanh(self.cell(x))
+
+            return jax.lax.fori_loop(0, 20, body, x)
+
+    model = Model(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+
+    @nnx.jit
+    def train_step(model, optimizer, x):
+        loss, grads = nnx.value_and_grad(lambda m: jnp.mean(m(x) ** 2))(model)
+        optimizer.update(model, grads)
+        return loss
+
+    return train_step, (model, optimizer, jnp.ones((2, 8)))
+
+
+def test_loop_in_a_flax_model_is_named_with_its_iterations_forward_and_backward():
+    step, args = _refiner(looped=True)
+    cp = js.compile_profile(step)(*args)
+    [d] = cp.diagnoses
+    assert d.kind == "unrolled_loop" and d.count == 20
+    assert d.source.function.endswith("__call__")
+    assert cp.top(1)[0].source == d.source
+
+
+def test_the_same_flax_model_with_fori_loop_as_the_fix_says_is_not_diagnosed():
+    step, args = _refiner(looped=False)
+    cp = js.compile_profile(step)(*args)
+    assert cp.diagnoses == ()
+    assert any(c.bodies for c in cp.lines)
+
+
+def test_linen_apply_under_jax_jit_and_eqx_filter_jit_are_profiled():
+    import equinox as eqx
+    import flax.linen as linen
+
+    mlp = linen.Dense(4)
+    params = mlp.init(jax.random.key(0), jnp.ones((1, 3)))
+    cp = js.compile_profile(jax.jit(mlp.apply))(params, jnp.ones((2, 3)))
+    assert cp.totals.eqns >= 2 and cp.lines[0].source is not None
+    model = eqx.nn.MLP(3, 2, 8, 2, key=jax.random.key(0))
+    cp = js.compile_profile(eqx.filter_jit(lambda m, x: m(x)))(model, jnp.ones(3))
+    assert cp.totals.eqns > 5 and cp.diagnoses == ()
