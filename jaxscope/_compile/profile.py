@@ -10,6 +10,7 @@ still finds their own cache entries. Nothing is run.
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -156,7 +157,7 @@ def profile_call(
     stable = parse_stablehlo(lowered.as_text(debug_info=True), current_program()).ops
     optimized = parse_hlo(compiled.as_text(), current_program()).ops
     samples = timed_samples(sampler.stacks, trace_seconds)
-    return assemble(
+    profile = assemble(
         qualname(fun),
         stages,
         counts,
@@ -166,6 +167,14 @@ def profile_call(
         names,
         len(sampler.stacks),
     )
+    if sampler.method == "thread":
+        how = (
+            f"sampled from a second thread every {sampler.interval * 1e3:g} ms, as "
+            "often as Python's switch interval lets it; each sample is weighted so "
+            "the lines add up to the measured trace"
+        )
+        profile = dataclasses.replace(profile, trace_sampling=how)
+    return profile
 
 
 def _constant_names(fun: Any, counts: EqnCounts) -> dict[Key, list[str]]:

@@ -134,8 +134,8 @@ class CompileProfile(Renderable):
     functions: tuple[FunctionCompileCost, ...] = ()
     trace_samples: int = 0
     trace_sampling: str = (
-        f"sampled every {TRACE_SAMPLE_SECONDS * 1e3:g} ms from a second thread; each "
-        "sample is weighted so the lines add up to the measured trace"
+        f"sampled every {TRACE_SAMPLE_SECONDS * 1e3:g} ms of CPU time; each sample "
+        "is weighted so the lines add up to the measured trace"
     )
     show_top: int = 10
 

@@ -1,15 +1,20 @@
 # pyright: strict
 """Python time per user line while JAX traces: the tracing thread's stack, sampled.
 
-A second thread reads the tracing thread's current frame (``sys._current_frames``)
-every ``TRACE_SAMPLE_SECONDS`` and keeps the user frames of its stack. Python's
-switch interval is lowered for the duration so the sampler gets the GIL on time,
-and restored on every exit path. Each sample stands for an equal share of the
-measured trace time, so the lines add up to the trace exactly.
+On the main thread (scripts, notebooks, terminal IPython) a ``SIGPROF`` interval
+timer interrupts the trace every ``TRACE_SAMPLE_SECONDS`` of CPU time and its
+handler reads the interrupted frame: no second thread, so no GIL hand-over slows
+the trace on a loaded machine. The timer and the previous handler are restored on
+every exit path, and a handler someone else installed is never replaced. Elsewhere
+(another thread, a platform without ``setitimer``, ``SIGPROF`` in use) a second
+thread reads the tracing thread's frame (``sys._current_frames``) at the same
+interval, as often as Python's switch interval lets it. Each sample stands for an
+equal share of the measured trace time, so the lines add up to the trace exactly.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 import time
@@ -32,15 +37,19 @@ class TraceSampler:
         self._thread_id = threading.get_ident()
         self._stop = threading.Event()
         self._sampler: threading.Thread | None = None
-        self._switch = sys.getswitchinterval()
         self._files: dict[str, tuple[str, bool, bool]] = {}
         self._base: types.FrameType | None = None
+        self._previous: Any = None
+        self.method = "thread"
 
     def __enter__(self) -> TraceSampler:
         # frames at or below the caller are its own stack, never the program's
         self._base = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
-        self._switch = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._switch, self.interval / 2))
+        if self._signal_free():
+            self._previous = signal.signal(signal.SIGPROF, self._on_signal)
+            signal.setitimer(signal.ITIMER_PROF, self.interval, self.interval)
+            self.method = "signal"
+            return self
         self._sampler = threading.Thread(
             target=self._run, name="jaxscope-trace-sampler", daemon=True
         )
@@ -48,13 +57,29 @@ class TraceSampler:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        try:
+        if self.method == "signal":
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, self._previous)
+        else:
+            self._stop.set()
             if self._sampler is not None:
                 self._sampler.join()
-        finally:
-            sys.setswitchinterval(self._switch)
-            self._base = None
+        self._base = None
+
+    def _signal_free(self) -> bool:
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        if not hasattr(signal, "setitimer") or not hasattr(signal, "SIGPROF"):
+            return False
+        try:
+            running = signal.getitimer(signal.ITIMER_PROF)
+            handler = signal.getsignal(signal.SIGPROF)
+        except (OSError, ValueError):
+            return False
+        return running == (0.0, 0.0) and handler in (signal.SIG_DFL, None)
+
+    def _on_signal(self, _signum: int, frame: types.FrameType | None) -> None:
+        self.stacks.append(self._stack(frame))
 
     def _run(self) -> None:
         wait, stop, current = self.interval, self._stop, sys._current_frames  # pyright: ignore[reportPrivateUsage]

@@ -225,3 +225,29 @@ def test_html_shades_lines_and_escapes_source(unrolled_profile):
     assert "background:rgba(" in page
     assert "lax.fori_loop" in page
     assert "<script" not in page
+
+
+def test_the_sampling_timer_and_signal_handler_are_restored():
+    import signal
+
+    before = signal.getsignal(signal.SIGPROF), signal.getitimer(signal.ITIMER_PROF)
+    cp = js.compile_profile(unrolled)(jnp.ones(3))
+    assert "CPU time" in cp.trace_sampling
+    after = signal.getsignal(signal.SIGPROF), signal.getitimer(signal.ITIMER_PROF)
+    assert after == before
+
+
+def test_a_profile_made_on_another_thread_samples_from_a_second_thread():
+    import threading
+
+    out = []
+    worker = threading.Thread(
+        target=lambda: out.append(js.compile_profile(unrolled)(jnp.ones(3)))
+    )
+    worker.start()
+    worker.join()
+    [cp] = out
+    assert "second thread" in cp.trace_sampling
+    assert cp.totals.eqns == 4000
+    parts = [*cp.lines, cp.outside]
+    assert sum(c.trace_seconds for c in parts) == pytest.approx(cp.stages.trace)
