@@ -151,6 +151,7 @@ def baked_constants(
         what = ", ".join(known) if known else "the array"
         shapes = ", ".join(s for s, _ in counts.constant_names.get(key, []))
         arg = known[0] if known else "w"
+        fn = (line.source.function or "f").rsplit(".", 1)[-1]
         out.append(
             CompileDiagnosis(
                 kind="baked_constant",
@@ -161,8 +162,9 @@ def baked_constants(
                     "embedded in the program as a constant"
                 ),
                 fix=(
-                    f"pass {arg} as an argument: def f(x, {arg}): ... and call "
-                    f"jax.jit(f)(x, {arg})"
+                    f"pass {arg} as an argument: def {fn}(..., {arg}) and call it "
+                    f"as {fn}(..., {arg}), so the program reads it rather than "
+                    "holding a copy"
                 ),
                 count=line.constant_bytes,
             )

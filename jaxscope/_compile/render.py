@@ -9,7 +9,7 @@ from typing import Any
 from jaxscope._compile.cell import CellCompiles
 from jaxscope._compile.records import CompileProfile, LineCompileCost
 from jaxscope._display import escape, html, plain, rich_renderable
-from jaxscope._format import format_bytes
+from jaxscope._format import format_bytes, plural
 from jaxscope._paths import short_path
 from jaxscope._profile.source import SourceBlock, source_blocks
 from jaxscope._profile.text import format_count, format_seconds, format_share, shade
@@ -211,10 +211,14 @@ def _(view: CompileProfile) -> str:
 # ----------------------------------------------------------------- %%jaxcompile
 
 
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
+
+
 def cell_lines(view: CellCompiles) -> list[str]:
     """The cell's compiles as plain lines: totals, per function, per line."""
     out = [
-        f"This cell compiled {view.compiles} times for "
+        f"This cell compiled {_times(view.compiles)} for "
         f"{format_seconds(view.compile_seconds)} "
         f"({view.eager_compiles} of them eager ops outside any jit; "
         f"{view.persistent_cache_hits} persistent-cache hits)"
@@ -226,7 +230,7 @@ def cell_lines(view: CellCompiles) -> list[str]:
             run = f", ran {format_seconds(f.run_seconds)}" if f.run_seconds else ""
             where = f"  at {f.call_site}" if f.call_site else ""
             out.append(
-                f"  {f.function}: compiled {f.compiles} times for "
+                f"  {f.function}: compiled {_times(f.compiles)} for "
                 f"{format_seconds(f.compile_seconds)}{run}{where}"
             )
     if view.lines:
@@ -234,7 +238,7 @@ def cell_lines(view: CellCompiles) -> list[str]:
         out.append("By line:")
         for line in view.lines:
             out.append(
-                f"  {format_seconds(line.seconds):>9} {line.compiles:>5} compiles  "
+                f"  {format_seconds(line.seconds):>9} {plural(line.compiles, 'compile'):>11}  "
                 f"{line.source}  {line.code}"
             )
     if view.diagnoses:

@@ -160,7 +160,7 @@ def test_large_closed_over_constant_is_named_with_its_fix(line_of):
     [d] = [d for d in cp.diagnoses if d.kind == "baked_constant"]
     assert d.source.line == line_of(baked, "BAKED")
     assert "W_BIG" in d.message and "2 MiB" in d.message
-    assert "pass W_BIG as an argument" in d.fix
+    assert "pass W_BIG as an argument: def baked(..., W_BIG)" in d.fix
     assert cp.line(line_of(baked, "BAKED")).constant_bytes == W_BIG.nbytes
 
 
