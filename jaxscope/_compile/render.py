@@ -36,6 +36,13 @@ def summary_lines(view: CompileProfile) -> list[str]:
         out.append("Diagnoses:")
         for d in view.diagnoses:
             out.append(f"  [{d.kind}] {d}")
+    nested = [f for f in view.functions if f.name]
+    if nested:
+        out.append("")
+        out.append("Jitted functions inside (each body counted once):")
+        for f in nested[: view.show_top]:
+            where = f" called at {f.called_at}" if f.called_at else ""
+            out.append(f"  {f.name}: {f.eqns} eqns{where}")
     top = [c for c in view.top(view.show_top) if c.eqns or c.hlo_ops]
     if top:
         out.append("")

@@ -251,3 +251,9 @@ def test_a_profile_made_on_another_thread_samples_from_a_second_thread():
     assert cp.totals.eqns == 4000
     parts = [*cp.lines, cp.outside]
     assert sum(c.trace_seconds for c in parts) == pytest.approx(cp.stages.trace)
+
+
+def test_text_lists_the_jitted_functions_inside(nested_profile):
+    text = str(nested_profile)
+    assert "Jitted functions inside" in text
+    assert "inner: 2 eqns called at" in text

@@ -147,3 +147,30 @@ def test_linen_apply_under_jax_jit_and_eqx_filter_jit_are_profiled():
     model = eqx.nn.MLP(3, 2, 8, 2, key=jax.random.key(0))
     cp = js.compile_profile(eqx.filter_jit(lambda m, x: m(x)))(model, jnp.ones(3))
     assert cp.totals.eqns > 5 and cp.diagnoses == ()
+
+
+def test_cell_magic_names_a_function_recreated_per_call_with_the_watchers_fix(ip):
+    ip.run_cell(CELL, store_history=True).raise_error()
+    with capture_output():
+        ip.run_cell(
+            "%%jaxcompile\nfor i in range(3):\n    y = jax.jit(lambda v: v * 2 + 1)(x)\n",
+            store_history=True,
+        ).raise_error()
+    view = ip.user_ns["_jaxcompile"]
+    kinds = [d.kind for d in view.diagnoses]
+    assert "recreated_function" in kinds
+    [d] = [d for d in view.diagnoses if d.kind == "recreated_function"]
+    assert d.source is not None and d.source.line == 3
+
+
+def test_cell_magic_on_a_function_jitted_once_names_no_recreation(ip):
+    ip.run_cell(CELL, store_history=True).raise_error()
+    with capture_output():
+        ip.run_cell(
+            "%%jaxcompile\ng = jax.jit(lambda v: v * 2 + 1)\n"
+            "for i in range(3):\n    y = g(x + i)\n",
+            store_history=True,
+        ).raise_error()
+    view = ip.user_ns["_jaxcompile"]
+    assert view.diagnoses == ()
+    assert [f.compiles for f in view.functions] == [1]
