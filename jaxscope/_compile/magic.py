@@ -24,9 +24,11 @@ class CompileMagics(JaxscopeMagics):
     @call_argument("train_step(state, batch)")
     @line_cell_magic
     def jaxcompile(self, line: str, cell: str | None = None) -> Any:
-        """Why is the compile slow: compile CALL cold (never run it) and show its
-        trace / lower / XLA compile seconds and each source line's equations,
-        HLO ops, constants and trace time, with named diagnoses and fixes.
+        """Why is the compile slow: CALL compiled cold (never run), or every compile of a cell.
+
+        %jaxcompile CALL shows the trace / lower / XLA compile seconds and each
+        source line's equations, HLO ops, constants and trace time, with named
+        diagnoses and fixes.
 
         As a cell magic (%%jaxcompile), run the cell and show every compile it
         triggered (jitted functions, eager ops, libraries' jits), by function and

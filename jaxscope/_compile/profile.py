@@ -46,6 +46,7 @@ from jaxscope._staging import (
     stage,
     staged,
 )
+from jaxscope.compat import jaxpr as _cj
 
 
 def compile_profile(
@@ -108,6 +109,7 @@ def profile_call(
     api_name: str = "js.compile_profile",
 ) -> CompileProfile:
     """The ``CompileProfile`` of ``fun(*args, **kwargs)`` (see ``compile_profile``)."""
+    compiles_so_far = _cj.jit_cache_size(fun)
     start = now()
     with TraceSampler() as sampler:
         staged_call = stage(
@@ -174,6 +176,8 @@ def profile_call(
             "the lines add up to the measured trace"
         )
         profile = dataclasses.replace(profile, trace_sampling=how)
+    if compiles_so_far is not None:
+        profile = dataclasses.replace(profile, compiles_so_far=compiles_so_far)
     return profile
 
 

@@ -133,6 +133,9 @@ class CompileProfile(Renderable):
     diagnoses: tuple[CompileDiagnosis, ...] = ()
     functions: tuple[FunctionCompileCost, ...] = ()
     trace_samples: int = 0
+    compiles_so_far: int | None = None
+    """Programs the user's ``jax.jit`` function had compiled before this profile
+    (its cache's size; None where the function is not a ``jax.jit`` wrapper)."""
     trace_sampling: str = (
         f"sampled every {TRACE_SAMPLE_SECONDS * 1e3:g} ms of CPU time; each sample "
         "is weighted so the lines add up to the measured trace"

@@ -31,6 +31,11 @@ def summary_lines(view: CompileProfile) -> list[str]:
         f"trace time per line: {view.trace_sampling} ({view.trace_samples} samples); "
         "Compile~ is an estimate (XLA's time apportioned by optimized-HLO ops)",
     ]
+    if view.compiles_so_far:
+        out.append(
+            f"{view.function} had compiled {plural(view.compiles_so_far, 'program')} "
+            "in this process before this profile (its jit cache; left as it was)"
+        )
     if view.diagnoses:
         out.append("")
         out.append("Diagnoses:")

@@ -280,3 +280,19 @@ def lowered_jaxpr(closed: Any) -> tuple[Any, list[Any]]:
         return new, kept
     except Exception:
         return jaxpr, consts
+
+
+def jit_cache_size(fn: Any) -> int | None:
+    """How many compiled programs a ``jax.jit`` wrapper holds (its compiles so far,
+    less any evicted), or None for other callables.
+
+    Relies on: ``PjitFunction._cache_size()`` (jax 0.4 to 0.10.2).
+    """
+    size = getattr(fn, "_cache_size", None)
+    if not callable(size):
+        return None
+    try:
+        value = size()
+    except Exception:
+        return None
+    return value if isinstance(value, int) else None
