@@ -187,7 +187,7 @@ def test_lowered_jaxpr_drops_dead_code_as_jit_does_before_lowering():
 
     closed = jax.jit(f).trace(jnp.ones(3)).jaxpr
     jaxpr, consts = cj.lowered_jaxpr(closed)
-    assert [e.primitive.name for e in closed.jaxpr.eqns][0] == "cos"
+    assert closed.jaxpr.eqns[0].primitive.name == "cos"
     assert "cos" not in [e.primitive.name for e in jaxpr.eqns]
     # the loop counter nothing reads is gone from the body too
     [scan] = [e for e in jaxpr.eqns if e.primitive.name == "scan"]
