@@ -137,8 +137,8 @@ class CompileProfile(Renderable):
     """Programs the user's ``jax.jit`` function had compiled before this profile
     (its cache's size; None where the function is not a ``jax.jit`` wrapper)."""
     trace_sampling: str = (
-        f"sampled every {TRACE_SAMPLE_SECONDS * 1e3:g} ms of CPU time; each sample "
-        "is weighted so the lines add up to the measured trace"
+        f"sampled every {TRACE_SAMPLE_SECONDS * 1e3:g} ms (a timer signal); each "
+        "sample is weighted so the lines add up to the measured trace"
     )
     show_top: int = 10
 

@@ -1,12 +1,14 @@
 # pyright: strict
 """Python time per user line while JAX traces: the tracing thread's stack, sampled.
 
-On the main thread (scripts, notebooks, terminal IPython) a ``SIGPROF`` interval
-timer interrupts the trace every ``TRACE_SAMPLE_SECONDS`` of CPU time and its
+On the main thread (scripts, notebooks, terminal IPython) a real-time interval
+timer (``SIGALRM``) interrupts the trace every ``TRACE_SAMPLE_SECONDS`` and its
 handler reads the interrupted frame: no second thread, so no GIL hand-over slows
-the trace on a loaded machine. The timer and the previous handler are restored on
-every exit path, and a handler someone else installed is never replaced. Elsewhere
-(another thread, a platform without ``setitimer``, ``SIGPROF`` in use) a second
+the trace on a loaded machine. Python runs the handler between bytecodes, so time
+spent inside one long C call is seen when it returns. The timer and the previous
+handler are restored on every exit path, and a timer or handler someone else
+installed is never replaced. Elsewhere (another thread, a platform without
+``setitimer``, ``SIGALRM`` in use) a second
 thread reads the tracing thread's frame (``sys._current_frames``) at the same
 interval, as often as Python's switch interval lets it. Each sample stands for an
 equal share of the measured trace time, so the lines add up to the trace exactly.
@@ -46,8 +48,8 @@ class TraceSampler:
         # frames at or below the caller are its own stack, never the program's
         self._base = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
         if self._signal_free():
-            self._previous = signal.signal(signal.SIGPROF, self._on_signal)
-            signal.setitimer(signal.ITIMER_PROF, self.interval, self.interval)
+            self._previous = signal.signal(signal.SIGALRM, self._on_signal)
+            signal.setitimer(signal.ITIMER_REAL, self.interval, self.interval)
             self.method = "signal"
             return self
         self._sampler = threading.Thread(
@@ -58,8 +60,8 @@ class TraceSampler:
 
     def __exit__(self, *exc: Any) -> None:
         if self.method == "signal":
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            signal.signal(signal.SIGPROF, self._previous)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._previous)
         else:
             self._stop.set()
             if self._sampler is not None:
@@ -69,11 +71,11 @@ class TraceSampler:
     def _signal_free(self) -> bool:
         if threading.current_thread() is not threading.main_thread():
             return False
-        if not hasattr(signal, "setitimer") or not hasattr(signal, "SIGPROF"):
+        if not hasattr(signal, "setitimer") or not hasattr(signal, "SIGALRM"):
             return False
         try:
-            running = signal.getitimer(signal.ITIMER_PROF)
-            handler = signal.getsignal(signal.SIGPROF)
+            running = signal.getitimer(signal.ITIMER_REAL)
+            handler = signal.getsignal(signal.SIGALRM)
         except (OSError, ValueError):
             return False
         return running == (0.0, 0.0) and handler in (signal.SIG_DFL, None)

@@ -238,11 +238,13 @@ def test_html_shades_lines_and_escapes_source(unrolled_profile):
 def test_the_sampling_timer_and_signal_handler_are_restored():
     import signal
 
-    before = signal.getsignal(signal.SIGPROF), signal.getitimer(signal.ITIMER_PROF)
+    before = signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)
+    free = before[0] in (signal.SIG_DFL, None) and before[1] == (0.0, 0.0)
     cp = js.compile_profile(unrolled)(jnp.ones(3))
-    assert "CPU time" in cp.trace_sampling
-    after = signal.getsignal(signal.SIGPROF), signal.getitimer(signal.ITIMER_PROF)
-    assert after == before
+    assert ("timer signal" in cp.trace_sampling) is free
+    after = signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)
+    assert after[0] == before[0]
+    assert (after[1] == (0.0, 0.0)) is (before[1] == (0.0, 0.0))
 
 
 def test_a_profile_made_on_another_thread_samples_from_a_second_thread():
@@ -265,3 +267,19 @@ def test_text_lists_the_jitted_functions_inside(nested_profile):
     text = str(nested_profile)
     assert "Jitted functions inside" in text
     assert "inner: 2 eqns called at" in text
+
+
+def test_an_alarm_the_user_set_is_left_alone_and_a_thread_samples():
+    import signal
+
+    def on_alarm(signum, frame):
+        raise AssertionError("the user's alarm must not fire in this test")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        cp = js.compile_profile(unrolled)(jnp.ones(3))
+        assert signal.getsignal(signal.SIGALRM) is on_alarm
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert "second thread" in cp.trace_sampling
+    assert cp.totals.eqns == 4000

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 SCRIPT = """
-import json, os, sys
+import json, os, signal, sys
 os.environ["JAX_PLATFORMS"] = "cpu"
 import jax, jax.numpy as jnp
 import jaxscope as js
@@ -44,6 +44,8 @@ print(json.dumps({
     "next call hits": len(hits) - before - profile_hits,
     "compile seconds": cp.stages.compile,
     "enabled": jax.config.values["jax_enable_compilation_cache"],
+    "sampling": cp.trace_sampling,
+    "alarm after": [signal.getsignal(signal.SIGALRM) == signal.SIG_DFL, signal.getitimer(signal.ITIMER_REAL)],
 }))
 """
 
@@ -63,3 +65,6 @@ def test_cold_compile_bypasses_the_persistent_cache_and_leaves_it_as_it_was(tmp_
     assert out["profile hits"] == 0  # nothing read: XLA really compiled
     assert out["next call hits"] == 1  # the user's entry still serves them
     assert out["compile seconds"] > 0 and out["enabled"] is True
+    # a script's main thread: sampled by a timer signal, then the alarm put back
+    assert "timer signal" in out["sampling"]
+    assert out["alarm after"] == [True, [0.0, 0.0]]
