@@ -200,10 +200,13 @@ def count_eqns(closed_jaxpr: Any) -> EqnCounts:
     )
 
 
-def ops_by_line(ops: list[OpInfo]) -> tuple[Counter[Key], int, dict[Key, SourceLoc]]:
-    """``(ops per line, ops with no line, a SourceLoc per line)``."""
+def ops_by_line(
+    ops: list[OpInfo],
+) -> tuple[Counter[Key], int, dict[Key, SourceLoc], dict[Key, Counter[str]]]:
+    """``(ops per line, ops with no line, a SourceLoc per line, opcodes per line)``."""
     counts: Counter[Key] = Counter()
     locs: dict[Key, SourceLoc] = {}
+    opcodes: dict[Key, Counter[str]] = {}
     outside = 0
     for op in ops:
         if op.source is None:
@@ -212,4 +215,8 @@ def ops_by_line(ops: list[OpInfo]) -> tuple[Counter[Key], int, dict[Key, SourceL
         key = op.source.key
         counts[key] += 1
         locs.setdefault(key, op.source)
-    return counts, outside, locs
+        found = opcodes.get(key)
+        if found is None:
+            found = opcodes[key] = Counter()
+        found[op.opcode] += 1
+    return counts, outside, locs, opcodes

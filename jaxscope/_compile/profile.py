@@ -239,8 +239,8 @@ def assemble(
     n_samples: int,
 ) -> CompileProfile:
     """The records of a profile from its measured parts."""
-    stable_counts, stable_out, stable_locs = ops_by_line(stable)
-    hlo_counts, hlo_out, hlo_locs = ops_by_line(optimized)
+    stable_counts, stable_out, stable_locs, _ = ops_by_line(stable)
+    hlo_counts, hlo_out, hlo_locs, opcodes = ops_by_line(optimized)
     own, cumulative, trace_out, sampled_names = samples
     total_hlo = len(optimized)
     keys: dict[Key, SourceLoc] = {k: line.source for k, line in counts.lines.items()}
@@ -267,6 +267,9 @@ def assemble(
                 primitives=tuple(eq.primitives.most_common(8)) if eq else (),
                 stablehlo_ops=stable_counts.get(key, 0),
                 hlo_ops=hlo,
+                hlo_opcodes=tuple(opcodes[key].most_common(8))
+                if key in opcodes
+                else (),
                 constant_bytes=eq.constant_bytes if eq else 0,
                 trace_seconds=own.get(key, 0.0),
                 trace_seconds_cumulative=cumulative.get(key, 0.0),

@@ -61,6 +61,8 @@ class LineCompileCost:
     primitives: tuple[tuple[str, int], ...] = ()
     stablehlo_ops: int = 0
     hlo_ops: int = 0
+    hlo_opcodes: tuple[tuple[str, int], ...] = ()
+    """The optimized-HLO opcodes of the line, most first (``("fusion", 3)``)."""
     constant_bytes: int = 0
     trace_seconds: float = 0.0
     trace_seconds_cumulative: float = 0.0

@@ -140,6 +140,10 @@ def _detail(view: CompileProfile, c: LineCompileCost) -> str:
         + f"; {c.stablehlo_ops} StableHLO ops; {c.hlo_ops} optimized-HLO ops"
         + "</div>",
         f"<div>primitives: {escape(prims)}</div>" if prims else "",
+        f"<div>optimized HLO: {escape(', '.join(f'{o} x{n}' for o, n in c.hlo_opcodes))}"
+        "</div>"
+        if c.hlo_opcodes
+        else "",
         f"<div>trace {escape(format_seconds(c.trace_seconds))} here, "
         f"{escape(format_seconds(c.trace_seconds_cumulative))} with callees; "
         f"XLA compile ≈ {escape(format_seconds(c.compile_seconds_estimate))} "

@@ -174,3 +174,14 @@ def test_cell_magic_on_a_function_jitted_once_names_no_recreation(ip):
     view = ip.user_ns["_jaxcompile"]
     assert view.diagnoses == ()
     assert [f.compiles for f in view.functions] == [1]
+
+
+def test_magic_bad_input_is_one_line_usage_error(ip):
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="is an int, not a function"):
+        ip.run_line_magic("jaxcompile", "3(4)")
+    with pytest.raises(UsageError, match="needs a call"):
+        ip.run_line_magic("jaxcompile", "")
+    with pytest.raises(UsageError, match="takes no options"):
+        ip.run_cell_magic("jaxcompile", "--top 3", "x = 1\n")
