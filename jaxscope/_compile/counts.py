@@ -17,6 +17,7 @@ from jaxscope._jaxpr.builder import EqnBuilder
 from jaxscope._records import OpInfo, SourceLoc
 from jaxscope._source import is_library_file
 from jaxscope.compat import jaxpr as _cj
+from jaxscope.compat import recompiles as _crec
 from jaxscope.compat import source as _csource
 
 Key = tuple[str, int]
@@ -169,10 +170,24 @@ class _Walker:
                     opened, sub_consts, source, BODY_KINDS.get(prim, body), stack
                 )
                 count += inner
-                if prim in _CALLS:
+                if prim in _CALLS and not _is_jax_function(sub):
                     name = str(eqn.params.get("name", "") or "")
                     self.functions.append((name, inner, source))
         return count
+
+
+def _is_jax_function(jaxpr: Any) -> bool:
+    """Whether a nested jit's function is JAX's own (``jnp.where``'s ``_where``)."""
+    where = _crec.jaxpr_source(jaxpr if hasattr(jaxpr, "jaxpr") else _Closed(jaxpr))
+    file = where.rsplit(" at ", 1)[-1].rsplit(":", 1)[0] if " at " in where else ""
+    return bool(file) and _csource.is_jax_file(file)
+
+
+class _Closed:
+    """An open jaxpr seen as ``jaxpr_source`` reads a closed one."""
+
+    def __init__(self, jaxpr: Any) -> None:
+        self.jaxpr = jaxpr
 
 
 def count_eqns(closed_jaxpr: Any) -> EqnCounts:

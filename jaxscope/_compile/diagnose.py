@@ -152,6 +152,21 @@ def baked_constants(
         shapes = ", ".join(s for s, _ in counts.constant_names.get(key, []))
         arg = known[0] if known else "w"
         fn = (line.source.function or "f").rsplit(".", 1)[-1]
+        if (
+            fn.isidentifier()
+            and not fn.startswith("__")
+            and "." not in (line.source.function or "")
+        ):
+            fix = (
+                f"pass {arg} as an argument: def {fn}(..., {arg}) and call it as "
+                f"{fn}(..., {arg}), so the program reads it rather than holding a copy"
+            )
+        else:
+            fix = (
+                f"pass {arg} as an argument: a parameter of the jitted function, "
+                f"handed down to {line.source.function or 'where it is read'}, so "
+                "the program reads it rather than holding a copy"
+            )
         out.append(
             CompileDiagnosis(
                 kind="baked_constant",
@@ -161,11 +176,7 @@ def baked_constants(
                     f"{format_bytes(line.constant_bytes)}) is closed over and "
                     "embedded in the program as a constant"
                 ),
-                fix=(
-                    f"pass {arg} as an argument: def {fn}(..., {arg}) and call it "
-                    f"as {fn}(..., {arg}), so the program reads it rather than "
-                    "holding a copy"
-                ),
+                fix=fix,
                 count=line.constant_bytes,
             )
         )

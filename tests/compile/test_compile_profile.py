@@ -283,3 +283,8 @@ def test_an_alarm_the_user_set_is_left_alone_and_a_thread_samples():
         signal.signal(signal.SIGALRM, previous)
     assert "second thread" in cp.trace_sampling
     assert cp.totals.eqns == 4000
+
+
+def test_jax_own_jitted_helpers_are_not_listed_as_functions():
+    cp = js.compile_profile(lambda x: inner(jnp.where(x > 0, x, 0.0)))(jnp.ones(3))
+    assert [f.name for f in cp.functions] == ["inner"]
