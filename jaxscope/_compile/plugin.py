@@ -1,3 +1,4 @@
+# pyright: strict
 """pytest: ``@pytest.mark.jax_max_eqns(n)`` / ``(n, function="name")``, a program
 size budget that catches accidental unrolling in CI, deterministic (no clock).
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -45,26 +46,29 @@ def _budget(marker: Any) -> tuple[int, str | None] | str:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: Any) -> Iterator[None]:
+def pytest_runtest_call(item: Any) -> Generator[None, object, object]:
     marker = item.get_closest_marker(_MARKER)
     if marker is None:
-        return (yield)
+        outcome = yield
+        return outcome
     budget = _budget(marker)
     if isinstance(budget, str):
         pytest.fail(budget, pytrace=False)
     limit, function = budget
     import jax
 
+    config: Any = jax.config  # its flags are attributes pyright cannot see
     keys = ("jax_dump_ir_to", "jax_dump_ir_modes")
-    before = {k: jax.config.values[k] for k in keys}
+    before: dict[str, Any] = {k: config.values[k] for k in keys}
+    result: object = None
     with tempfile.TemporaryDirectory(prefix="jaxscope-eqns-") as folder:
         try:
-            jax.config.update("jax_dump_ir_to", folder)
-            jax.config.update("jax_dump_ir_modes", "eqn_count_pprof")
+            config.update("jax_dump_ir_to", folder)
+            config.update("jax_dump_ir_modes", "eqn_count_pprof")
             result = yield
         finally:
             for key, value in before.items():
-                jax.config.update(key, value)
+                config.update(key, value)
         message = _check(Path(folder), limit, function, str(item.config.rootpath))
     if message:
         pytest.fail(message, pytrace=False)

@@ -1,3 +1,4 @@
+# pyright: strict
 """Text (``%lprun``-style table and sorted summary) and HTML (source shaded by
 compile cost, ``cython -a`` style) for ``CompileProfile`` and ``CellCompiles``."""
 
@@ -12,7 +13,7 @@ from jaxscope._display import escape, html, plain, rich_renderable
 from jaxscope._format import format_bytes, plural
 from jaxscope._paths import short_path
 from jaxscope._profile.source import SourceBlock, source_blocks
-from jaxscope._profile.text import format_count, format_seconds, format_share, shade
+from jaxscope._profile.text import format_seconds, format_share, shade
 
 _COLUMNS = ["Line #", "Eqns", "Cum eqns", "HLO ops", "Const", "Trace", "Compile~"]
 _RGB = (230, 80, 60)
@@ -279,4 +280,4 @@ def _(view: CellCompiles) -> str:
     )
 
 
-__all__ = ["cell_lines", "format_count", "summary_lines"]
+__all__ = ["cell_lines", "summary_lines"]
