@@ -181,7 +181,7 @@ grid-template-columns:6ch repeat(6,9ch) minmax(20ch,1fr);white-space:pre}}
 {root} .jxc-detail {{margin:2px 0 6px 6ch;padding:4px;border-left:3px solid #e65;
 white-space:normal}}
 {root} .jxc-diag {{color:#a30}}
-{root} table td {{padding:0 6px}}
+{root} pre {{white-space:pre-wrap;margin:0 0 6px 0}}
 """
 
 
