@@ -79,10 +79,15 @@ class CompileMagics(JaxscopeMagics):
         tree = shell.compile.ast_parse(source, filename=filename)
         ast.increment_lineno(tree, 1)
         code = shell.compile(tree, filename, "exec")
-        with collect_compiles() as out:
-            exec(code, shell.user_global_ns, shell.user_ns)
-        show(out[0])
-        shell.user_ns["_jaxcompile"] = out[0]
+        out: list[Any] = []
+        try:
+            with collect_compiles() as out:
+                exec(code, shell.user_global_ns, shell.user_ns)
+        finally:
+            # shown whether the cell finished or raised (its error is the cell's)
+            if out:
+                shell.user_ns["_jaxcompile"] = out[0]
+                show(out[0])
         return None
 
     @usage_errors

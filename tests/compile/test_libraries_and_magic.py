@@ -185,3 +185,15 @@ def test_magic_bad_input_is_one_line_usage_error(ip):
         ip.run_line_magic("jaxcompile", "")
     with pytest.raises(UsageError, match="takes no options"):
         ip.run_cell_magic("jaxcompile", "--top 3", "x = 1\n")
+
+
+def test_cell_magic_shows_the_compiles_before_the_cells_own_error(ip):
+    ip.run_cell(CELL, store_history=True).raise_error()
+    with capture_output() as captured:
+        result = ip.run_cell(
+            "%%jaxcompile\ny = jax.jit(unrolled)(x)\nraise ValueError('mine')\n",
+            store_history=True,
+        )
+    assert isinstance(result.error_in_exec, ValueError)
+    assert "This cell compiled once" in captured.outputs[0].data["text/plain"]
+    assert [f.function for f in ip.user_ns["_jaxcompile"].functions] == ["unrolled"]
