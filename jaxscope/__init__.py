@@ -95,6 +95,12 @@ _EXPORTS: dict[str, str] = {
     "ProgramDiff": "._diff.model",
     "LineDiff": "._diff.model",
     "EqnChange": "._diff.model",
+    # compile cost by source line
+    "compile_profile": "._compile.profile",
+    "CompileProfile": "._compile.records",
+    "LineCompileCost": "._compile.records",
+    "CompileDiagnosis": "._compile.records",
+    "CompileStages": "._compile.records",
     # errors
     "explain": "._explain.explainer",
     "ErrorReport": "._explain.report",
@@ -131,6 +137,11 @@ def unload_ipython_extension(ipython: Any) -> None:
 
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
+    from ._compile.profile import compile_profile as compile_profile
+    from ._compile.records import CompileDiagnosis as CompileDiagnosis
+    from ._compile.records import CompileProfile as CompileProfile
+    from ._compile.records import CompileStages as CompileStages
+    from ._compile.records import LineCompileCost as LineCompileCost
     from ._diff.api import diff as diff
     from ._diff.model import EqnChange as EqnChange
     from ._diff.model import LineDiff as LineDiff

@@ -316,10 +316,20 @@ def stage(
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
     api_name: str = "jaxscope",
+    fresh: bool = False,
 ) -> Staged:
-    """``trace``, also returning the values the staged function was traced with."""
+    """``trace``, also returning the values the staged function was traced with.
+
+    ``fresh``: a ``jax.jit`` or ``nnx.jit`` wrapper is traced anew, as a new wrapper
+    of the function it wraps (its statics kept), so JAX's trace caches are neither
+    read nor filled for the user's own wrapper: a cold trace.
+    """
+    if fresh:
+        fn = _clib.fresh_nnx_jit(fn) if _clib.is_nnx_jit(fn) else fn
     with full_collections_deferred():
-        return _stage(fn, args, kwargs, static_argnums, static_argnames, api_name)
+        return _stage(
+            fn, args, kwargs, static_argnums, static_argnames, api_name, fresh
+        )
 
 
 def _stage(
@@ -329,6 +339,7 @@ def _stage(
     static_argnums: int | Sequence[int],
     static_argnames: str | Sequence[str],
     api_name: str,
+    fresh: bool = False,
 ) -> Staged:
     check_callable(fn, api_name)
     nums, names = static_args(static_argnums, static_argnames, api_name)
@@ -361,7 +372,7 @@ def _stage(
     try:
         own_trace = getattr(fn, "trace", None)
         wrapped = getattr(fn, "__wrapped__", None)
-        if own_trace is not None and not nums and not names:
+        if own_trace is not None and not nums and not names and not fresh:
             traced = _clib.jax_stage(own_trace(*args, **kwargs))
         else:
             target = fn if own_trace is not None else _fresh(fn)
@@ -713,13 +724,29 @@ def _persistent_cache_on() -> bool:
     return bool(config.jax_enable_compilation_cache and directory)
 
 
+def _compile_with(
+    lowered: Any,
+    options: dict[str, Any],
+    compile: Callable[[Any, dict[str, Any]], Any] | None,
+) -> Any:
+    if compile is not None:
+        return compile(lowered, options)
+    if not options:
+        return lowered.compile()
+    try:
+        return lowered.compile(compiler_options=options)
+    except TypeError:  # a Lowered without compiler_options
+        return lowered.compile()
+
+
 def compile_dumping(
     lowered: Any,
     options: dict[str, Any],
-    read: Callable[[str, Any], R | None],
+    read: Callable[[str, Any], R | None] | None,
     *,
     prefix: str = "jaxscope-",
     compile: Callable[[Any, dict[str, Any]], Any] | None = None,
+    cold: bool = False,
 ) -> tuple[Any, R | None]:
     """``lowered`` compiled with XLA's dump in a temporary folder, and what
     ``read(folder, compiled)`` finds there (None: nothing).
@@ -729,22 +756,28 @@ def compile_dumping(
     thread's cache writes off, so it misses now and stores nothing. No JAX flag
     changes, for this thread or another, whether the cache is on globally or by a
     thread-local override. Every feature that reads XLA's dumps compiles here.
+
+    ``read=None``: no dump, the compile alone. ``cold``: the persistent cache is
+    neither read nor written from the first compile on (the same unused key, the
+    same thread-local no-writes context), so XLA really compiles: what
+    ``js.compile_profile`` times.
     """
 
     def once(extra: dict[str, Any]) -> tuple[Any, R | None]:
+        if read is None:  # no dump wanted: a compile alone
+            return _compile_with(lowered, {**options, **extra}, compile), None
         with tempfile.TemporaryDirectory(
             prefix=prefix, ignore_cleanup_errors=True
         ) as folder:
             all_options = {"xla_dump_to": folder, **options, **extra}
-            if compile is not None:
-                compiled = compile(lowered, all_options)
-            else:
-                try:
-                    compiled = lowered.compile(compiler_options=all_options)
-                except TypeError:  # a Lowered without compiler_options
-                    compiled = lowered.compile()
+            compiled = _compile_with(lowered, all_options, compile)
             return compiled, read(folder, compiled)
 
+    if cold and _persistent_cache_on():
+        no_writes = _csharding.no_persistent_cache_writes()
+        if no_writes is not None:
+            with no_writes:
+                return once(_CACHE_KEY_CHANGE)
     compiled, found = once({})
     if found is None and _persistent_cache_on():
         no_writes = _csharding.no_persistent_cache_writes()

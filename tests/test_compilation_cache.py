@@ -69,6 +69,7 @@ capabilities = {
     "graph": lambda: js.graph(f)(x),
     "memory": lambda: js.memory(f)(x),
     "profile": lambda: js.profile(f, repeat=1, warmup=0)(x),
+    "compile_profile": lambda: js.compile_profile(f)(x),
     "shardings": lambda: js.shardings(f)(x),
     "sharding": lambda: js.sharding(x),
     "step": lambda: js.step(f)(x).run(),

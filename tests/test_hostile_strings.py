@@ -100,6 +100,7 @@ def views(evil_module):
     out["profile"] = js.profile(fn, repeat=1, warmup=0)(tree)
     out["memory"] = js.memory(fn)(tree)
     out["diff"] = js.diff(fn)((tree,), ({KEY: jnp.ones(4), HOSTILE: jnp.ones(4)},))
+    out["compile profile"] = js.compile_profile(fn)(tree)
     for stage in ("stablehlo", "hlo", "optimized"):
         out[f"hlo {stage}"] = js.hlo(fn, stage=stage)(tree)
         out[f"hlo {stage}"].show_cost = True
@@ -165,6 +166,7 @@ NAMES = [
     "profile",
     "memory",
     "diff",
+    "compile profile",
 ]
 SHARDED = ["sharding array", "program shardings"]
 
@@ -208,7 +210,7 @@ def test_a_dict_key_that_is_a_markup_closing_tag_is_shown():
 
 
 def test_reprs_spell_out_control_characters(views, sharded_views):
-    shown = ("graph", "profile", "memory")
+    shown = ("graph", "profile", "memory", "compile profile")
     for view in (*(views[n] for n in shown), sharded_views["program shardings"]):
         assert "\x1b" not in repr(view) and "\x9b" not in repr(view)
         assert "\\x1b" in repr(view)

@@ -89,6 +89,12 @@ EXPECTED = [
     "LineDiff",
     "ProgramDiff",
     "diff",
+    # compile cost by source line
+    "CompileDiagnosis",
+    "CompileProfile",
+    "CompileStages",
+    "LineCompileCost",
+    "compile_profile",
     # errors
     "ErrorReport",
     "explain",

@@ -260,3 +260,39 @@ def _split_pairs(inner: str) -> list[tuple[str, str]] | None:
             value = ""
         pairs.append((key, value))
     return pairs
+
+
+def lowered_jaxpr(closed: Any) -> tuple[Any, list[Any]]:
+    """``(Jaxpr, consts)`` of a traced program as JAX lowers it: dead equations and
+    unused inputs dropped, as ``jax.jit`` does before lowering (``keep_unused`` off)
+    and as its ``eqn_count_pprof`` dump counts them. The equations kept are the
+    traced ones (their sources unchanged). The program itself where that fails.
+
+    Relies on: ``jax._src.interpreters.partial_eval.dce_jaxpr_consts(jaxpr,
+    used_outputs)`` returning ``(jaxpr, used_consts, used_inputs)``, jax 0.9 to
+    0.10.2.
+    """
+    jaxpr, consts = open_jaxpr(closed)
+    try:
+        pe = private("jax._src.interpreters.partial_eval", "compat.lowered_jaxpr")
+        new, used_consts, _ = pe.dce_jaxpr_consts(jaxpr, [True] * len(jaxpr.outvars))
+        kept = [c for c, used in zip(consts, used_consts, strict=False) if used]
+        return new, kept
+    except Exception:
+        return jaxpr, consts
+
+
+def jit_cache_size(fn: Any) -> int | None:
+    """How many compiled programs a ``jax.jit`` wrapper holds (its compiles so far,
+    less any evicted), or None for other callables.
+
+    Relies on: ``PjitFunction._cache_size()`` (jax 0.4 to 0.10.2).
+    """
+    size = getattr(fn, "_cache_size", None)
+    if not callable(size):
+        return None
+    try:
+        value = size()
+    except Exception:
+        return None
+    return value if isinstance(value, int) else None

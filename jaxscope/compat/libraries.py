@@ -72,6 +72,34 @@ def is_nnx_jit(fn: Any) -> bool:
     return _type_is(fn, "flax.nnx.transforms.compilation", "JitWrapped")
 
 
+def fresh_nnx_jit(fn: Any) -> Any:
+    """A new ``nnx.jit`` wrapper of the function ``fn`` wraps, with its shardings
+    and static arguments: its trace misses JAX's caches (which are keyed on the
+    wrapper's inner function) and fills none of ``fn``'s. ``fn`` itself where the
+    wrapper cannot be rebuilt.
+
+    Relies on: ``JitWrapped(fun, in_shardings, out_shardings, static_argnums=,
+    static_argnames=)`` and its ``fun`` / ``in_shardings`` / ``out_shardings`` /
+    ``jitted_fn`` attributes (flax 0.12.8).
+    """
+    try:
+        nums, names = nnx_static_args(fn)
+        in_shardings = fn.in_shardings
+        if isinstance(in_shardings, tuple) and nums:
+            # the constructor puts a None back for each static argument
+            kept = [s for i, s in enumerate(in_shardings) if i not in nums]
+            in_shardings = tuple(kept)
+        return type(fn)(
+            fn.fun,
+            in_shardings,
+            fn.out_shardings,
+            static_argnums=nums or None,
+            static_argnames=names or None,
+        )
+    except Exception:
+        return fn
+
+
 def nnx_pure_arguments(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``(pure_args, pure_kwargs)``: what ``nnx.jit``'s inner ``jax.jit`` is traced
     with, so their leaves line up with the jaxpr's inputs.

@@ -178,3 +178,27 @@ def test_pmap_static_argnums_reads_a_pmaps_static_broadcasted_arguments():
     assert cj.pmap_static_argnums(jax.pmap(f)) == ()
     assert cj.pmap_static_argnums(jax.jit(f)) is None
     assert cj.pmap_static_argnums(f) is None
+
+
+def test_lowered_jaxpr_drops_dead_code_as_jit_does_before_lowering():
+    def f(x):
+        unused = jnp.cos(x)  # noqa: F841
+        return lax.fori_loop(0, 3, lambda i, c: c * 2.0, x)
+
+    closed = jax.jit(f).trace(jnp.ones(3)).jaxpr
+    jaxpr, consts = cj.lowered_jaxpr(closed)
+    assert closed.jaxpr.eqns[0].primitive.name == "cos"
+    assert "cos" not in [e.primitive.name for e in jaxpr.eqns]
+    # the loop counter nothing reads is gone from the body too
+    [scan] = [e for e in jaxpr.eqns if e.primitive.name == "scan"]
+    assert len(scan.params["jaxpr"].jaxpr.eqns) == 1
+    assert consts == []
+
+
+def test_jit_cache_size_counts_a_jit_wrappers_programs():
+    f = jax.jit(lambda x: x + 1)
+    assert cj.jit_cache_size(f) == 0
+    f(jnp.ones(2))
+    f(jnp.ones(3))
+    assert cj.jit_cache_size(f) == 2
+    assert cj.jit_cache_size(lambda x: x) is None

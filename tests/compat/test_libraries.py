@@ -42,3 +42,19 @@ def test_nnx_static_args_are_those_of_the_inner_jit():
     nums, names = clib.nnx_static_args(f)
     assert 2 in nums and "scale" in names and 1 not in nums
     assert clib.nnx_static_args(nnx.jit(lambda x: x)) == ((), ())
+
+
+def test_fresh_nnx_jit_is_a_new_wrapper_with_the_same_statics():
+    import jax.numpy as jnp
+
+    @nnx.jit(static_argnums=2)
+    def f(model, x, n):
+        return model(x) * n
+
+    fresh = clib.fresh_nnx_jit(f)
+    assert fresh is not f and clib.is_nnx_jit(fresh)
+    assert fresh.jitted_fn is not f.jitted_fn
+    assert clib.nnx_static_args(fresh) == clib.nnx_static_args(f)
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    assert (fresh(model, jnp.ones((1, 2)), 3) == f(model, jnp.ones((1, 2)), 3)).all()
+    assert clib.fresh_nnx_jit(lambda x: x)(1) == 1  # not a wrapper: itself

@@ -1,0 +1,2 @@
+# pyright: strict
+"""``js.compile_profile`` and ``%jaxcompile``: compile cost by source line."""
