@@ -20,6 +20,7 @@ import jaxscope
 import jaxscope as js
 from jaxscope import _display
 from jaxscope._display import Renderable, html, rich_renderable
+from jaxscope._compile.cell import collect_compiles
 from jaxscope._recompiles.records import RecompileEvents
 
 
@@ -167,6 +168,12 @@ def _error_report():
     raise AssertionError("tracing should have failed")
 
 
+def _cell_compiles():
+    with collect_compiles() as out:
+        jax.jit(lambda x: x * 3.0)(_X)
+    return out[0]
+
+
 def _mesh_array():
     mesh = jax.make_mesh((4, 2), ("data", "model"))
     sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
@@ -196,6 +203,8 @@ VIEWS = {
     "ProbeView": lambda: js.probe(_mlp, at=["h"])(_X),
     "ProfileView": lambda: js.profile(_mlp, repeat=1, warmup=0)(_X),
     "MemoryView": lambda: js.memory(_mlp)(_X),
+    "CompileProfile": lambda: js.compile_profile(_mlp)(_X),
+    "CellCompiles": _cell_compiles,
     "ProgramDiff": lambda: js.diff(_mlp)((_X,), (_X * 2.0,)),
 }
 

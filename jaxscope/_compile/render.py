@@ -273,11 +273,52 @@ def _(view: CellCompiles) -> Any:
     return plain("\n".join(cell_lines(view)))
 
 
+def _table(caption: str, head: list[str], rows: list[list[str]]) -> str:
+    cells = "".join(f"<th>{escape(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return (
+        f"<table><caption>{escape(caption)}</caption>"
+        f"<thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
 @html.register
 def _(view: CellCompiles) -> str:
-    return (
-        f'<pre class="jaxscope-compile">{escape(chr(10).join(cell_lines(view)))}</pre>'
-    )
+    head, *_ = cell_lines(view)
+    parts = [f'<div class="jaxscope-compile"><p>{escape(head)}</p>']
+    if view.functions:
+        rows = [
+            [
+                f.function,
+                str(f.compiles),
+                format_seconds(f.compile_seconds),
+                format_seconds(f.run_seconds) if f.run_seconds else "",
+                str(f.call_site or ""),
+            ]
+            for f in view.functions
+        ]
+        head_row = ["function", "compiles", "compile time", "ran", "called at"]
+        parts.append(_table("By function", head_row, rows))
+    if view.lines:
+        rows = [
+            [
+                str(x.source),
+                str(x.compiles),
+                str(x.eager),
+                format_seconds(x.seconds),
+                x.code,
+            ]
+            for x in view.lines
+        ]
+        head_row = ["line", "compiles", "eager", "compile time", "code"]
+        parts.append(_table("By line", head_row, rows))
+    if view.diagnoses:
+        items = "".join(f"<li>{escape(f'[{d.kind}] {d}')}</li>" for d in view.diagnoses)
+        parts.append(f"<p>Diagnoses:</p><ul>{items}</ul>")
+    parts.append("</div>")
+    return "".join(parts)
 
 
 __all__ = ["cell_lines", "summary_lines"]
