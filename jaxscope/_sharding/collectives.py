@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jaxscope._format import format_bytes, plural
+from jaxscope._hlo.ops import LocResolver, module_resolver
 from jaxscope._hlo.parse import (
     Instruction,
     computation_runs,
@@ -23,7 +24,6 @@ from jaxscope._hlo.parse import (
 )
 from jaxscope._records import SourceLoc
 from jaxscope._sharding.mesh import axes_of_groups_cached, axes_of_pairs
-from jaxscope._sharding.ops import parse_stack_frames, source_of
 
 COLLECTIVE_KINDS = (
     "all-reduce",
@@ -68,6 +68,9 @@ class Collective:
     op_name: str = ""
     computation: str = ""
     runs: int | None = 1
+    frames: tuple[SourceLoc, ...] = field(default=(), compare=False)
+    """The call stack, innermost first, libraries' frames included (``source`` is
+    the innermost one in the user's own code)."""
 
     @property
     def total_bytes(self) -> int:
@@ -145,13 +148,14 @@ def _groups(
 
 def parse_collectives(
     text: str,
-    frames: dict[int, SourceLoc] | None = None,
+    resolver: LocResolver | None = None,
     mesh: dict[str, int] | None = None,
 ) -> list[Collective]:
     """Every collective in an (optimized, partitioned) HLO module's text."""
-    if frames is None:
-        frames = parse_stack_frames(text)
-    instrs = list(instructions(text.splitlines()))
+    lines = text.splitlines()
+    if resolver is None:
+        resolver = module_resolver(lines)
+    instrs = list(instructions(lines))
     shapes = {(i.computation, i.name): i.shape for i in instrs}
     runs = computation_runs(instrs)
     n_devices = module_devices(text)
@@ -162,19 +166,21 @@ def parse_collectives(
             continue
         groups_text, groups, axes = _groups(instr, kind, n_devices, mesh)
         metadata = instr.metadata
+        source, frames = resolver.located_metadata(metadata)
         out.append(
             Collective(
                 name=instr.name,
                 kind=kind,
                 bytes=_payload_bytes(instr, shapes),
                 replica_groups=groups,
-                source=source_of(metadata, frames),
+                source=source,
                 shape=instr.shape,
                 groups_text=groups_text,
                 axes=axes,
                 op_name=op_name(metadata),
                 computation=instr.computation,
                 runs=runs.get(instr.computation, 1),
+                frames=frames,
             )
         )
     return out

@@ -1,14 +1,15 @@
 """Each op's sharding after XLA's sharding propagation, read from HLO text.
 
-Also where an HLO op came from, as the sharding views name it: the innermost frame
-of its stack (``stack_frame_id`` into the ``StackFrames`` tables, or the older
-inline ``source_file=`` / ``source_line=``).
+Where an op came from is what every other view says: the innermost frame of its
+stack in the user's own code (``_hlo.ops.LocResolver``), the library frames kept as
+detail (``frames``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from jaxscope._hlo.ops import module_resolver
 from jaxscope._hlo.parse import (
     inline_frame,
     instructions,
@@ -20,6 +21,25 @@ from jaxscope._hlo.parse import (
 from jaxscope._records import SourceLoc
 from jaxscope._sharding.mesh import spec_of_hlo_sharding
 from jaxscope._source import display_filename
+
+# Ops that move or name data without computing: folded into a count in the views
+# (``all=True`` / ``--all`` lists them), as XLA's copies made half of an MLP's rows.
+BOOKKEEPING_OPCODES = frozenset(
+    {
+        "copy",
+        "copy-start",
+        "copy-done",
+        "bitcast",
+        "tuple",
+        "get-tuple-element",
+        "parameter",
+        "constant",
+        "opt-barrier",
+        "after-all",
+        "partition-id",
+        "replica-id",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,6 +58,9 @@ class OpSharding:
     shape: str = ""
     spec: str | None = None
     op_name: str = ""
+    frames: tuple[SourceLoc, ...] = field(default=(), compare=False)
+    """The op's call stack, innermost first, libraries' frames included
+    (``source`` is the innermost one in the user's own code)."""
 
 
 def parse_stack_frames(text: str) -> dict[int, SourceLoc]:
@@ -80,22 +103,25 @@ def parse_op_shardings(
     text: str, mesh: dict[str, int] | None = None
 ) -> list[OpSharding]:
     """Every instruction carrying a ``sharding=`` attribute, with its spec and source."""
-    frames = parse_stack_frames(text)
+    lines = text.splitlines()
+    resolver = module_resolver(lines)
     out = []
-    for instr in instructions(text.splitlines(), lambda line: "sharding={" in line):
+    for instr in instructions(lines, lambda line: "sharding={" in line):
         raw = instr.attr("sharding")
         if raw is None:
             continue
         metadata = instr.metadata
+        source, frames = resolver.located_metadata(metadata)
         out.append(
             OpSharding(
                 name=instr.name,
                 opcode=instr.opcode,
                 sharding=raw,
-                source=source_of(metadata, frames),
+                source=source,
                 shape=instr.shape,
                 spec=spec_of_hlo_sharding(raw, mesh),
                 op_name=op_name(metadata),
+                frames=frames,
             )
         )
     return out

@@ -41,7 +41,11 @@ from jaxscope._sharding.mesh import (
     sharding_text,
     spec_of_hlo_sharding,
 )
-from jaxscope._sharding.ops import OpSharding, parse_op_shardings, parse_stack_frames
+from jaxscope._sharding.ops import (
+    BOOKKEEPING_OPCODES,
+    OpSharding,
+    parse_op_shardings,
+)
 from jaxscope._staging import (
     compile_dumping,
     first_line,
@@ -90,6 +94,9 @@ class ProgramShardingView(Renderable):
             ``Collective.replica_groups``), in mesh order; None without a mesh.
         hlo_text: the optimized HLO (``Compiled.as_text()``).
         num_devices: the number of devices the program runs on.
+        show_all: whether the views list bookkeeping ops (copies, parameters,
+            tuples) too; they are folded into a count otherwise (``ops`` always
+            has every op).
     """
 
     function_name: str
@@ -102,6 +109,7 @@ class ProgramShardingView(Renderable):
     num_devices: int
     ops_stage: str = ""
     device_ids: tuple[int, ...] | None = None
+    show_all: bool = False
 
     @property
     def by_line(self) -> dict[tuple[str, int], list[Collective]]:
@@ -116,6 +124,25 @@ class ProgramShardingView(Renderable):
     def ops_by_line(self) -> dict[tuple[str, int], list[OpSharding]]:
         """``{(file, line): [OpSharding, ...]}``: the ops each source line produced."""
         return _by_line(self.ops)
+
+    @property
+    def shown_ops(self) -> list[OpSharding]:
+        """The ops the views list: all with ``show_all``, else the computing ones."""
+        if self.show_all:
+            return self.ops
+        return [op for op in self.ops if op.opcode not in BOOKKEEPING_OPCODES]
+
+    @property
+    def folded_ops(self) -> dict[str, int]:
+        """``{opcode: count}`` of the bookkeeping ops the views fold (empty with
+        ``show_all``), most frequent first."""
+        if self.show_all:
+            return {}
+        counts: dict[str, int] = {}
+        for op in self.ops:
+            if op.opcode in BOOKKEEPING_OPCODES:
+                counts[op.opcode] = counts.get(op.opcode, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     @property
     def line_summary(self) -> list[LineSummary]:
@@ -322,6 +349,7 @@ def program_shardings(
     *,
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
+    show_all: bool = False,
 ) -> ProgramShardingView:
     """Build the ``ProgramShardingView`` of ``fn(*args, **kwargs)`` (compiled, not run)."""
     nums, names = static_args(static_argnums, static_argnames, "js.shardings")
@@ -340,12 +368,13 @@ def program_shardings(
         inputs=_input_specs(fn, compiled, nums, len(args), mesh, input_names),
         outputs=_specs_with_paths(compiled.output_shardings, "out", mesh, nones=False),
         ops=parse_op_shardings(pre_text, mesh),
-        collectives=parse_collectives(text, parse_stack_frames(text), mesh),
+        collectives=parse_collectives(text, mesh=mesh),
         mesh=mesh,
         hlo_text=text,
         num_devices=module_devices(text),
         ops_stage=stage,
         device_ids=device_ids,
+        show_all=show_all,
     )
 
 
@@ -354,12 +383,14 @@ def shardings(
     *,
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
+    all: bool = False,
 ) -> Callable[..., ProgramShardingView]:
     """Compile ``fun`` on example arguments; show its shardings and collectives.
 
     The function is traced, lowered and compiled, never run. Works for ``jax.jit``
     (with ``in_shardings``/``out_shardings``), ``with_sharding_constraint``,
-    ``device_put``-sharded arguments, ``shard_map`` and ``pmap``.
+    ``device_put``-sharded arguments, ``shard_map`` and ``pmap``. Bookkeeping ops
+    (copies, parameters, tuples) are folded into a count; ``all=True`` lists them.
 
     Example:
         >>> import jax, jax.numpy as jnp, jaxscope as js
@@ -367,9 +398,12 @@ def shardings(
         >>> p.collectives
         []
     """
+    if not isinstance(all, bool):
+        raise InvalidCallError(f"all={all!r} must be True or False")
     build = functools.partial(
         program_shardings,
         static_argnums=static_argnums,
         static_argnames=static_argnames,
+        show_all=all,
     )
     return staged(fun, "js.shardings", build)

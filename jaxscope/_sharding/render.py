@@ -11,6 +11,7 @@ from typing import Any
 
 from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._format import format_bytes, plural
+from jaxscope._hlo.parse import short_op_name
 from jaxscope._sharding.array import ShardingView
 from jaxscope._sharding.layout import LayoutCell, ShardingLayout
 from jaxscope._sharding.mesh import MeshGrid
@@ -379,7 +380,7 @@ def _(view: ProgramShardingView) -> Any:
                 runs_text(c.runs),
                 over,
                 _src(c.source),
-                c.op_name,
+                short_op_name(c.op_name),
             )
         parts.append(ct)
         parts.append(Text("per source line", style="bold"))
@@ -387,12 +388,14 @@ def _(view: ProgramShardingView) -> Any:
             parts.append(plain("  " + row.text))
     else:
         parts.append(Text("no collectives", style="dim"))
+    shown = view.shown_ops
     if view.ops:
         parts.append(plain(f"op shardings ({view.ops_stage})", "bold"))
+    if shown:
         ot = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
         for name in ("op", "opcode", "shape", "sharding", "source"):
             ot.add_column(name)
-        for op in view.ops[:MAX_OP_ROWS]:
+        for op in shown[:MAX_OP_ROWS]:
             _add_row(
                 ot,
                 op.name,
@@ -401,10 +404,23 @@ def _(view: ProgramShardingView) -> Any:
                 op.spec or op.sharding,
                 _src(op.source),
             )
-        if len(view.ops) > MAX_OP_ROWS:
-            _add_row(ot, f"… {len(view.ops) - MAX_OP_ROWS} more", *[""] * 4)
+        if len(shown) > MAX_OP_ROWS:
+            _add_row(ot, f"… {len(shown) - MAX_OP_ROWS} more", *[""] * 4)
         parts.append(ot)
+    if view.folded_ops:
+        parts.append(plain("  " + folded_note(view.folded_ops), "dim"))
     return Group(*parts)
+
+
+def folded_note(folded: dict[str, int]) -> str:
+    """``"+ 96 bookkeeping ops not listed (copy 90, parameter 6): all=True / --all
+    lists them"``."""
+    n = sum(folded.values())
+    counts = ", ".join(f"{opcode} {k}" for opcode, k in folded.items())
+    return (
+        f"+ {plural(n, 'bookkeeping op')} not listed ({counts}): "
+        "all=True / --all lists them"
+    )
 
 
 # ------------------------------------------------------------------------------ HTML
@@ -572,7 +588,7 @@ def _(view: ProgramShardingView) -> str:
                         runs_text(c.runs),
                         ", ".join(c.axes) if c.axes else (c.groups_text or "-"),
                         _src(c.source),
-                        c.op_name,
+                        short_op_name(c.op_name),
                     ]
                     for c in view.collectives
                 ],
@@ -583,10 +599,11 @@ def _(view: ProgramShardingView) -> str:
         out.append("</ul>")
     else:
         out.append('<div class="jxs-dim">no collectives</div>')
+    shown = view.shown_ops
     if view.ops:
         out.append(
             f"<details><summary>op shardings ({_e(view.ops_stage)}, "
-            f"{_e(plural(len(view.ops), 'op'))})</summary>"
+            f"{_e(plural(len(shown), 'op'))})</summary>"
         )
         out.append(
             _table(
@@ -599,10 +616,12 @@ def _(view: ProgramShardingView) -> str:
                         o.spec or o.sharding,
                         _src(o.source),
                     ]
-                    for o in view.ops[:MAX_OP_ROWS]
+                    for o in shown[:MAX_OP_ROWS]
                 ],
             )
         )
+        if view.folded_ops:
+            out.append(f'<div class="jxs-dim">{_e(folded_note(view.folded_ops))}</div>')
         out.append("</details>")
     out.append("</div>")
     return "".join(out)

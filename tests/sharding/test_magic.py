@@ -116,3 +116,12 @@ def test_a_sharding_error_of_the_call_comes_with_its_hint(shell):
     assert (
         "jnp.matmul(a, w, out_sharding=NamedSharding(emesh, P('data', None)))" in text
     )
+
+
+def test_all_lists_the_bookkeeping_ops_of_the_program(shell):
+    folded = run(shell, "layer(x, w)")["text/plain"]
+    listed = run(shell, "--all layer(x, w)")["text/plain"]
+    assert "bookkeeping ops not listed" in folded and " parameter " not in folded
+    assert "bookkeeping" not in listed and " parameter " in listed
+    with pytest.raises(UsageError, match="--all applies to a call's program"):
+        shell.run_line_magic("sharding", "--all x")
