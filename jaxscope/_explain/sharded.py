@@ -17,10 +17,8 @@ import jax
 from jaxscope._explain.evaluate import MISSING, safe_eval
 from jaxscope._explain.site import Site
 from jaxscope._format import short_dtype
+from jaxscope._sharding.mesh import Spec, sharded_type
 from jaxscope.compat.sharding import is_tracer
-
-Spec = tuple[tuple[str, ...], ...]
-"""A partition spec per dimension: the mesh axes that shard it (() when none)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,14 +93,6 @@ class ShardingFacts:
 
 
 NO_SHARDING_FACTS = ShardingFacts()
-
-
-def sharded_type(dtype: str, shape: tuple[int, ...], spec: Spec) -> str:
-    dims = [
-        str(d) + ("@" + (a[0] if len(a) == 1 else "(" + ",".join(a) + ")") if a else "")
-        for d, a in zip(shape, spec, strict=True)
-    ]
-    return f"{dtype}[{','.join(dims)}]"
 
 
 def _spec_of(sharding: Any, rank: int) -> Spec | None:

@@ -12,7 +12,8 @@ import re
 
 from jaxscope._explain.facts import Explanation, Facts
 from jaxscope._explain.messages import first_line
-from jaxscope._explain.sharded import ShardedOperand, ShardingFacts, Spec
+from jaxscope._explain.sharded import ShardedOperand, ShardingFacts
+from jaxscope._sharding.mesh import Spec
 
 CONTRACTING = re.compile(r"Contracting dimensions are sharded")
 INCOMPATIBLE = re.compile(

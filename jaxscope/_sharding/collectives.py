@@ -44,6 +44,39 @@ _OPCODE_KIND.update(
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CollectiveReason:
+    """Why one collective is there.
+
+    Attributes:
+        text: the reason in words, with the line, the operands' shardings, the mesh
+            axes and the bytes (``"`x @ w` at model.py:42 contracts over `model`,
+            which splits both operands (...): an all-reduce over `model` adds the
+            partial results, 2 MiB per device per step"``).
+        asked: what the user called to ask for it (``"psum"``,
+            ``"with_sharding_constraint"``), "" when the partitioner inserted it.
+        op: the opcode of the op it serves (``"dot"``, ``"reduce"``), "" if unknown.
+        operands: that op's operands as sharded types (``"f32[64@data,32@model]"``).
+        result: that op's result as a sharded type.
+        axes: the mesh axes the collective runs over.
+        dims: the served op's dimensions the collective is about (a dot's
+            contracting dimensions, a reduce's reduced ones, a gathered dimension).
+        suggestion: a change that removes or shrinks it, where one is known.
+        lines: the user lines of the ops XLA combined into this one collective
+            (more than one when XLA merged several).
+    """
+
+    text: str
+    asked: str = ""
+    op: str = ""
+    operands: tuple[str, ...] = ()
+    result: str = ""
+    axes: tuple[str, ...] = ()
+    dims: tuple[int, ...] = ()
+    suggestion: str = ""
+    lines: tuple[SourceLoc, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Collective:
     """One collective XLA inserted into the partitioned program.
 
@@ -71,6 +104,8 @@ class Collective:
     frames: tuple[SourceLoc, ...] = field(default=(), compare=False)
     """The call stack, innermost first, libraries' frames included (``source`` is
     the innermost one in the user's own code)."""
+    reason: CollectiveReason | None = field(default=None, compare=False)
+    """Why it is there (``js.shardings`` fills it in; None when parsed alone)."""
 
     @property
     def total_bytes(self) -> int:

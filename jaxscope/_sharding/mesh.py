@@ -162,6 +162,48 @@ def sharding_text(sharding: Any) -> str:
     return truncate(repr(sharding), 80)
 
 
+Spec = tuple[tuple[str, ...], ...]
+"""A partition spec per dimension: the mesh axes that shard it (() when none)."""
+
+
+def sharded_type(dtype: str, shape: Sequence[int], spec: Spec) -> str:
+    """``f32[64@data,32@model]``, as ``jax.typeof`` prints a sharded type."""
+    dims = [
+        str(d) + ("@" + (a[0] if len(a) == 1 else "(" + ",".join(a) + ")") if a else "")
+        for d, a in itertools.zip_longest(shape, spec[: len(shape)], fillvalue=())
+    ]
+    return f"{dtype}[{','.join(dims)}]"
+
+
+@functools.lru_cache(maxsize=1024)
+def parse_spec(text: str | None, rank: int) -> Spec | None:
+    """``"P('data', None)"`` (as ``format_spec`` writes it) or ``"replicated"`` as a
+    ``Spec`` of ``rank`` dimensions; None for anything else."""
+    if text == "replicated":
+        return ((),) * rank
+    if text is None or not text.startswith("P(") or not text.endswith(")"):
+        return None
+    import ast
+
+    try:
+        parts = ast.literal_eval("(" + text[2:-1] + ",)") if text != "P()" else ()
+    except (ValueError, SyntaxError):
+        return None
+    out: list[tuple[str, ...]] = []
+    for part in parts:
+        if part is None:
+            out.append(())
+        elif isinstance(part, str):
+            out.append((part,))
+        elif isinstance(part, tuple) and all(isinstance(a, str) for a in part):
+            out.append(tuple(part))
+        else:
+            return None
+    if len(out) > rank:
+        return None
+    return tuple(out) + ((),) * (rank - len(out))
+
+
 # ------------------------------------------------------------------ XLA in mesh terms
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from jaxscope._hlo.ops import module_resolver
 from jaxscope._hlo.parse import (
+    Instruction,
     inline_frame,
     instructions,
     iter_lines,
@@ -61,6 +62,12 @@ class OpSharding:
     frames: tuple[SourceLoc, ...] = field(default=(), compare=False)
     """The op's call stack, innermost first, libraries' frames included
     (``source`` is the innermost one in the user's own code)."""
+    operands: tuple[str, ...] = field(default=(), compare=False)
+    """The names of the op's operands (other ops of the same module)."""
+    dims: str = field(default="", compare=False)
+    """The op's dimension attributes as XLA prints them (a dot's
+    ``lhs_contracting_dims={1}, rhs_contracting_dims={0}``, a reduce's
+    ``dimensions={0}``); "" for other ops."""
 
 
 def parse_stack_frames(text: str) -> dict[int, SourceLoc]:
@@ -103,25 +110,40 @@ def parse_op_shardings(
     text: str, mesh: dict[str, int] | None = None
 ) -> list[OpSharding]:
     """Every instruction carrying a ``sharding=`` attribute, with its spec and source."""
+    return [op for op in parse_module_ops(text, mesh) if op.sharding]
+
+
+def parse_module_ops(text: str, mesh: dict[str, int] | None = None) -> list[OpSharding]:
+    """Every instruction of the module, ``sharding`` "" where it carries none."""
     lines = text.splitlines()
     resolver = module_resolver(lines)
     out = []
-    for instr in instructions(lines, lambda line: "sharding={" in line):
-        raw = instr.attr("sharding")
-        if raw is None:
-            continue
+    for instr in instructions(lines):
+        raw = instr.attr("sharding") if "sharding={" in instr.tail else None
         metadata = instr.metadata
         source, frames = resolver.located_metadata(metadata)
         out.append(
             OpSharding(
                 name=instr.name,
                 opcode=instr.opcode,
-                sharding=raw,
+                sharding=raw or "",
                 source=source,
                 shape=instr.shape,
-                spec=spec_of_hlo_sharding(raw, mesh),
+                spec=spec_of_hlo_sharding(raw, mesh) if raw else None,
                 op_name=op_name(metadata),
                 frames=frames,
+                operands=tuple(instr.operands),
+                dims=_dims(instr),
             )
         )
     return out
+
+
+_DIM_ATTRS = ("lhs_contracting_dims", "rhs_contracting_dims", "dimensions")
+
+
+def _dims(instr: Instruction) -> str:
+    if instr.opcode not in ("dot", "reduce", "all-gather", "transpose", "concatenate"):
+        return ""
+    found = ((key, instr.attr(key)) for key in _DIM_ATTRS)
+    return ", ".join(f"{key}={value}" for key, value in found if value is not None)

@@ -13,6 +13,7 @@ Compiles (never runs) ``f`` and reads three things:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import glob
 import os
@@ -44,8 +45,9 @@ from jaxscope._sharding.mesh import (
 from jaxscope._sharding.ops import (
     BOOKKEEPING_OPCODES,
     OpSharding,
-    parse_op_shardings,
+    parse_module_ops,
 )
+from jaxscope._sharding.why import collective_reasons
 from jaxscope._staging import (
     compile_dumping,
     first_line,
@@ -363,12 +365,22 @@ def program_shardings(
         ) from None
     mesh, device_ids = _program_mesh(compiled)
     text = compiled.as_text()
+    module = parse_module_ops(pre_text, mesh)
+    ops = [op for op in module if op.sharding]
+    collectives = parse_collectives(text, mesh=mesh)
+    if stage == _PROPAGATED:
+        collectives = [
+            dataclasses.replace(c, reason=r)
+            for c, r in zip(
+                collectives, collective_reasons(collectives, module, mesh), strict=True
+            )
+        ]
     return ProgramShardingView(
         function_name=function_name(fn),
         inputs=_input_specs(fn, compiled, nums, len(args), mesh, input_names),
         outputs=_specs_with_paths(compiled.output_shardings, "out", mesh, nones=False),
-        ops=parse_op_shardings(pre_text, mesh),
-        collectives=parse_collectives(text, mesh=mesh),
+        ops=ops,
+        collectives=collectives,
         mesh=mesh,
         hlo_text=text,
         num_devices=module_devices(text),

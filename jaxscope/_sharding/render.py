@@ -324,6 +324,21 @@ def runs_text(runs: int | None) -> str:
     return "1" if runs == 1 else f"x{runs}"
 
 
+def why_lines(view: ProgramShardingView) -> list[str]:
+    """One line per collective that has a reason: its kind, then why (and a
+    suggestion where one is known)."""
+    out: list[str] = []
+    for c in view.collectives:
+        if c.reason is None:
+            continue
+        asked = " (asked for)" if c.reason.asked else ""
+        line = f"{c.kind}{asked}: {c.reason.text}"
+        if c.reason.suggestion:
+            line += f"; to avoid it: {c.reason.suggestion}"
+        out.append(line)
+    return out
+
+
 def _src(loc: Any) -> str:
     return short_loc(loc) if loc is not None else "-"
 
@@ -383,6 +398,10 @@ def _(view: ProgramShardingView) -> Any:
                 short_op_name(c.op_name),
             )
         parts.append(ct)
+        reasons = why_lines(view)
+        if reasons:
+            parts.append(Text("why", style="bold"))
+            parts.extend(plain("  " + line) for line in reasons)
         parts.append(Text("per source line", style="bold"))
         for row in view.line_summary:
             parts.append(plain("  " + row.text))
@@ -594,6 +613,11 @@ def _(view: ProgramShardingView) -> str:
                 ],
             )
         )
+        reasons = why_lines(view)
+        if reasons:
+            out.append('<div class="jxs-head">why</div><ul>')
+            out.extend(f"<li>{_e(line)}</li>" for line in reasons)
+            out.append("</ul>")
         out.append('<div class="jxs-head">per source line</div><ul>')
         out.extend(f"<li>{_e(r.text)}</li>" for r in view.line_summary)
         out.append("</ul>")
