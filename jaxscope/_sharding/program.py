@@ -26,7 +26,7 @@ import jax
 
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError, ShardingValueError
-from jaxscope._format import plural
+from jaxscope._format import plural, short_dtype
 from jaxscope._hlo.parse import module_devices
 from jaxscope._records import SourceLoc
 from jaxscope._sharding.collectives import (
@@ -46,6 +46,11 @@ from jaxscope._sharding.ops import (
     BOOKKEEPING_OPCODES,
     OpSharding,
     parse_module_ops,
+)
+from jaxscope._sharding.replication import (
+    ProgramInput,
+    ReplicationFinding,
+    replication_findings,
 )
 from jaxscope._sharding.why import collective_reasons
 from jaxscope._staging import (
@@ -96,6 +101,8 @@ class ProgramShardingView(Renderable):
             ``Collective.replica_groups``), in mesh order; None without a mesh.
         hlo_text: the optimized HLO (``Compiled.as_text()``).
         num_devices: the number of devices the program runs on.
+        replication: the large inputs held whole on every device of a mesh axis
+            that could split them (``ReplicationFinding``), largest first.
         show_all: whether the views list bookkeeping ops (copies, parameters,
             tuples) too; they are folded into a count otherwise (``ops`` always
             has every op).
@@ -112,6 +119,9 @@ class ProgramShardingView(Renderable):
     ops_stage: str = ""
     device_ids: tuple[int, ...] | None = None
     show_all: bool = False
+    replication: list[ReplicationFinding] = dataclasses.field(
+        default_factory=lambda: list[ReplicationFinding]()
+    )
 
     @property
     def by_line(self) -> dict[tuple[str, int], list[Collective]]:
@@ -341,6 +351,32 @@ def _input_specs(
     return inputs
 
 
+def _typed_inputs(compiled: Any, inputs: list[tuple[str, str]]) -> list[ProgramInput]:
+    """``inputs`` with their shapes and dtypes (none when the counts differ)."""
+    try:
+        infos = jax.tree_util.tree_leaves(compiled.args_info)
+    except Exception:
+        return []
+    if len(infos) != len(inputs):
+        return []
+    out: list[ProgramInput] = []
+    for (name, spec), info in zip(inputs, infos, strict=True):
+        shape = getattr(info, "shape", None)
+        dtype = getattr(info, "dtype", None)
+        if shape is None or dtype is None:
+            continue
+        out.append(
+            ProgramInput(
+                name=name,
+                dtype=short_dtype(dtype),
+                shape=tuple(int(d) for d in shape),
+                itemsize=int(getattr(dtype, "itemsize", 4)),
+                spec=spec,
+            )
+        )
+    return out
+
+
 # ------------------------------------------------------------------ the transform
 
 
@@ -365,6 +401,8 @@ def program_shardings(
         ) from None
     mesh, device_ids = _program_mesh(compiled)
     text = compiled.as_text()
+    inputs = _input_specs(fn, compiled, nums, len(args), mesh, input_names)
+    outputs = _specs_with_paths(compiled.output_shardings, "out", mesh, nones=False)
     module = parse_module_ops(pre_text, mesh)
     ops = [op for op in module if op.sharding]
     collectives = parse_collectives(text, mesh=mesh)
@@ -377,8 +415,11 @@ def program_shardings(
         ]
     return ProgramShardingView(
         function_name=function_name(fn),
-        inputs=_input_specs(fn, compiled, nums, len(args), mesh, input_names),
-        outputs=_specs_with_paths(compiled.output_shardings, "out", mesh, nones=False),
+        inputs=inputs,
+        outputs=outputs,
+        replication=replication_findings(
+            _typed_inputs(compiled, inputs), module, [s for _, s in outputs], mesh
+        ),
         ops=ops,
         collectives=collectives,
         mesh=mesh,

@@ -407,6 +407,9 @@ def _(view: ProgramShardingView) -> Any:
             parts.append(plain("  " + row.text))
     else:
         parts.append(Text("no collectives", style="dim"))
+    if view.replication:
+        parts.append(Text("replicated where a mesh axis could split it", style="bold"))
+        parts.extend(plain("  " + f.text) for f in view.replication)
     shown = view.shown_ops
     if view.ops:
         parts.append(plain(f"op shardings ({view.ops_stage})", "bold"))
@@ -623,6 +626,12 @@ def _(view: ProgramShardingView) -> str:
         out.append("</ul>")
     else:
         out.append('<div class="jxs-dim">no collectives</div>')
+    if view.replication:
+        out.append(
+            '<div class="jxs-head">replicated where a mesh axis could split it</div><ul>'
+        )
+        out.extend(f"<li>{_e(f.text)}</li>" for f in view.replication)
+        out.append("</ul>")
     shown = view.shown_ops
     if view.ops:
         out.append(
