@@ -113,10 +113,17 @@ def parse_op_shardings(
     return [op for op in parse_module_ops(text, mesh) if op.sharding]
 
 
-def parse_module_ops(text: str, mesh: dict[str, int] | None = None) -> list[OpSharding]:
-    """Every instruction of the module, ``sharding`` "" where it carries none."""
+def parse_module_ops(
+    text: str,
+    mesh: dict[str, int] | None = None,
+    raw_files: dict[str, str] | None = None,
+) -> list[OpSharding]:
+    """Every instruction of the module, ``sharding`` "" where it carries none;
+    ``raw_files`` (if given) learns each shown file's name as JAX recorded it."""
     lines = text.splitlines()
     resolver = module_resolver(lines)
+    if raw_files is not None:
+        resolver.raw_files = raw_files
     out = []
     for instr in instructions(lines):
         raw = instr.attr("sharding") if "sharding={" in instr.tail else None

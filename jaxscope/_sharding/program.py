@@ -403,14 +403,17 @@ def program_shardings(
     text = compiled.as_text()
     inputs = _input_specs(fn, compiled, nums, len(args), mesh, input_names)
     outputs = _specs_with_paths(compiled.output_shardings, "out", mesh, nones=False)
-    module = parse_module_ops(pre_text, mesh)
+    raw_files: dict[str, str] = {}
+    module = parse_module_ops(pre_text, mesh, raw_files)
     ops = [op for op in module if op.sharding]
     collectives = parse_collectives(text, mesh=mesh)
     if stage == _PROPAGATED:
         collectives = [
             dataclasses.replace(c, reason=r)
             for c, r in zip(
-                collectives, collective_reasons(collectives, module, mesh), strict=True
+                collectives,
+                collective_reasons(collectives, module, mesh, raw_files),
+                strict=True,
             )
         ]
     return ProgramShardingView(

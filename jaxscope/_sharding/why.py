@@ -101,18 +101,24 @@ def _expression(file: str, line: int) -> str:
     return text if len(text) <= 60 else text[:59] + "…"
 
 
-def _where(loc: SourceLoc | None) -> str:
+def _where(loc: SourceLoc | None, raw_files: dict[str, str]) -> str:
     if loc is None:
         return "an op without a source line"
-    code = _expression(loc.file, loc.line)
+    code = _expression(raw_files.get(loc.file, loc.file), loc.line)
     return f"`{code}` at {loc}" if code else f"the op at {loc}"
 
 
 class _Index:
     """The ops of the module XLA partitioned, by name and by (op_name, line)."""
 
-    def __init__(self, ops: Sequence[OpSharding], mesh: dict[str, int]) -> None:
+    def __init__(
+        self,
+        ops: Sequence[OpSharding],
+        mesh: dict[str, int],
+        raw_files: dict[str, str],
+    ) -> None:
         self.mesh = mesh
+        self.raw_files = raw_files
         self.by_name = {op.name: op for op in ops}
         self.by_key: dict[tuple[str, tuple[str, int] | None], list[OpSharding]] = {}
         self.by_op_name: dict[str, list[OpSharding]] = {}
@@ -158,7 +164,7 @@ def _dot(c: Collective, op: OpSharding, index: _Index) -> CollectiveReason | Non
     )
     return CollectiveReason(
         text=(
-            f"{_where(op.source)} contracts over {_axes(axes)}, which splits {which} "
+            f"{_where(op.source, index.raw_files)} contracts over {_axes(axes)}, which splits {which} "
             f"({lt} and {rt}): each device multiplies its slices, and "
             + verb.format(a=_axes(axes))
         ),
@@ -182,7 +188,7 @@ def _reduce(c: Collective, op: OpSharding, index: _Index) -> CollectiveReason | 
     which = ", ".join(str(d) for d in dims)
     return CollectiveReason(
         text=(
-            f"{_where(op.source)} reduces dimension{'s' if len(dims) > 1 else ''} "
+            f"{_where(op.source, index.raw_files)} reduces dimension{'s' if len(dims) > 1 else ''} "
             f"{which} of {typed}, split over {_axes(axes)}: each device reduces its "
             f"slice, and an all-reduce over {_axes(axes)} combines the results"
         ),
@@ -231,7 +237,7 @@ def _gather(c: Collective, op: OpSharding, index: _Index) -> CollectiveReason | 
         result, _ = _typed(op)
         return CollectiveReason(
             text=(
-                f"{_where(op.source)} ({op.opcode}) needs {typed} whole along "
+                f"{_where(op.source, index.raw_files)} ({op.opcode}) needs {typed} whole along "
                 f"dimension {', '.join(map(str, dims))}, which is split over "
                 f"{_axes(axes)}: an all-gather over {_axes(axes)} collects the "
                 "slices on every device"
@@ -260,7 +266,7 @@ def _reshard(c: Collective, op: OpSharding, index: _Index) -> CollectiveReason |
         return None
     return CollectiveReason(
         text=(
-            f"{_where(op.source)} ({op.opcode}) works on {result}, and "
+            f"{_where(op.source, index.raw_files)} ({op.opcode}) works on {result}, and "
             f"{' and '.join(moved)} {'is' if len(moved) == 1 else 'are'} laid out "
             f"differently: {a_an(c.kind)} over {_axes(c.axes or ())} moves the data "
             "to the result's layout (resharding)"
@@ -301,10 +307,10 @@ def _one(c: Collective, op_name: str, index: _Index) -> CollectiveReason | None:
     if asked:
         return CollectiveReason(
             text=(
-                f"{_where(c.source)} asks for it ({asked}): {a_an(c.kind)} over "
+                f"{_where(c.source, index.raw_files)} asks for it ({asked}): {a_an(c.kind)} over "
                 f"{_axes(c.axes or ())}"
                 if c.axes
-                else f"{_where(c.source)} asks for it ({asked})"
+                else f"{_where(c.source, index.raw_files)} asks for it ({asked})"
             ),
             asked=asked,
             axes=tuple(c.axes or ()),
@@ -332,10 +338,12 @@ def collective_reasons(
     collectives: Sequence[Collective],
     ops: Sequence[OpSharding],
     mesh: dict[str, int] | None,
+    raw_files: dict[str, str] | None = None,
 ) -> list[CollectiveReason]:
     """Why each of ``collectives`` is there, read from ``ops`` (the module XLA
-    handed to its partitioner) on the program's ``mesh``."""
-    index = _Index(ops, mesh or {})
+    handed to its partitioner) on the program's ``mesh``; ``raw_files`` maps a shown
+    file (``In [3]``) to the name its source is cached under."""
+    index = _Index(ops, mesh or {}, raw_files or {})
     return [_reason(c, index) for c in collectives]
 
 
@@ -358,7 +366,7 @@ def _reason(c: Collective, index: _Index) -> CollectiveReason:
     if merged == 1:
         single = _one(c, c.op_name, index)
         if single is None:
-            return _unexplained(c)
+            return _unexplained(c, index)
         return dataclasses.replace(
             single,
             text=f"{single.text}: {_bytes(c)}",
@@ -392,11 +400,11 @@ def _reason(c: Collective, index: _Index) -> CollectiveReason:
     )
 
 
-def _unexplained(c: Collective) -> CollectiveReason:
+def _unexplained(c: Collective, index: _Index) -> CollectiveReason:
     over = f" over {_axes(c.axes)}" if c.axes else ""
     return CollectiveReason(
         text=(
-            f"the partitioner inserted {a_an(c.kind)}{over} for {_where(c.source)}: "
+            f"the partitioner inserted {a_an(c.kind)}{over} for {_where(c.source, index.raw_files)}: "
             f"{_bytes(c)}"
         ),
         axes=tuple(c.axes or ()),
