@@ -58,6 +58,7 @@ from jaxscope._explain.nan import NanOrigin, nan_origin
 from jaxscope._explain.operands import operand_nodes, operands
 from jaxscope._explain.report import ErrorKind, ErrorReport, Operand, relativize
 from jaxscope._explain.sharded import NO_SHARDING_FACTS, sharding_facts
+from jaxscope._explain.sharding_hints import is_unknown_collective_axis
 from jaxscope._explain.site import NO_SITE, Site, site_at, source_lines
 from jaxscope._explain.wrappers import (
     FieldFix,
@@ -323,6 +324,8 @@ def _explain(exc: BaseException) -> ErrorReport:
     users, inner, kind = _user_code(exc, found, kind)
     jax_message = without_docs(first_line(text)) if kind != ErrorKind.NOT_JAX else ""
     where = _where(inner)
+    if kind == ErrorKind.JAX_OTHER and is_unknown_collective_axis(exc, where.site):
+        kind = ErrorKind.SHARDING
     origin = None
     if kind == ErrorKind.NAN and inner is not None:
         origin = nan_origin(text, inner, where.site)

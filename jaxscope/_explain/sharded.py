@@ -142,6 +142,16 @@ def layout_of(value: Any) -> tuple[Spec, tuple[tuple[str, int], ...], Any] | Non
     return None
 
 
+def _mesh_axes(value: Any) -> tuple[tuple[str, int], ...]:
+    """The axes of the mesh a traced value's type names (inside ``shard_map``, its
+    manual axes), () when none."""
+    try:
+        mesh = jax.typeof(value).sharding.mesh  # pyright: ignore[reportUnknownMemberType]
+        return tuple((str(n), int(s)) for n, s in dict(mesh.shape).items())  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    except Exception:
+        return ()
+
+
 def describe(value: Any) -> str:
     """``f32[64@data,32@model]`` for an array sharded over a mesh, "" otherwise."""
     layout = layout_of(value)
@@ -209,6 +219,7 @@ def _sharding_facts(
             continue
         layout = layout_of(value)
         if layout is None:
+            mesh = mesh or _mesh_axes(value)
             if isinstance(getattr(value, "shape", None), tuple) and hasattr(
                 value, "dtype"
             ):

@@ -13,6 +13,7 @@ import re
 from jaxscope._explain.facts import Explanation, Facts
 from jaxscope._explain.messages import first_line
 from jaxscope._explain.sharded import ShardedOperand, ShardingFacts
+from jaxscope._explain.site import Site
 from jaxscope._sharding.mesh import Spec
 
 CONTRACTING = re.compile(r"Contracting dimensions are sharded")
@@ -59,6 +60,51 @@ SHARDING_ERRORS = ("ShardingTypeError", "DuplicateSpecError")
 _MATMULS = ("matmul", "dot", "einsum", "tensordot", "inner")
 
 
+_COLLECTIVES = frozenset(
+    {
+        "psum",
+        "pmean",
+        "pmax",
+        "pmin",
+        "all_gather",
+        "psum_scatter",
+        "ppermute",
+        "all_to_all",
+        "axis_index",
+        "axis_size",
+    }
+)
+
+
+def collective_axis(site: Site) -> str:
+    """The axis name a failing ``jax.lax.psum(x, "batch")``-like call names ("" when
+    the site is no such call or the name is not written as a constant)."""
+    node = site.node
+    if not isinstance(node, ast.Call):
+        return ""
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name not in _COLLECTIVES:
+        return ""
+    given = next((k.value for k in node.keywords if k.arg == "axis_name"), None)
+    if given is None:
+        index = 0 if name in ("axis_index", "axis_size") else 1
+        given = node.args[index] if len(node.args) > index else None
+    if isinstance(given, ast.Constant) and isinstance(given.value, str):
+        return given.value
+    return ""
+
+
+def is_unknown_collective_axis(exc: BaseException, site: Site) -> bool:
+    """JAX's bare ``AssertionError`` for a collective inside ``shard_map`` over an
+    axis name the mesh lacks."""
+    return (
+        isinstance(exc, AssertionError)
+        and not str(exc).strip()
+        and bool(collective_axis(site))
+    )
+
+
 def is_sharding_message(text: str) -> bool:
     """Whether JAX's message ``text`` is about shardings rather than shapes."""
     return any(p.search(text) for p in SHARDING_MESSAGES)
@@ -91,6 +137,9 @@ def _layout_lines(sharding: ShardingFacts) -> tuple[str, ...]:
 def sharding_explanation(facts: Facts) -> Explanation:
     """JAX's first line with the operands' sharded types, and the fix."""
     first = _NAMED.sub(r"\g<spec>", first_line(facts.text))
+    axis = collective_axis(facts.site)
+    if not first and axis:
+        first = f"unknown mesh axis '{axis}' in a collective"
     site = facts.site
     expr = site.text(site.node)
     described = ", ".join(f"{o.expr}: {o.aval}" for o in facts.operands if o.aval)
@@ -103,6 +152,18 @@ def sharding_explanation(facts: Facts) -> Explanation:
 
 def _hint(facts: Facts) -> str:
     text = facts.text
+    axis = collective_axis(facts.site)
+    if axis and not text.strip():
+        known = [a for a, _ in facts.sharding.mesh]
+        if known:
+            return _unknown_axis(axis, known).replace(
+                "name one of those in the spec",
+                "a collective inside shard_map can only name those",
+            )
+        return (
+            f"'{axis}' is not an axis of the mesh this shard_map runs over: name one "
+            "of the mesh's axes"
+        )
     if CONTRACTING.search(text):
         return _contracting(facts)
     if INCOMPATIBLE.search(text):

@@ -193,3 +193,21 @@ def test_the_long_sharding_repr_in_jax_message_is_cut_to_its_spec(catch, xa):
     assert "AbstractMesh" not in report.message
     assert "Got shardings P('data', 'model'), P('model', 'data')" in report.message
     assert report.original_message.count("AbstractMesh") == 2
+
+
+def test_a_collective_over_an_axis_the_mesh_lacks(catch, xa):
+    """Inside shard_map JAX raises a bare AssertionError; the report names the axis,
+    the mesh's axes and the close one."""
+
+    def body(x):
+        return jax.lax.psum(x, "dta")  # <- error
+
+    f = jax.shard_map(body, mesh=mesh, in_specs=P("data", "model"), out_specs=P())
+    report = js.explain(catch(jax.jit(f), xa))
+    assert report.category == "sharding"
+    assert report.message.startswith("unknown mesh axis 'dta' in a collective")
+    assert (
+        "'dta' is not an axis of the mesh, whose axes are 'data', 'model'"
+        in report.hint
+    )
+    assert "did you mean 'data'?" in report.hint
