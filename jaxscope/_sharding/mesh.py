@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -202,6 +203,27 @@ def parse_spec(text: str | None, rank: int) -> Spec | None:
     if len(out) > rank:
         return None
     return tuple(out) + ((),) * (rank - len(out))
+
+
+_ARRAY_SHAPE = re.compile(r"^(\w+)\[([\d,]*)\]")
+
+
+def local_shape(shape: str, spec: str | None, mesh: dict[str, int] | None) -> str:
+    """An HLO array ``shape`` (``f32[64,32]{1,0}``) as one device holds it under
+    ``spec`` (``"P('data', None)"``) on ``mesh``: ``f32[16,32]``; the global shape
+    (layout dropped) where the spec or the shape cannot be read."""
+    found = _ARRAY_SHAPE.match(shape)
+    if found is None:
+        return shape.split("{")[0]
+    dims = [int(d) for d in found.group(2).split(",") if d]
+    parsed = parse_spec(spec, len(dims)) if spec else None
+    if parsed is None or not mesh:
+        return f"{found.group(1)}[{found.group(2)}]"
+    local = [
+        d // max(1, math.prod(mesh.get(a, 1) for a in axes))
+        for d, axes in zip(dims, parsed, strict=True)
+    ]
+    return f"{found.group(1)}[{','.join(map(str, local))}]"
 
 
 # ------------------------------------------------------------------ XLA in mesh terms

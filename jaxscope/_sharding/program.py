@@ -38,6 +38,7 @@ from jaxscope._sharding.collectives import (
 )
 from jaxscope._sharding.mesh import (
     MeshGrid,
+    local_shape,
     mesh_grid,
     sharding_text,
     spec_of_hlo_sharding,
@@ -159,6 +160,20 @@ class ProgramShardingView(Renderable):
     @property
     def line_summary(self) -> list[LineSummary]:
         return line_summary(self.collectives)
+
+    @property
+    def by_axis(self) -> dict[tuple[str, ...], list[Collective]]:
+        """``{mesh axes: [Collective, ...]}``: the collectives grouped by the mesh
+        axes they run over (``()`` where the groups match no axis of the mesh)."""
+        out: dict[tuple[str, ...], list[Collective]] = {}
+        for c in self.collectives:
+            out.setdefault(tuple(c.axes or ()), []).append(c)
+        return out
+
+    def local_shape(self, op: OpSharding) -> str:
+        """The shape of ``op``'s result on one device (``f32[16,32]``), from its spec
+        over the mesh; its global shape where the spec is not in mesh terms."""
+        return local_shape(op.shape, op.spec, self.mesh)
 
     @property
     def mesh_grid(self) -> MeshGrid | None:

@@ -324,6 +324,20 @@ def runs_text(runs: int | None) -> str:
     return "1" if runs == 1 else f"x{runs}"
 
 
+def axis_lines(view: ProgramShardingView) -> list[str]:
+    """``"data: 2 all-reduces, 3.4 KiB"`` per group of mesh axes, heaviest first."""
+    rows: list[tuple[int, str]] = []
+    for axes, items in view.by_axis.items():
+        counts: dict[str, int] = {}
+        for c in items:
+            counts[c.kind] = counts.get(c.kind, 0) + 1
+        total = sum(c.total_bytes for c in items)
+        name = " x ".join(axes) if axes else "groups off the mesh"
+        kinds = ", ".join(plural(n, kind) for kind, n in counts.items())
+        rows.append((total, f"{name}: {kinds}, {format_bytes(total)}"))
+    return [text for _, text in sorted(rows, key=lambda r: -r[0])]
+
+
 def why_lines(view: ProgramShardingView) -> list[str]:
     """One line per collective that has a reason: its kind, then why (and a
     suggestion where one is known)."""
@@ -405,6 +419,8 @@ def _(view: ProgramShardingView) -> Any:
         parts.append(Text("per source line", style="bold"))
         for row in view.line_summary:
             parts.append(plain("  " + row.text))
+        parts.append(Text("per mesh axis", style="bold"))
+        parts.extend(plain("  " + line) for line in axis_lines(view))
     else:
         parts.append(Text("no collectives", style="dim"))
     if view.replication:
@@ -415,7 +431,7 @@ def _(view: ProgramShardingView) -> Any:
         parts.append(plain(f"op shardings ({view.ops_stage})", "bold"))
     if shown:
         ot = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-        for name in ("op", "opcode", "shape", "sharding", "source"):
+        for name in ("op", "opcode", "shape", "per device", "sharding", "source"):
             ot.add_column(name)
         for op in shown[:MAX_OP_ROWS]:
             _add_row(
@@ -423,11 +439,12 @@ def _(view: ProgramShardingView) -> Any:
                 op.name,
                 op.opcode,
                 op.shape.split("{")[0],
+                view.local_shape(op),
                 op.spec or op.sharding,
                 _src(op.source),
             )
         if len(shown) > MAX_OP_ROWS:
-            _add_row(ot, f"… {len(shown) - MAX_OP_ROWS} more", *[""] * 4)
+            _add_row(ot, f"… {len(shown) - MAX_OP_ROWS} more", *[""] * 5)
         parts.append(ot)
     if view.folded_ops:
         parts.append(plain("  " + folded_note(view.folded_ops), "dim"))
@@ -624,6 +641,9 @@ def _(view: ProgramShardingView) -> str:
         out.append('<div class="jxs-head">per source line</div><ul>')
         out.extend(f"<li>{_e(r.text)}</li>" for r in view.line_summary)
         out.append("</ul>")
+        out.append('<div class="jxs-head">per mesh axis</div><ul>')
+        out.extend(f"<li>{_e(line)}</li>" for line in axis_lines(view))
+        out.append("</ul>")
     else:
         out.append('<div class="jxs-dim">no collectives</div>')
     if view.replication:
@@ -640,12 +660,13 @@ def _(view: ProgramShardingView) -> str:
         )
         out.append(
             _table(
-                ["op", "opcode", "shape", "sharding", "source"],
+                ["op", "opcode", "shape", "per device", "sharding", "source"],
                 [
                     [
                         o.name,
                         o.opcode,
                         o.shape.split("{")[0],
+                        view.local_shape(o),
                         o.spec or o.sharding,
                         _src(o.source),
                     ]

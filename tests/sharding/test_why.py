@@ -145,3 +145,16 @@ def test_merged_gradient_all_reduces_name_every_line(mesh):
     for c in reduces:
         # each weight gradient contracts over the batch, which data splits
         assert "over `data`" in c.reason.text
+
+
+def test_per_device_shapes_and_collectives_by_mesh_axis(tensor_parallel):
+    *_, view = tensor_parallel
+    dot = next(op for op in view.ops if op.opcode == "dot")
+    assert (dot.spec, view.local_shape(dot)) == ("P('data', None)", "f32[16,16]")
+    assert {axes: len(cs) for axes, cs in view.by_axis.items()} == {
+        ("model",): 1,
+        ("data",): 1,
+    }
+    text = str(view)
+    assert "per mesh axis" in text and "model: 1 all-reduce, 1 KiB" in text
+    assert "per device" in text
