@@ -366,6 +366,38 @@ def _input_specs(
     return inputs
 
 
+def _nnx_outputs(
+    compiled: Any, input_names: tuple[str, ...], mesh: dict[str, int] | None
+) -> list[tuple[str, str]]:
+    """An ``nnx.jit`` step's outputs in the user's names: its pure function returns
+    the arguments' states where they were passed (the same tree position as the
+    input: ``model.w1``) and the result last (``out``). Empty when the trees do not
+    line up."""
+    is_leaf = lambda s: isinstance(s, jax.sharding.Sharding) or s is None  # noqa: E731
+    ins = jax.tree_util.tree_flatten_with_path(compiled.input_shardings, is_leaf)[0]
+    outs = jax.tree_util.tree_flatten_with_path(compiled.output_shardings, is_leaf)[0]
+    if len(ins) != len(input_names) or not outs:
+        return []
+    named = {
+        jax.tree_util.keystr(path[1:]): name
+        for (path, _), name in zip(ins, input_names, strict=True)
+        if path and jax.tree_util.keystr(path[:1]) == "[0]"
+    }
+    last = outs[-1][0][:1]
+    out: list[tuple[str, str]] = []
+    for path, sharding in outs:
+        if sharding is None:
+            continue
+        head, rest = jax.tree_util.keystr(path[:1]), jax.tree_util.keystr(path[1:])
+        if head == "[0]" and rest in named:
+            out.append((f"{named[rest]} (updated)", _as_spec(sharding, mesh)))
+        elif path[:1] == last:
+            out.append(("out" + rest, _as_spec(sharding, mesh)))
+        else:
+            return []
+    return out
+
+
 def _typed_inputs(compiled: Any, inputs: list[tuple[str, str]]) -> list[ProgramInput]:
     """``inputs`` with their shapes and dtypes (none when the counts differ)."""
     try:
@@ -418,6 +450,8 @@ def program_shardings(
     text = compiled.as_text()
     inputs = _input_specs(fn, compiled, nums, len(args), mesh, input_names)
     outputs = _specs_with_paths(compiled.output_shardings, "out", mesh, nones=False)
+    if input_names and _clib.is_nnx_jit(fn):
+        outputs = _nnx_outputs(compiled, input_names, mesh) or outputs
     raw_files: dict[str, str] = {}
     module = parse_module_ops(pre_text, mesh, raw_files)
     ops = [op for op in module if op.sharding]

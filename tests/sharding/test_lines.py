@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import optax
 import pytest
+from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -149,3 +150,44 @@ def test_an_equinox_layer_collective_is_on_the_user_line_calling_the_layer(mesh)
     call = line_of(forward, "# CALL")
     assert {(c.source.file, c.source.line) for c in reduces} == {(__file__, call)}
     assert any("equinox" in f.file for f in reduces[0].frames)
+
+
+class TwoLayers(nnx.Module):
+    def __init__(self, rngs):
+        init = nnx.initializers.lecun_normal()
+        cols = nnx.with_partitioning(init, (None, "model"))
+        rows = nnx.with_partitioning(init, ("model", None))
+        self.w1 = nnx.Param(cols(rngs.params(), (16, 32)))
+        self.w2 = nnx.Param(rows(rngs.params(), (32, 8)))
+
+    def __call__(self, x):
+        return jax.nn.relu(x @ self.w1) @ self.w2  # CALL
+
+
+@nnx.jit
+def nnx_loss(model, x):
+    return model(x).sum()
+
+
+def test_nnx_jit_inputs_and_outputs_in_the_user_names(mesh):
+    use_mesh = getattr(jax.sharding, "use_mesh", None) or jax.set_mesh
+    with use_mesh(mesh):
+        model = TwoLayers(nnx.Rngs(0))
+        state = nnx.state(model)
+        specs = nnx.get_partition_spec(state)
+        nnx.update(
+            model,
+            jax.device_put(
+                state, jax.tree.map(lambda s: NamedSharding(mesh, s), specs)
+            ),
+        )
+    x = jax.device_put(jnp.ones((64, 16)), NamedSharding(mesh, P("data", None)))
+    view = js.shardings(nnx_loss)(model, x)
+    assert [name for name, _ in view.inputs] == ["model.w1", "model.w2", "x"]
+    assert [name for name, _ in view.outputs] == [
+        "model.w1 (updated)",
+        "model.w2 (updated)",
+        "out",
+    ]
+    (tp,) = [c for c in view.collectives if c.axes == ("model",)]
+    assert tp.source.line == line_of(TwoLayers.__call__, "# CALL")
