@@ -2,7 +2,8 @@
 
 A 200-layer program (about 1,000 sharded ops) on a 4 x 2 mesh of 8 host CPU devices.
 jaxscope's side also reads ``.line_summary`` (per source line: ops, collectives,
-bytes). Every round uses a fresh function, so neither side hits JAX's trace or compile
+bytes) and why each collective is there (``Collective.reason``, built with the view:
+the ops before partitioning matched to each collective). Every round uses a fresh function, so neither side hits JAX's trace or compile
 caches. Budget: median ratio <= 1.3.
 
     python benchmarks/bench_sharding.py [--smoke] [--rounds N] [--json PATH]
@@ -55,8 +56,10 @@ def bench(cfg: harness.Config) -> Iterator[harness.Result]:
     def scoped(f) -> None:
         view = js.shardings(f)(x, ws)
         _ = view.line_summary
+        explained = sum(1 for c in view.collectives if c.reason and c.reason.op)
         seen.append(
-            f"{len(view.ops):,} sharded ops, {len(view.collectives)} collectives"
+            f"{len(view.ops):,} sharded ops, {len(view.collectives)} collectives "
+            f"({explained} explained by their operands' shardings)"
         )
 
     def plain(f) -> None:

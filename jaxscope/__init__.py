@@ -64,6 +64,8 @@ _EXPORTS: dict[str, str] = {
     "ShardInfo": "._sharding.layout",
     "OpSharding": "._sharding.ops",
     "Collective": "._sharding.collectives",
+    "CollectiveReason": "._sharding.collectives",
+    "ReplicationFinding": "._sharding.replication",
     # stepping
     "step": "._stepper.stepper",
     "find_nan": "._probe.nan",
@@ -205,10 +207,12 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from ._sharding.array import ShardingView as ShardingView
     from ._sharding.array import sharding as sharding
     from ._sharding.collectives import Collective as Collective
+    from ._sharding.collectives import CollectiveReason as CollectiveReason
     from ._sharding.layout import ShardInfo as ShardInfo
     from ._sharding.ops import OpSharding as OpSharding
     from ._sharding.program import ProgramShardingView as ProgramShardingView
     from ._sharding.program import shardings as shardings
+    from ._sharding.replication import ReplicationFinding as ReplicationFinding
     from ._stepper.stepper import Stepper as Stepper
     from ._stepper.stepper import step as step
     from ._stepper.values import NanInInput as NanInInput

@@ -81,9 +81,18 @@ def _describe(value: Any) -> str:
 
 def param_names(fn: Any) -> list[str]:
     """The positional parameter names of ``fn``, seen through ``jax.jit``,
-    ``functools.wraps`` and ``partial`` layers ([] when there is no signature)."""
+    ``functools.wraps`` and ``partial`` layers ([] when there is no signature); a
+    bound method's without its ``self`` (``jax.jit(model.apply)``)."""
+    target = fn
+    for _ in range(10):
+        if inspect.ismethod(target):
+            break  # its signature leaves out the instance it is bound to
+        inner = unwrap(target, limit=1)
+        if inner is target:
+            break
+        target = inner
     try:
-        sig = inspect.signature(unwrap(fn))
+        sig = inspect.signature(target)
     except (TypeError, ValueError):
         return []
     return [

@@ -52,8 +52,10 @@ EXPECTED = [
     "check_leaks",
     # sharding
     "Collective",
+    "CollectiveReason",
     "OpSharding",
     "ProgramShardingView",
+    "ReplicationFinding",
     "ShardInfo",
     "ShardingView",
     "sharding",

@@ -10,6 +10,7 @@ from jaxscope._explain.frames import Entry, entries, raises_here
 from jaxscope._explain.known import known_message
 from jaxscope._explain.messages import DEPENDS, NAN_IN, first_line, safe_str
 from jaxscope._explain.report import ErrorKind
+from jaxscope._explain.sharding_hints import SHARDING_ERRORS, is_sharding_message
 from jaxscope.compat import errors as _cerrors
 from jaxscope.compat.source import is_jax_file
 
@@ -94,6 +95,8 @@ def _kind_of(exc: BaseException, text: str, is_jax: bool) -> ErrorKind:
         cls = getattr(jax.errors, name, None)
         if isinstance(cls, type) and isinstance(exc, cls):
             return kind
+    if type(exc).__name__ in SHARDING_ERRORS:
+        return ErrorKind.SHARDING
     if isinstance(exc, FloatingPointError) and NAN_IN.search(text):
         return ErrorKind.NAN
     runtime = getattr(jax.errors, "JaxRuntimeError", None)
@@ -121,6 +124,8 @@ def _kind_of_jax_message(exc: BaseException, text: str) -> ErrorKind:
         return ErrorKind.ITEM_ASSIGNMENT
     if DEPENDS.search(text) or "concrete value" in text:
         return ErrorKind.CONCRETIZATION
+    if is_sharding_message(text):
+        return ErrorKind.SHARDING
     low = text.lower()
     if "dtype" in low and ("same dtype" in low or "requires" in low or "got" in low):
         return ErrorKind.DTYPE

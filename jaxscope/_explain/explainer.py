@@ -55,8 +55,10 @@ from jaxscope._explain.messages import (
     without_docs,
 )
 from jaxscope._explain.nan import NanOrigin, nan_origin
-from jaxscope._explain.operands import operands
+from jaxscope._explain.operands import operand_nodes, operands
 from jaxscope._explain.report import ErrorKind, ErrorReport, Operand, relativize
+from jaxscope._explain.sharded import NO_SHARDING_FACTS, sharding_facts
+from jaxscope._explain.sharding_hints import is_unknown_collective_axis
 from jaxscope._explain.site import NO_SITE, Site, site_at, source_lines
 from jaxscope._explain.wrappers import (
     FieldFix,
@@ -93,6 +95,7 @@ _OPERAND_KINDS = frozenset(
         ErrorKind.JAX_OTHER,
         ErrorKind.BOOL_INDEX,
         ErrorKind.STRUCTURE,
+        ErrorKind.SHARDING,
     }
 )
 _MAX_CAUSES = 8
@@ -321,6 +324,8 @@ def _explain(exc: BaseException) -> ErrorReport:
     users, inner, kind = _user_code(exc, found, kind)
     jax_message = without_docs(first_line(text)) if kind != ErrorKind.NOT_JAX else ""
     where = _where(inner)
+    if kind == ErrorKind.JAX_OTHER and is_unknown_collective_axis(exc, where.site):
+        kind = ErrorKind.SHARDING
     origin = None
     if kind == ErrorKind.NAN and inner is not None:
         origin = nan_origin(text, inner, where.site)
@@ -362,6 +367,11 @@ def _explain(exc: BaseException) -> ErrorReport:
             statics=traced.statics,
             unhashable=traced.unhashable,
             library=library_facts(exc, users, inner, where.site),
+            sharding=(
+                sharding_facts(inner.frame, where.site, operand_nodes(where.site.node))
+                if kind == ErrorKind.SHARDING and inner is not None
+                else NO_SHARDING_FACTS
+            ),
         )
     )
     frames = shown_frames(users)

@@ -12,6 +12,7 @@ from jaxscope._explain.donation import Deleted
 from jaxscope._explain.library_hints import NO_LIBRARY_FACTS, LibraryFacts
 from jaxscope._explain.messages import Tracing
 from jaxscope._explain.report import ErrorKind, Operand
+from jaxscope._explain.sharded import NO_SHARDING_FACTS, ShardingFacts
 from jaxscope._explain.site import Site
 from jaxscope._explain.wrappers import FieldFix
 from jaxscope._records import SourceLoc
@@ -37,6 +38,7 @@ class Facts:
         axis: the unbound axis name of a collective and the vmap that should bind it.
         capture: the NNX object a traced function captured from outside its trace.
         library: what the library and parallel-code hints need.
+        sharding: the operands' layouts over the mesh, for a sharding error.
         statics: the arguments (their top-level names) that were Python values at the
             call, which ``static_argnums`` could take.
         unhashable: those that were Python values in a container static arguments
@@ -59,6 +61,7 @@ class Facts:
     statics: tuple[str, ...] = ()
     unhashable: tuple[str, ...] = ()
     library: LibraryFacts = NO_LIBRARY_FACTS
+    sharding: ShardingFacts = NO_SHARDING_FACTS
 
 
 @dataclass(frozen=True, slots=True)

@@ -234,13 +234,27 @@ def shape_hint(site: Site, operands: tuple[Operand, ...]) -> str:
         and db is not None
         and len(da) == len(db) == 2
     ):
+        if da[1] == db[0]:
+            return ""  # the shapes fit: whatever failed, it was not them
         differ = f"{facts}: the inner dimensions differ ({da[1]} vs {db[0]})"
         if da[0] == db[0] and da[1] != db[0]:
             return f"{differ}; did you mean {a.expr}.T @ {b.expr}?"
         if da[1] == db[1] and da[1] != db[0]:
             return f"{differ}; did you mean {a.expr} @ {b.expr}.T?"
         return f"{differ}; {_SHAPE_FIX}"
+    if (
+        isinstance(site.node, ast.BinOp)
+        and not _is_matmul(site.node)
+        and da is not None
+        and db is not None
+        and _broadcastable(da, db)
+    ):
+        return ""  # elementwise operands whose shapes broadcast
     return f"{facts}: {_SHAPE_FIX}"
+
+
+def _broadcastable(a: list[int], b: list[int]) -> bool:
+    return all(x == y or 1 in (x, y) for x, y in zip(a[::-1], b[::-1], strict=False))
 
 
 _EXTREMES = {  # (comparison, picks the left side) -> the jnp function it is

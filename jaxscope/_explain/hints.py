@@ -27,6 +27,7 @@ from jaxscope._explain.known import known_message
 from jaxscope._explain.library_hints import library_hint
 from jaxscope._explain.messages import ARISES, LEAKED_IN, NAN_IN, first_line
 from jaxscope._explain.report import ErrorKind, Operand
+from jaxscope._explain.sharding_hints import sharding_explanation
 from jaxscope._explain.transfer_hints import donated, trace_level, unbound_axis
 from jaxscope._explain.wrappers import FieldFix, library_of
 from jaxscope._format import format_bytes
@@ -436,4 +437,5 @@ _BUILDERS: dict[ErrorKind, Callable[[Facts], Explanation]] = {
     ErrorKind.DONATED: donated,
     ErrorKind.UNBOUND_AXIS: unbound_axis,
     ErrorKind.TRACE_LEVEL: trace_level,
+    ErrorKind.SHARDING: sharding_explanation,
 }

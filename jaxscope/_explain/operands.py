@@ -4,11 +4,13 @@ frame) and where each came from (a parameter, an assignment above, a global)."""
 from __future__ import annotations
 
 import ast
+import types
 from typing import Any
 
 from jaxscope._explain.evaluate import MISSING, code_params, safe_eval
 from jaxscope._explain.frames import Entry, code_name
 from jaxscope._explain.report import Operand
+from jaxscope._explain.sharded import describe
 from jaxscope._explain.site import Site
 from jaxscope._records import SourceLoc
 from jaxscope._source import display_filename
@@ -25,8 +27,10 @@ _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDe
 def operands(entry: Entry, site: Site) -> tuple[Operand, ...]:
     """The operands of ``site``'s expression, evaluated in ``entry``'s frame."""
     out = []
-    for node in _operand_nodes(site.node)[:MAX_OPERANDS]:
+    for node in operand_nodes(site.node)[:MAX_OPERANDS]:
         value = safe_eval(node, entry.frame)
+        if isinstance(value, types.ModuleType):
+            continue  # jnp.dot(x, w): the module is the callee, not an operand
         aval = _describe_value(value) if value is not MISSING else ""
         origin, loc = ("", None)
         root: ast.expr = node
@@ -43,7 +47,7 @@ def operands(entry: Entry, site: Site) -> tuple[Operand, ...]:
 def _describe_value(value: Any) -> str:
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         try:
-            return aval_str(value)
+            return describe(value) or aval_str(value)
         except Exception:
             return ""
     if isinstance(value, (bool, int, float, complex)):
@@ -51,7 +55,8 @@ def _describe_value(value: Any) -> str:
     return ""
 
 
-def _operand_nodes(node: ast.AST | None) -> list[ast.expr]:
+def operand_nodes(node: ast.AST | None) -> list[ast.expr]:
+    """The sub-expressions of ``node`` that are its operands."""
     if isinstance(node, ast.BinOp):
         return [node.left, node.right]
     if isinstance(node, ast.Compare):

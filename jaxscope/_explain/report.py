@@ -39,6 +39,7 @@ class ErrorKind(StrEnum):
     DONATED = "donated"
     UNBOUND_AXIS = "unbound_axis"
     TRACE_LEVEL = "trace_level"
+    SHARDING = "sharding"
     JAX_OTHER = "jax_other"
     NOT_JAX = "not_jax"
 

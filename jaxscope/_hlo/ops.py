@@ -128,6 +128,16 @@ class LocResolver:
         return self._by_frame_id[frame_id]
 
 
+def module_resolver(lines: list[str], scope: ProgramScope | None = None) -> LocResolver:
+    """The ``LocResolver`` of one HLO module's text: its frame tables read, and the
+    program's callers learnt from them. Every view that names an HLO op's line
+    (``%hlo``, ``%sharding``, the profiles) resolves it with one."""
+    resolver = LocResolver(read_frame_tables(lines), scope)
+    table = resolver.table
+    resolver.cut.learn(table.frames(key) for key in table.stack_frames)
+    return resolver
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedOps:
     """The op table of one module, plus where each op sits in the text."""
@@ -145,9 +155,7 @@ def parse_hlo(text: str, scope: ProgramScope | None = None) -> ParsedOps:
     Sources come from the ``StackFrames`` tables or the older inline metadata.
     """
     lines = text.splitlines()
-    resolver = LocResolver(read_frame_tables(lines), scope)
-    table = resolver.table
-    resolver.cut.learn(table.frames(key) for key in table.stack_frames)
+    resolver = module_resolver(lines, scope)
     instrs = list(instructions(lines))
     fusion_of_computation: dict[str, str] = {}
     for instr in instrs:

@@ -213,6 +213,72 @@ def op_name(metadata: str) -> str:
     return found.group(1).replace('\\"', '"') if found is not None else ""
 
 
+# Name-stack words that are transforms, not the user's scopes.
+_TRANSFORM_WORDS = frozenset(
+    {"jit", "pjit", "jvp", "transpose", "vmap", "remat", "checkpoint", "pmap"}
+)
+_WORD = re.compile(r"[A-Za-z_][\w.\-]*")
+
+
+def _top_level(text: str, sep: str) -> list[str]:
+    """``text`` split at the ``sep`` characters outside parentheses."""
+    parts: list[str] = []
+    depth = start = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def short_op_name(name: str, limit: int = 48) -> str:
+    """An op's ``op_name`` as a reader wants it: its primitive(s) under the user's
+    scopes, the outer ``jit(f)`` and the transforms dropped, a gradient's part marked.
+
+    Example:
+        >>> short_op_name("jit(step)/jit(main)/transpose(jvp(predict))/dot_general")
+        'predict/dot_general (backward)'
+        >>> short_op_name("jit(f)/(transpose(jvp())/reduce_sum:transpose(jvp())/dot_general)")
+        'reduce_sum, dot_general (backward)'
+    """
+    rest = name
+    while True:
+        head = _top_level(rest, "/")
+        if len(head) > 1 and re.fullmatch(r"p?jit\([^()]*\)", head[0]):
+            rest = "/".join(head[1:])
+        else:
+            break
+    if rest.startswith("(") and rest.endswith(")"):
+        parts = _top_level(rest[1:-1], ":")
+    else:
+        parts = [rest]
+    labels: list[str] = []
+    backward: list[bool] = []
+    for part in parts:
+        segments = _top_level(part, "/")
+        scopes = [
+            w
+            for seg in segments[:-1]
+            for w in _WORD.findall(seg)
+            if w not in _TRANSFORM_WORDS
+        ]
+        label = "/".join([*scopes, segments[-1]])
+        if label not in labels:
+            labels.append(label)
+        backward.append("transpose(" in part)
+    text = ", ".join(labels[:3]) + (f" +{len(labels) - 3}" if len(labels) > 3 else "")
+    if all(backward):
+        text += " (backward)"
+    elif any(backward):
+        text += " (forward and backward)"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 # ------------------------------------------------------------------ instructions
 
 

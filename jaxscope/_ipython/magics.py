@@ -100,11 +100,28 @@ def usage_errors(method: Callable[..., Any]) -> Callable[..., Any]:
             return None
         except JaxscopeError as exc:
             # The message quotes the user's names and values: no control codes.
-            usage = UsageError(printable(str(exc)))
+            usage = UsageError(printable(str(exc) + _sharding_hint(exc.__cause__)))
             usage.user_exception = exc.__cause__  # type: ignore[attr-defined]
             raise usage from None
 
     return wrapper
+
+
+def _sharding_hint(cause: BaseException | None) -> str:
+    """``"; hint: ..."`` for a sharding error of the user's program (the one-line
+    error of any call magic then says what ``js.explain`` says), "" otherwise."""
+    if cause is None:
+        return ""
+    try:
+        from jaxscope._explain.explainer import explain
+        from jaxscope._explain.report import ErrorKind
+
+        report = explain(cause)
+    except Exception:
+        return ""
+    if report.category != ErrorKind.SHARDING or not report.hint:
+        return ""
+    return f"; hint: {' '.join(report.hint.split())}"
 
 
 def keep_user_exception(result: Any) -> None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jaxscope._format import format_bytes, plural
+from jaxscope._hlo.ops import LocResolver, module_resolver
 from jaxscope._hlo.parse import (
     Instruction,
     computation_runs,
@@ -23,7 +24,6 @@ from jaxscope._hlo.parse import (
 )
 from jaxscope._records import SourceLoc
 from jaxscope._sharding.mesh import axes_of_groups_cached, axes_of_pairs
-from jaxscope._sharding.ops import parse_stack_frames, source_of
 
 COLLECTIVE_KINDS = (
     "all-reduce",
@@ -41,6 +41,39 @@ _OPCODE_KIND.update(
         "ragged-all-to-all": "all-to-all",
     }
 )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectiveReason:
+    """Why one collective is there.
+
+    Attributes:
+        text: the reason in words, with the line, the operands' shardings, the mesh
+            axes and the bytes (``"`x @ w` at model.py:42 contracts over `model`,
+            which splits both operands (...): an all-reduce over `model` adds the
+            partial results, 2 MiB per device per step"``).
+        asked: what the user called to ask for it (``"psum"``,
+            ``"with_sharding_constraint"``), "" when the partitioner inserted it.
+        op: the opcode of the op it serves (``"dot"``, ``"reduce"``), "" if unknown.
+        operands: that op's operands as sharded types (``"f32[64@data,32@model]"``).
+        result: that op's result as a sharded type.
+        axes: the mesh axes the collective runs over.
+        dims: the served op's dimensions the collective is about (a dot's
+            contracting dimensions, a reduce's reduced ones, a gathered dimension).
+        suggestion: a change that removes or shrinks it, where one is known.
+        lines: the user lines of the ops XLA combined into this one collective
+            (more than one when XLA merged several).
+    """
+
+    text: str
+    asked: str = ""
+    op: str = ""
+    operands: tuple[str, ...] = ()
+    result: str = ""
+    axes: tuple[str, ...] = ()
+    dims: tuple[int, ...] = ()
+    suggestion: str = ""
+    lines: tuple[SourceLoc, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,6 +101,11 @@ class Collective:
     op_name: str = ""
     computation: str = ""
     runs: int | None = 1
+    frames: tuple[SourceLoc, ...] = field(default=(), compare=False)
+    """The call stack, innermost first, libraries' frames included (``source`` is
+    the innermost one in the user's own code)."""
+    reason: CollectiveReason | None = field(default=None, compare=False)
+    """Why it is there (``js.shardings`` fills it in; None when parsed alone)."""
 
     @property
     def total_bytes(self) -> int:
@@ -145,13 +183,14 @@ def _groups(
 
 def parse_collectives(
     text: str,
-    frames: dict[int, SourceLoc] | None = None,
+    resolver: LocResolver | None = None,
     mesh: dict[str, int] | None = None,
 ) -> list[Collective]:
     """Every collective in an (optimized, partitioned) HLO module's text."""
-    if frames is None:
-        frames = parse_stack_frames(text)
-    instrs = list(instructions(text.splitlines()))
+    lines = text.splitlines()
+    if resolver is None:
+        resolver = module_resolver(lines)
+    instrs = list(instructions(lines))
     shapes = {(i.computation, i.name): i.shape for i in instrs}
     runs = computation_runs(instrs)
     n_devices = module_devices(text)
@@ -162,19 +201,21 @@ def parse_collectives(
             continue
         groups_text, groups, axes = _groups(instr, kind, n_devices, mesh)
         metadata = instr.metadata
+        source, frames = resolver.located_metadata(metadata)
         out.append(
             Collective(
                 name=instr.name,
                 kind=kind,
                 bytes=_payload_bytes(instr, shapes),
                 replica_groups=groups,
-                source=source_of(metadata, frames),
+                source=source,
                 shape=instr.shape,
                 groups_text=groups_text,
                 axes=axes,
                 op_name=op_name(metadata),
                 computation=instr.computation,
                 runs=runs.get(instr.computation, 1),
+                frames=frames,
             )
         )
     return out

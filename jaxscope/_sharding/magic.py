@@ -71,6 +71,11 @@ class ShardingMagics(JaxscopeMagics):
         help="evaluate a call expression and show the array it returns",
     )
     @argument(
+        "--all",
+        action="store_true",
+        help="list every op of a call's program, bookkeeping ops (copies) included",
+    )
+    @argument(
         "--dims",
         default=None,
         help="for arrays of rank > 2: the two dimensions to draw, e.g. 0,2",
@@ -108,8 +113,15 @@ class ShardingMagics(JaxscopeMagics):
                 )
             from jaxscope._sharding.program import shardings
 
-            view: Any = self.traced_call("sharding", opts, shardings, text)
+            view: Any = self.traced_call(
+                "sharding", opts, shardings, text, all=bool(opts.all)
+            )
         else:
+            if opts.all:
+                raise InvalidCallError(
+                    "--all applies to a call's program (%sharding f(x)); drop it "
+                    "for an array view"
+                )
             from jaxscope._sharding.array import sharding_view
 
             value = _evaluate(text, namespace)

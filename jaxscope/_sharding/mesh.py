@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -160,6 +161,69 @@ def sharding_text(sharding: Any) -> str:
     if getattr(sharding, "is_fully_replicated", False):
         return "replicated"
     return truncate(repr(sharding), 80)
+
+
+Spec = tuple[tuple[str, ...], ...]
+"""A partition spec per dimension: the mesh axes that shard it (() when none)."""
+
+
+def sharded_type(dtype: str, shape: Sequence[int], spec: Spec) -> str:
+    """``f32[64@data,32@model]``, as ``jax.typeof`` prints a sharded type."""
+    dims = [
+        str(d) + ("@" + (a[0] if len(a) == 1 else "(" + ",".join(a) + ")") if a else "")
+        for d, a in itertools.zip_longest(shape, spec[: len(shape)], fillvalue=())
+    ]
+    return f"{dtype}[{','.join(dims)}]"
+
+
+@functools.lru_cache(maxsize=1024)
+def parse_spec(text: str | None, rank: int) -> Spec | None:
+    """``"P('data', None)"`` (as ``format_spec`` writes it) or ``"replicated"`` as a
+    ``Spec`` of ``rank`` dimensions; None for anything else."""
+    if text == "replicated":
+        return ((),) * rank
+    if text is None or not text.startswith("P(") or not text.endswith(")"):
+        return None
+    import ast
+
+    try:
+        parts = ast.literal_eval("(" + text[2:-1] + ",)") if text != "P()" else ()
+    except (ValueError, SyntaxError):
+        return None
+    out: list[tuple[str, ...]] = []
+    for part in parts:
+        if part is None:
+            out.append(())
+        elif isinstance(part, str):
+            out.append((part,))
+        elif isinstance(part, tuple) and all(isinstance(a, str) for a in part):
+            out.append(tuple(part))
+        else:
+            return None
+    if len(out) > rank:
+        return None
+    return tuple(out) + ((),) * (rank - len(out))
+
+
+_ARRAY_SHAPE = re.compile(r"^(\w+)\[([\d,]*)\]")
+
+
+def local_shape(shape: str, spec: str | None, mesh: dict[str, int] | None) -> str:
+    """An HLO array ``shape`` (``f32[64,32]{1,0}``) as one device holds it under
+    ``spec`` (``"P('data', None)"``) on ``mesh``: ``f32[16,32]``; the global shape
+    (layout dropped) where the spec or the shape cannot be read."""
+    found = _ARRAY_SHAPE.match(shape)
+    if found is None:
+        return shape.split("{")[0]
+    dims = [int(d) for d in found.group(2).split(",") if d]
+    parsed = parse_spec(spec, len(dims)) if spec else None
+    if parsed is None or not mesh:
+        return f"{found.group(1)}[{found.group(2)}]"
+    local = [
+        d // max(1, math.prod(mesh.get(a, 1) for a in axes))
+        for d, axes in zip(dims, parsed, strict=True)
+    ]
+    return f"{found.group(1)}[{','.join(map(str, local))}]"
 
 
 # ------------------------------------------------------------------ XLA in mesh terms

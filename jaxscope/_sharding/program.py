@@ -13,6 +13,7 @@ Compiles (never runs) ``f`` and reads three things:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import glob
 import os
@@ -25,7 +26,7 @@ import jax
 
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError, ShardingValueError
-from jaxscope._format import plural
+from jaxscope._format import plural, short_dtype
 from jaxscope._hlo.parse import module_devices
 from jaxscope._records import SourceLoc
 from jaxscope._sharding.collectives import (
@@ -37,11 +38,22 @@ from jaxscope._sharding.collectives import (
 )
 from jaxscope._sharding.mesh import (
     MeshGrid,
+    local_shape,
     mesh_grid,
     sharding_text,
     spec_of_hlo_sharding,
 )
-from jaxscope._sharding.ops import OpSharding, parse_op_shardings, parse_stack_frames
+from jaxscope._sharding.ops import (
+    BOOKKEEPING_OPCODES,
+    OpSharding,
+    parse_module_ops,
+)
+from jaxscope._sharding.replication import (
+    ProgramInput,
+    ReplicationFinding,
+    replication_findings,
+)
+from jaxscope._sharding.why import collective_reasons
 from jaxscope._staging import (
     compile_dumping,
     first_line,
@@ -90,6 +102,11 @@ class ProgramShardingView(Renderable):
             ``Collective.replica_groups``), in mesh order; None without a mesh.
         hlo_text: the optimized HLO (``Compiled.as_text()``).
         num_devices: the number of devices the program runs on.
+        replication: the large inputs held whole on every device of a mesh axis
+            that could split them (``ReplicationFinding``), largest first.
+        show_all: whether the views list bookkeeping ops (copies, parameters,
+            tuples) too; they are folded into a count otherwise (``ops`` always
+            has every op).
     """
 
     function_name: str
@@ -102,6 +119,10 @@ class ProgramShardingView(Renderable):
     num_devices: int
     ops_stage: str = ""
     device_ids: tuple[int, ...] | None = None
+    show_all: bool = False
+    replication: list[ReplicationFinding] = dataclasses.field(
+        default_factory=lambda: list[ReplicationFinding]()
+    )
 
     @property
     def by_line(self) -> dict[tuple[str, int], list[Collective]]:
@@ -118,8 +139,41 @@ class ProgramShardingView(Renderable):
         return _by_line(self.ops)
 
     @property
+    def shown_ops(self) -> list[OpSharding]:
+        """The ops the views list: all with ``show_all``, else the computing ones."""
+        if self.show_all:
+            return self.ops
+        return [op for op in self.ops if op.opcode not in BOOKKEEPING_OPCODES]
+
+    @property
+    def folded_ops(self) -> dict[str, int]:
+        """``{opcode: count}`` of the bookkeeping ops the views fold (empty with
+        ``show_all``), most frequent first."""
+        if self.show_all:
+            return {}
+        counts: dict[str, int] = {}
+        for op in self.ops:
+            if op.opcode in BOOKKEEPING_OPCODES:
+                counts[op.opcode] = counts.get(op.opcode, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    @property
     def line_summary(self) -> list[LineSummary]:
         return line_summary(self.collectives)
+
+    @property
+    def by_axis(self) -> dict[tuple[str, ...], list[Collective]]:
+        """``{mesh axes: [Collective, ...]}``: the collectives grouped by the mesh
+        axes they run over (``()`` where the groups match no axis of the mesh)."""
+        out: dict[tuple[str, ...], list[Collective]] = {}
+        for c in self.collectives:
+            out.setdefault(tuple(c.axes or ()), []).append(c)
+        return out
+
+    def local_shape(self, op: OpSharding) -> str:
+        """The shape of ``op``'s result on one device (``f32[16,32]``), from its spec
+        over the mesh; its global shape where the spec is not in mesh terms."""
+        return local_shape(op.shape, op.spec, self.mesh)
 
     @property
     def mesh_grid(self) -> MeshGrid | None:
@@ -312,6 +366,64 @@ def _input_specs(
     return inputs
 
 
+def _nnx_outputs(
+    compiled: Any, input_names: tuple[str, ...], mesh: dict[str, int] | None
+) -> list[tuple[str, str]]:
+    """An ``nnx.jit`` step's outputs in the user's names: its pure function returns
+    the arguments' states where they were passed (the same tree position as the
+    input: ``model.w1``) and the result last (``out``). Empty when the trees do not
+    line up."""
+    is_leaf = lambda s: isinstance(s, jax.sharding.Sharding) or s is None  # noqa: E731
+    ins = jax.tree_util.tree_flatten_with_path(compiled.input_shardings, is_leaf)[0]
+    outs = jax.tree_util.tree_flatten_with_path(compiled.output_shardings, is_leaf)[0]
+    if len(ins) != len(input_names) or not outs:
+        return []
+    named = {
+        jax.tree_util.keystr(path[1:]): name
+        for (path, _), name in zip(ins, input_names, strict=True)
+        if path and jax.tree_util.keystr(path[:1]) == "[0]"
+    }
+    last = outs[-1][0][:1]
+    out: list[tuple[str, str]] = []
+    for path, sharding in outs:
+        if sharding is None:
+            continue
+        head, rest = jax.tree_util.keystr(path[:1]), jax.tree_util.keystr(path[1:])
+        if head == "[0]" and rest in named:
+            out.append((f"{named[rest]} (updated)", _as_spec(sharding, mesh)))
+        elif path[:1] == last:
+            out.append(("out" + rest, _as_spec(sharding, mesh)))
+        else:
+            return []
+    return out
+
+
+def _typed_inputs(compiled: Any, inputs: list[tuple[str, str]]) -> list[ProgramInput]:
+    """``inputs`` with their shapes and dtypes (none when the counts differ)."""
+    try:
+        infos = jax.tree_util.tree_leaves(compiled.args_info)
+    except Exception:
+        return []
+    if len(infos) != len(inputs):
+        return []
+    out: list[ProgramInput] = []
+    for (name, spec), info in zip(inputs, infos, strict=True):
+        shape = getattr(info, "shape", None)
+        dtype = getattr(info, "dtype", None)
+        if shape is None or dtype is None:
+            continue
+        out.append(
+            ProgramInput(
+                name=name,
+                dtype=short_dtype(dtype),
+                shape=tuple(int(d) for d in shape),
+                itemsize=int(getattr(dtype, "itemsize", 4)),
+                spec=spec,
+            )
+        )
+    return out
+
+
 # ------------------------------------------------------------------ the transform
 
 
@@ -322,6 +434,7 @@ def program_shardings(
     *,
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
+    show_all: bool = False,
 ) -> ProgramShardingView:
     """Build the ``ProgramShardingView`` of ``fn(*args, **kwargs)`` (compiled, not run)."""
     nums, names = static_args(static_argnums, static_argnames, "js.shardings")
@@ -335,17 +448,38 @@ def program_shardings(
         ) from None
     mesh, device_ids = _program_mesh(compiled)
     text = compiled.as_text()
+    inputs = _input_specs(fn, compiled, nums, len(args), mesh, input_names)
+    outputs = _specs_with_paths(compiled.output_shardings, "out", mesh, nones=False)
+    if input_names and _clib.is_nnx_jit(fn):
+        outputs = _nnx_outputs(compiled, input_names, mesh) or outputs
+    raw_files: dict[str, str] = {}
+    module = parse_module_ops(pre_text, mesh, raw_files)
+    ops = [op for op in module if op.sharding]
+    collectives = parse_collectives(text, mesh=mesh)
+    if stage == _PROPAGATED:
+        collectives = [
+            dataclasses.replace(c, reason=r)
+            for c, r in zip(
+                collectives,
+                collective_reasons(collectives, module, mesh, raw_files),
+                strict=True,
+            )
+        ]
     return ProgramShardingView(
         function_name=function_name(fn),
-        inputs=_input_specs(fn, compiled, nums, len(args), mesh, input_names),
-        outputs=_specs_with_paths(compiled.output_shardings, "out", mesh, nones=False),
-        ops=parse_op_shardings(pre_text, mesh),
-        collectives=parse_collectives(text, parse_stack_frames(text), mesh),
+        inputs=inputs,
+        outputs=outputs,
+        replication=replication_findings(
+            _typed_inputs(compiled, inputs), module, [s for _, s in outputs], mesh
+        ),
+        ops=ops,
+        collectives=collectives,
         mesh=mesh,
         hlo_text=text,
         num_devices=module_devices(text),
         ops_stage=stage,
         device_ids=device_ids,
+        show_all=show_all,
     )
 
 
@@ -354,12 +488,14 @@ def shardings(
     *,
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
+    all: bool = False,
 ) -> Callable[..., ProgramShardingView]:
     """Compile ``fun`` on example arguments; show its shardings and collectives.
 
     The function is traced, lowered and compiled, never run. Works for ``jax.jit``
     (with ``in_shardings``/``out_shardings``), ``with_sharding_constraint``,
-    ``device_put``-sharded arguments, ``shard_map`` and ``pmap``.
+    ``device_put``-sharded arguments, ``shard_map`` and ``pmap``. Bookkeeping ops
+    (copies, parameters, tuples) are folded into a count; ``all=True`` lists them.
 
     Example:
         >>> import jax, jax.numpy as jnp, jaxscope as js
@@ -367,9 +503,12 @@ def shardings(
         >>> p.collectives
         []
     """
+    if not isinstance(all, bool):
+        raise InvalidCallError(f"all={all!r} must be True or False")
     build = functools.partial(
         program_shardings,
         static_argnums=static_argnums,
         static_argnames=static_argnames,
+        show_all=all,
     )
     return staged(fun, "js.shardings", build)

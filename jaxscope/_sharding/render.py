@@ -11,6 +11,7 @@ from typing import Any
 
 from jaxscope._display import html, plain, printable, rich_renderable
 from jaxscope._format import format_bytes, plural
+from jaxscope._hlo.parse import short_op_name
 from jaxscope._sharding.array import ShardingView
 from jaxscope._sharding.layout import LayoutCell, ShardingLayout
 from jaxscope._sharding.mesh import MeshGrid
@@ -323,6 +324,35 @@ def runs_text(runs: int | None) -> str:
     return "1" if runs == 1 else f"x{runs}"
 
 
+def axis_lines(view: ProgramShardingView) -> list[str]:
+    """``"data: 2 all-reduces, 3.4 KiB"`` per group of mesh axes, heaviest first."""
+    rows: list[tuple[int, str]] = []
+    for axes, items in view.by_axis.items():
+        counts: dict[str, int] = {}
+        for c in items:
+            counts[c.kind] = counts.get(c.kind, 0) + 1
+        total = sum(c.total_bytes for c in items)
+        name = " x ".join(axes) if axes else "groups off the mesh"
+        kinds = ", ".join(plural(n, kind) for kind, n in counts.items())
+        rows.append((total, f"{name}: {kinds}, {format_bytes(total)}"))
+    return [text for _, text in sorted(rows, key=lambda r: -r[0])]
+
+
+def why_lines(view: ProgramShardingView) -> list[str]:
+    """One line per collective that has a reason: its kind, then why (and a
+    suggestion where one is known)."""
+    out: list[str] = []
+    for c in view.collectives:
+        if c.reason is None:
+            continue
+        asked = " (asked for)" if c.reason.asked else ""
+        line = f"{c.kind}{asked}: {c.reason.text}"
+        if c.reason.suggestion:
+            line += f"; to avoid it: {c.reason.suggestion}"
+        out.append(line)
+    return out
+
+
 def _src(loc: Any) -> str:
     return short_loc(loc) if loc is not None else "-"
 
@@ -379,32 +409,57 @@ def _(view: ProgramShardingView) -> Any:
                 runs_text(c.runs),
                 over,
                 _src(c.source),
-                c.op_name,
+                short_op_name(c.op_name),
             )
         parts.append(ct)
+        reasons = why_lines(view)
+        if reasons:
+            parts.append(Text("why", style="bold"))
+            parts.extend(plain("  " + line) for line in reasons)
         parts.append(Text("per source line", style="bold"))
         for row in view.line_summary:
             parts.append(plain("  " + row.text))
+        parts.append(Text("per mesh axis", style="bold"))
+        parts.extend(plain("  " + line) for line in axis_lines(view))
     else:
         parts.append(Text("no collectives", style="dim"))
+    if view.replication:
+        parts.append(Text("replicated where a mesh axis could split it", style="bold"))
+        parts.extend(plain("  " + f.text) for f in view.replication)
+    shown = view.shown_ops
     if view.ops:
         parts.append(plain(f"op shardings ({view.ops_stage})", "bold"))
+    if shown:
         ot = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-        for name in ("op", "opcode", "shape", "sharding", "source"):
+        for name in ("op", "opcode", "shape", "per device", "sharding", "source"):
             ot.add_column(name)
-        for op in view.ops[:MAX_OP_ROWS]:
+        for op in shown[:MAX_OP_ROWS]:
             _add_row(
                 ot,
                 op.name,
                 op.opcode,
                 op.shape.split("{")[0],
+                view.local_shape(op),
                 op.spec or op.sharding,
                 _src(op.source),
             )
-        if len(view.ops) > MAX_OP_ROWS:
-            _add_row(ot, f"… {len(view.ops) - MAX_OP_ROWS} more", *[""] * 4)
+        if len(shown) > MAX_OP_ROWS:
+            _add_row(ot, f"… {len(shown) - MAX_OP_ROWS} more", *[""] * 5)
         parts.append(ot)
+    if view.folded_ops:
+        parts.append(plain("  " + folded_note(view.folded_ops), "dim"))
     return Group(*parts)
+
+
+def folded_note(folded: dict[str, int]) -> str:
+    """``"+ 96 bookkeeping ops not listed (copy 90, parameter 6): all=True / --all
+    lists them"``."""
+    n = sum(folded.values())
+    counts = ", ".join(f"{opcode} {k}" for opcode, k in folded.items())
+    return (
+        f"+ {plural(n, 'bookkeeping op')} not listed ({counts}): "
+        "all=True / --all lists them"
+    )
 
 
 # ------------------------------------------------------------------------------ HTML
@@ -572,37 +627,55 @@ def _(view: ProgramShardingView) -> str:
                         runs_text(c.runs),
                         ", ".join(c.axes) if c.axes else (c.groups_text or "-"),
                         _src(c.source),
-                        c.op_name,
+                        short_op_name(c.op_name),
                     ]
                     for c in view.collectives
                 ],
             )
         )
+        reasons = why_lines(view)
+        if reasons:
+            out.append('<div class="jxs-head">why</div><ul>')
+            out.extend(f"<li>{_e(line)}</li>" for line in reasons)
+            out.append("</ul>")
         out.append('<div class="jxs-head">per source line</div><ul>')
         out.extend(f"<li>{_e(r.text)}</li>" for r in view.line_summary)
         out.append("</ul>")
+        out.append('<div class="jxs-head">per mesh axis</div><ul>')
+        out.extend(f"<li>{_e(line)}</li>" for line in axis_lines(view))
+        out.append("</ul>")
     else:
         out.append('<div class="jxs-dim">no collectives</div>')
+    if view.replication:
+        out.append(
+            '<div class="jxs-head">replicated where a mesh axis could split it</div><ul>'
+        )
+        out.extend(f"<li>{_e(f.text)}</li>" for f in view.replication)
+        out.append("</ul>")
+    shown = view.shown_ops
     if view.ops:
         out.append(
             f"<details><summary>op shardings ({_e(view.ops_stage)}, "
-            f"{_e(plural(len(view.ops), 'op'))})</summary>"
+            f"{_e(plural(len(shown), 'op'))})</summary>"
         )
         out.append(
             _table(
-                ["op", "opcode", "shape", "sharding", "source"],
+                ["op", "opcode", "shape", "per device", "sharding", "source"],
                 [
                     [
                         o.name,
                         o.opcode,
                         o.shape.split("{")[0],
+                        view.local_shape(o),
                         o.spec or o.sharding,
                         _src(o.source),
                     ]
-                    for o in view.ops[:MAX_OP_ROWS]
+                    for o in shown[:MAX_OP_ROWS]
                 ],
             )
         )
+        if view.folded_ops:
+            out.append(f'<div class="jxs-dim">{_e(folded_note(view.folded_ops))}</div>')
         out.append("</details>")
     out.append("</div>")
     return "".join(out)

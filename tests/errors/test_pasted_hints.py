@@ -634,6 +634,121 @@ CASES = [
         ),
         (Fix("batch.reshape(", "(weights, batch)", "(weights, {})"),),
     ),
+    # Sharding errors on the README's mesh (explicit axes): the fix names the
+    # operands' layouts, in the program's own names for the mesh, P and jnp.
+    Case(
+        "matmul over a sharded contracting dimension (explicit axes)",
+        "sharding",
+        _program(
+            """
+            import jax
+            import jax.numpy as jnp
+            import numpy as np
+            from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+
+            mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit,) * 2)
+            xa = jax.device_put(np.ones((64, 32), np.float32), NamedSharding(mesh, P("data", "model")))
+            wa = jax.device_put(np.ones((32, 16), np.float32) / 64, NamedSharding(mesh, P("model", None)))
+
+            @jax.jit
+            def layer(a, w):
+                return jnp.tanh(a @ w).sum(axis=0)
+
+            def run():
+                return layer(xa, wa)
+
+            def expected():
+                return np.tanh(np.ones((64, 32)) @ (np.ones((32, 16)) / 64)).sum(axis=0)
+            """
+        ),
+        (
+            Fix("jnp.matmul(", "jnp.tanh(a @ w)", "jnp.tanh({})"),
+            Fix("jax.sharding.reshard(", "jnp.tanh(a @ w)", "jnp.tanh({})"),
+        ),
+    ),
+    Case(
+        "jnp.dot over a sharded contracting dimension, mesh made in a function",
+        "sharding",
+        _program(
+            """
+            import jax
+            import jax.numpy as jnp
+            import numpy as np
+            from jax.sharding import AxisType, NamedSharding, PartitionSpec
+
+            def make():
+                mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit,) * 2)
+                x = jax.device_put(np.ones((8, 16), np.float32), NamedSharding(mesh, PartitionSpec(None, "data")))
+                w = jax.device_put(np.ones((16, 4), np.float32), NamedSharding(mesh, PartitionSpec("data", "model")))
+                return x, w
+
+            x, w = make()
+
+            @jax.jit
+            def proj(x, w):
+                return jnp.dot(x, w)
+
+            def run():
+                return proj(x, w)
+
+            def expected():
+                return np.full((8, 4), 16.0)
+            """
+        ),
+        (Fix("jnp.dot(", "jnp.dot(x, w)"),),
+    ),
+    Case(
+        "elementwise op on two layouts (explicit axes)",
+        "sharding",
+        _program(
+            """
+            import jax
+            import jax.numpy as jnp
+            import numpy as np
+            from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+
+            mesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit,) * 2)
+            a = jax.device_put(np.ones((8, 8), np.float32), NamedSharding(mesh, P("data", "model")))
+            b = jax.device_put(np.full((8, 8), 2.0, np.float32), NamedSharding(mesh, P("model", "data")))
+
+            @jax.jit
+            def combine(x, y):
+                return jnp.concatenate([x, y]) * 2
+
+            def run():
+                return combine(a, b)
+
+            def expected():
+                return np.concatenate([np.ones((8, 8)), np.full((8, 8), 2.0)]) * 2
+            """
+        ),
+        (Fix("jnp.concatenate(", "jnp.concatenate([x, y])"),),
+    ),
+    Case(
+        "dimension the mesh axis does not divide",
+        "sharding",
+        _program(
+            """
+            import jax
+            import jax.numpy as jnp
+            import numpy as np
+            from jax.sharding import NamedSharding, PartitionSpec as P
+
+            mesh = jax.make_mesh((4, 2), ("data", "model"))
+
+            def place(batch):
+                return jax.device_put(batch, NamedSharding(mesh, P("data", None)))
+
+            def run():
+                batch = jnp.ones((6, 3))
+                return place(batch).sum()
+
+            def expected():
+                return 18.0
+            """
+        ),
+        (Fix("jnp.pad(", "device_put(batch,", "device_put({},"),),
+    ),
 ]
 
 

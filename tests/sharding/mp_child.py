@@ -55,6 +55,8 @@ result = {
     ),
     "all_reduces": program.count("all-reduce"),
     "inputs": program.inputs,
+    "reasons": [c.reason.text if c.reason else "" for c in program.collectives],
+    "replication": [f.text for f in program.replication],
 }
 print("RESULT " + json.dumps(result), flush=True)
 jax.distributed.shutdown()

@@ -90,3 +90,38 @@ def test_deleted_array_is_a_usage_error(shell):
     shell.run_cell("d = jnp.ones(3); d.delete()").raise_error()
     with pytest.raises(UsageError, match="d was deleted"):
         shell.run_line_magic("sharding", "d")
+
+
+EXPLICIT_SETUP = """
+_explicit = jax.sharding.AxisType.Explicit
+emesh = jax.make_mesh((4, 2), ("data", "model"), axis_types=(_explicit, _explicit))
+xa = jax.device_put(jnp.ones((64, 32)), NamedSharding(emesh, P("data", "model")))
+wa = jax.device_put(jnp.ones((32, 16)), NamedSharding(emesh, P("model", None)))
+def elayer(a, w):
+    return jnp.tanh(a @ w).sum(axis=0)
+"""
+
+
+def test_a_sharding_error_of_the_call_comes_with_its_hint(shell):
+    """The README's mesh with explicit axes: the program cannot be built, and the
+    one-line error says why in shardings, with the fix in the user's names."""
+    shell.run_cell(EXPLICIT_SETUP).raise_error()
+    with pytest.raises(UsageError) as err:
+        shell.run_line_magic("sharding", "elayer(xa, wa)")
+    text = str(err.value)
+    assert "\n" not in text
+    assert "Contracting dimensions are sharded" in text
+    assert "inner dimensions" not in text
+    assert "hint: a (f32[64@data,32@model]) and w (f32[32@model,16])" in text
+    assert (
+        "jnp.matmul(a, w, out_sharding=NamedSharding(emesh, P('data', None)))" in text
+    )
+
+
+def test_all_lists_the_bookkeeping_ops_of_the_program(shell):
+    folded = run(shell, "layer(x, w)")["text/plain"]
+    listed = run(shell, "--all layer(x, w)")["text/plain"]
+    assert "bookkeeping ops not listed" in folded and " parameter " not in folded
+    assert "bookkeeping" not in listed and " parameter " in listed
+    with pytest.raises(UsageError, match="--all applies to a call's program"):
+        shell.run_line_magic("sharding", "--all x")

@@ -73,6 +73,11 @@ def test_two_processes_mark_non_addressable_shards():
         assert r["replicated_remote"] == ([1, 1, 1, 1] if me == 0 else [0, 0, 0, 0])
         assert r["all_reduces"] >= 1
         assert r["inputs"][0][0] == "a"
+        # why: the sum over rows split over both hosts' devices
+        assert any(
+            "reduces dimension 0 of f32[16@(hosts,local)" in t for t in r["reasons"]
+        )
+        assert r["replication"] == []
     # both processes describe the same global layout; only addressability flips
     assert results[0]["shards"] == [
         [d, p, not a, rng] for d, p, a, rng in results[1]["shards"]

@@ -141,7 +141,7 @@ def test_program_view_text_and_html_escape_user_strings():
     assert "<img" not in page and "&lt;img src=x&gt;" in page
     assert "<b>nb.py" not in page and "&lt;b&gt;nb.py&lt;/b&gt;:7" in page
     assert "params[&#x27;&lt;w&gt;&#x27;]" in page
-    assert "jit(f)/&lt;dot&gt;" in page
+    assert "<td>&lt;dot&gt;</td>" in page and "<dot>" not in page  # op name shortened
 
 
 def test_real_program_html_has_collective_table(mesh):
