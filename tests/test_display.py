@@ -19,8 +19,8 @@ from rich.console import Console
 import jaxscope
 import jaxscope as js
 from jaxscope import _display
-from jaxscope._display import Renderable, html, rich_renderable
 from jaxscope._compile.cell import collect_compiles
+from jaxscope._display import Renderable, html, rich_renderable
 from jaxscope._recompiles.records import RecompileEvents
 
 
