@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from jaxscope._format import MAX_WORD as MAX_WORD
 from jaxscope._format import printable as printable
+from jaxscope._htmlstyle import inline_styles
 from jaxscope._paths import running_shell
 
 _loaded_features: set[str] = set()
@@ -206,10 +207,19 @@ def to_html(obj: Any) -> str:
 
 
 def _html_or_none(obj: Any) -> str | None:
-    """The HTML renderer's output, or None (with the warning) when it fails."""
+    """The HTML renderer's output, or None (with the warning) when it fails.
+
+    Every view's HTML passes here: its ``<style>`` rules are copied into ``style=``
+    attributes (``_htmlstyle``), so it keeps its layout where a sanitizer (an
+    untrusted notebook in JupyterLab, a GitHub-like page) drops the block, unless
+    the object's class sets ``static_styles = False`` (a script-drawn viewer).
+    """
     try:
         load_renderers_for(type(obj))
-        return html(obj)
+        page = html(obj)
+        if getattr(obj, "static_styles", True):
+            page = inline_styles(page)
+        return page
     except Exception as exc:  # rendering must never kill a cell
         _renderer_failed("HTML", obj, exc, "text", stacklevel=4)
         return None
@@ -280,13 +290,17 @@ class Renderable:
       line then prints whole in ``str()`` and terminals, rather than wrapped at the
       terminal width);
     - ``extra_mime``: more parts of the mime bundle, sent only with a working HTML
-      rendering (a front-end that draws them reads the data from that HTML).
+      rendering (a front-end that draws them reads the data from that HTML);
+    - ``static_styles``: False for a view whose HTML a script draws, whose
+      ``<style>`` block is then left as it is rather than also copied into the
+      markup's ``style=`` attributes.
     """
 
     __slots__ = ()
 
     wrap_text: ClassVar[bool] = True
     extra_mime: ClassVar[Mapping[str, Any]] = {}
+    static_styles: ClassVar[bool] = True
 
     def __str__(self) -> str:
         return to_text(self)
