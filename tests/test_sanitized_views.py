@@ -32,6 +32,15 @@ def mlp(params, x):
     return jnp.sum(h @ params["w2"])
 
 
+def layers(x):
+    for i in range(12):
+        with jax.named_scope(f"block{i}"):
+            for part in ("norm", "attn", "mlp"):
+                with jax.named_scope(part):
+                    x = jnp.tanh(x) * 1.5
+    return x
+
+
 def _params():
     return {"w1": jnp.ones((8, 16)) / 8, "w2": jnp.ones((16, 4)) / 16}
 
@@ -58,6 +67,8 @@ def views() -> dict[str, str]:
         "shardings": js.shardings(jax.jit(matmul))(sharded, b),
         "profile": js.profile(jax.jit(mlp), repeat=1)(params, x),
         "memory": js.memory(jax.jit(mlp))(params, x),
+        # Where scripts are removed, its text tree: taller than the viewer's box.
+        "graph": js.graph(layers)(x),
     }
     return {name: view._repr_mimebundle_()["text/html"] for name, view in shown.items()}
 
