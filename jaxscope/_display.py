@@ -21,6 +21,7 @@ import functools
 import html as _html
 import importlib
 import io
+import re
 import shutil
 import sys
 import warnings
@@ -98,6 +99,16 @@ def escape(text: object) -> str:
     """A user string for HTML: control characters spelled out, then escaped
     (quotes included, so it may sit in an attribute)."""
     return _html.escape(printable(str(text)), quote=True)
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def message_html(text: object) -> str:
+    """A message for HTML: escaped as ``escape`` does, each `backquoted` span (a
+    name, an expression) as ``<code>``. Terminals and ``str()`` show the message as
+    plain text, backquotes included; every renderer of a message in HTML uses this."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", escape(text))
 
 
 def pre(text: str, css_class: str = "jaxscope-text") -> str:
