@@ -218,22 +218,35 @@ def to_html(obj: Any) -> str:
 
 
 def _html_or_none(obj: Any) -> str | None:
-    """The HTML renderer's output, or None (with the warning) when it fails.
+    """The HTML renderer's output, or None (with the warning) when it fails."""
+    try:
+        load_renderers_for(type(obj))
+        return html(obj)
+    except Exception as exc:  # rendering must never kill a cell
+        _renderer_failed("HTML", obj, exc, "text", stacklevel=4)
+        return None
 
-    Every view's HTML passes here: its ``<style>`` rules are copied into ``style=``
+
+def display_html(obj: Any) -> str:
+    """``to_html(obj)`` as a front-end gets it: every path that shows HTML to a
+    reader (the mime bundle, notebook formatters, widgets' static parts) uses this.
+
+    The view's ``<style>`` rules are also copied into its markup's ``style=``
     attributes (``_htmlstyle``), so it keeps its layout where a sanitizer (an
     untrusted notebook in JupyterLab, a GitHub-like page) drops the block, unless
     the object's class sets ``static_styles = False`` (a script-drawn viewer).
     """
-    try:
-        load_renderers_for(type(obj))
-        page = html(obj)
-        if getattr(obj, "static_styles", True):
-            page = inline_styles(page)
+    return _for_readers(obj, to_html(obj))
+
+
+def _for_readers(obj: Any, page: str) -> str:
+    if not getattr(obj, "static_styles", True):
         return page
+    try:
+        return inline_styles(page)
     except Exception as exc:  # rendering must never kill a cell
-        _renderer_failed("HTML", obj, exc, "text", stacklevel=4)
-        return None
+        _renderer_failed("inline style", obj, exc, "its HTML as it was", stacklevel=4)
+        return page
 
 
 # Outputs that JupyterLab's jaxscope extension (extension/labextension/) draws itself,
@@ -252,7 +265,7 @@ def mimebundle(obj: Any) -> dict[str, Any]:
     if page is None:
         bundle["text/html"] = pre(to_text(obj) if colour else bundle["text/plain"])
     else:
-        bundle["text/html"] = page
+        bundle["text/html"] = _for_readers(obj, page)
         extra = getattr(obj, "extra_mime", {})
         bundle.update({kind: copy.deepcopy(data) for kind, data in extra.items()})
     return bundle

@@ -8,16 +8,19 @@ someone else) and GitHub-like renderers strip ``<style>`` and ``<script>``; both
 ``inline_styles(page)`` copies every rule whose selector can be matched on the static
 markup (type, class and id selectors, descendant and child combinators,
 ``:first-child``/``:last-child``) into the ``style=`` attribute of each element it
-matches, in cascade order, with the element's own declarations last. The block itself
+matches, in cascade order, with the element's own declarations last. Only layout is
+copied (fonts, spacing, display, grid and flex, sizes, overflow, alignment, borders):
+colours, backgrounds and decorations stay in the block, so a sanitized view takes the
+theme's colours, readable in light and dark themes, and the copies stay small (the
+element's own colours, such as a sharding tile's, stay where they are). The block itself
 stays for the front-ends that honour it: its rules that depend on state (``:hover``,
 ``[open]``, a class a script toggles, ``@media``) are made ``!important`` there so they
 still beat the copied declarations, as they beat the static rules before.
 
 Where a declaration uses ``var(--name, fallback)`` (a Jupyter theme variable), the copy
 holds the fallback first and the variable after it: a sanitizer that drops ``var()``
-keeps the fallback, a browser uses the variable. Colours are the exception: a light
-theme's fallback colour would be unreadable on a dark theme, so a sanitized colour is
-left to the theme. One pass over the markup; no view has to be written for it.
+keeps the fallback, a browser uses the variable. One pass over the markup; no view has
+to be written for it.
 """
 
 from __future__ import annotations
@@ -61,6 +64,13 @@ _COMPOUND = re.compile(
 )
 _PART = re.compile(r"([.#])([\w-]+)|:(first|last)-child")
 _VAR = re.compile(r"var\(\s*--[\w-]+\s*(?:,\s*((?:[^()]|\([^()]*\))*))?\)")
+# Not copied: what only colours or decorates (a sanitized view shows the theme's own
+# colours, readable in light and dark themes) or only serves a pointer. The
+# stylesheet keeps them where it stays; the copies stay small.
+_COSMETIC = re.compile(
+    r"(color|background(-.*)?|cursor|border(-.*)?-radius|outline(-.*)?|box-shadow"
+    r"|opacity|text-decoration(-.*)?|transition(-.*)?|animation(-.*)?|fill|stroke)$"
+)
 _COLOUR_PROPS = frozenset(
     {"color", "background", "background-color", "outline-color", "fill", "stroke"}
 )
@@ -341,11 +351,14 @@ def _inline(el: _Element, rules: list[_Rule]) -> str:
             if important or not chosen.get(prop, ("", False))[1]:
                 chosen[prop] = (value, important)
     own = _declarations(el.style)
+    mine = {prop for prop, _, _ in own}
     for prop, value, important in own:
         if important or not chosen.get(prop, ("", False))[1]:
             chosen[prop] = (value, important)
     out: list[str] = []
     for prop, (value, important) in chosen.items():
+        if _COSMETIC.match(prop) and prop not in mine:
+            continue
         for decl in _fallback(prop, value):
             out.append(decl + (" !important" if important else ""))
     return ";".join(out)
@@ -387,6 +400,8 @@ def inline_styles(page: str) -> str:
             continue
         matched_rules.update(r.order for r in hits)
         style = _inline(el, hits)
+        if style == _inline(el, []):  # nothing copied: the markup stays as it was
+            continue
         attr = f' style="{_escape_attr(style)}"'
         if el.style_span is not None:
             edits.append((el.style_span[0] - 1, el.style_span[1], attr))

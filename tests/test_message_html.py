@@ -38,7 +38,7 @@ def test_an_error_hint_quotes_code_as_code():
 
     try:
         g(1.0)
-    except Exception as exc:  # noqa: BLE001 (the error under test)
+    except Exception as exc:
         report = js.explain(exc)
     assert "Python `if`" in to_text(report)
     page = to_html(report)

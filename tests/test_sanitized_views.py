@@ -14,7 +14,6 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import jaxscope as js
-from jaxscope._display import to_html
 from jaxscope._htmlstyle import inline_styles
 
 pytestmark = pytest.mark.browser
@@ -119,15 +118,17 @@ def test_the_views_keep_their_layout_without_style_and_scripts(browser, views):
             " - e.previousElementSibling.getBoundingClientRect().right"
         )
         assert gap >= 10, gap
-        assert jaxpr.locator(".jxs-cols").evaluate(
-            "e => getComputedStyle(e).display"
-        ) == "flex"
+        assert (
+            jaxpr.locator(".jxs-cols").evaluate("e => getComputedStyle(e).display")
+            == "flex"
+        )
         # The HLO: monospaced rows, one per line.
         hlo = page.locator('.out[data-kind="hlo"]')
         assert "monospace" in _font(hlo.locator(".jxh-l"))
-        assert hlo.locator(".jxh-l").first.evaluate(
-            "e => getComputedStyle(e).whiteSpace"
-        ) == "pre"
+        assert (
+            hlo.locator(".jxh-l").first.evaluate("e => getComputedStyle(e).whiteSpace")
+            == "pre"
+        )
         # The 4x2 sharding: eight tiles, rows along 'data' (4), columns along 'model'.
         tiles = page.locator('.out[data-kind="sharding"] .jxs-grid').first
         boxes = tiles.locator(":scope > .jxs-cell").evaluate_all(
@@ -198,7 +199,8 @@ def test_a_stylesheet_that_stays_still_wins_where_state_changes(browser):
         "#v .row:hover{background:yellow}#v .pin{background:orange}</style>"
         "<div class='row' style='padding-left:4ch'>a</div></div>"
     )
-    assert 'style="background:white;padding:2px;padding-left:4ch"' in page_html
+    # Layout is copied, colours stay in the block.
+    assert "class='row' style=\"padding:2px;padding-left:4ch\"" in page_html
     context, page = _load(browser, page_html, scripts=True)
     try:
         row = page.locator(".row")
@@ -208,3 +210,68 @@ def test_a_stylesheet_that_stays_still_wins_where_state_changes(browser):
         )
     finally:
         context.close()
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_the_views_keep_their_layout_in_an_untrusted_jupyterlab_notebook(
+    tmp_path, views, require_chromium
+):
+    """Lab's own sanitizer, on a notebook it did not sign (one received from someone
+    else): the views' HTML is sanitized, and keeps its layout and theme colours."""
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    from tests.export.test_jupyterlab import Lab, _open
+
+    root = tmp_path / "notebooks"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            f"# {name}",
+            outputs=[
+                nbformat.v4.new_output(
+                    "display_data", data={"text/html": html, "text/plain": name}
+                )
+            ],
+        )
+        for name, html in views.items()
+    ]
+    nbformat.write(nb, root / "received.ipynb")
+    lab = Lab(tmp_path / "home", root)
+    try:
+        lab.start(tmp_path / "lab.log")
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path=require_chromium)
+            page = b.new_page(viewport={"width": 1300, "height": 1000})
+            _open(page, lab, "received.ipynb")
+            assert not page.evaluate(
+                "() => window.jupyterapp.shell.currentWidget.content.model"
+                ".cells.get(0).trusted"
+            )
+            page.locator(".jxs-grid").first.wait_for(timeout=60_000)
+            # Sanitized: no style block and no script reached the page.
+            assert page.locator(".jp-OutputArea-output style").count() == 0
+            assert page.locator(".jp-OutputArea-output script").count() == 0
+            assert "monospace" in _font(page.locator(".jxs-e"))
+            gap = page.locator(".jxs-l").first.evaluate(
+                "e => e.getBoundingClientRect().left"
+                " - e.previousElementSibling.getBoundingClientRect().right"
+            )
+            assert gap >= 10, gap
+            tiles = page.locator(".jxs-grid").first
+            boxes = tiles.locator(":scope > .jxs-cell").evaluate_all(
+                "els => els.map(e => Math.round(e.getBoundingClientRect().left))"
+            )
+            assert len(boxes) == 8 and len(set(boxes)) == 2
+            rows = page.locator(".jaxscope-profile details > summary").first
+            assert rows.evaluate("e => getComputedStyle(e).display") == "grid"
+            path = page.locator("table").filter(has_text="bytes/device").first
+            cells = path.locator("td").evaluate_all(
+                "els => els.map(e => getComputedStyle(e).textAlign)"
+            )
+            assert cells[0] == "left" and "right" in cells
+            b.close()
+    finally:
+        lab.stop()
