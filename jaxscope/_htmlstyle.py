@@ -11,8 +11,8 @@ markup (type, class and id selectors, descendant and child combinators,
 matches, in cascade order, with the element's own declarations last. Only layout is
 copied (fonts, spacing, display, grid and flex, sizes, overflow, alignment, borders):
 colours, backgrounds and decorations stay in the block, so a sanitized view takes the
-theme's colours, readable in light and dark themes, and the copies stay small (the
-element's own colours, such as a sharding tile's, stay where they are). The block itself
+theme's colours, readable in light and dark themes, and the copies stay small (an
+element with a background of its own, such as a sharding tile, keeps its text colour). The block itself
 stays for the front-ends that honour it: its rules that depend on state (``:hover``,
 ``[open]``, a class a script toggles, ``@media``) are made ``!important`` there so they
 still beat the copied declarations, as they beat the static rules before.
@@ -352,12 +352,15 @@ def _inline(el: _Element, rules: list[_Rule]) -> str:
                 chosen[prop] = (value, important)
     own = _declarations(el.style)
     mine = {prop for prop, _, _ in own}
+    own_background = any(prop.startswith("background") for prop in mine)
     for prop, value, important in own:
         if important or not chosen.get(prop, ("", False))[1]:
             chosen[prop] = (value, important)
     out: list[str] = []
     for prop, (value, important) in chosen.items():
-        if _COSMETIC.match(prop) and prop not in mine:
+        # Text on a background of the element's own keeps its colour.
+        kept = prop in mine or (prop == "color" and own_background)
+        if _COSMETIC.match(prop) and not kept:
             continue
         for decl in _fallback(prop, value):
             out.append(decl + (" !important" if important else ""))

@@ -5,6 +5,7 @@ output running into the next one. Checked in Chromium on the views' real HTML.""
 
 from __future__ import annotations
 
+import os
 import re
 
 import jax
@@ -88,7 +89,7 @@ def _load(browser, body: str, *, scripts: bool):
     )
     page = context.new_page()
     page.set_content(
-        "<!doctype html><html><body style='font-family:sans-serif'>"
+        "<!doctype html><html><body style='font-family:sans-serif;color:#fff'>"
         f"{body}</body></html>"
     )
     return context, page
@@ -140,6 +141,12 @@ def test_the_views_keep_their_layout_without_style_and_scripts(browser, views):
         assert len({top for _, top, _ in boxes}) == 4
         width = tiles.evaluate("e => e.getBoundingClientRect().width")
         assert all(w < width / 1.5 for _, _, w in boxes)
+        # Their labels keep their dark text on the tiles' light colours, whatever
+        # the page's text colour (a dark theme's is white).
+        colours = tiles.locator(":scope > .jxs-cell").evaluate_all(
+            "els => els.map(e => getComputedStyle(e).color)"
+        )
+        assert set(colours) == {"rgb(17, 17, 17)"}, colours
         # The profile's and the memory view's rows are grids of columns.
         for kind in ("profile", "memory"):
             out = page.locator(f'.out[data-kind="{kind}"]')
@@ -272,6 +279,19 @@ def test_the_views_keep_their_layout_in_an_untrusted_jupyterlab_notebook(
                 "els => els.map(e => getComputedStyle(e).textAlign)"
             )
             assert cells[0] == "left" and "right" in cells
+            shots = os.environ.get("JAXSCOPE_SCREENSHOT_DIR")
+            if shots:  # for a change's review: the untrusted notebook as Lab shows it
+                for theme in ("Light", "Dark"):
+                    page.evaluate(
+                        "(t) => window.jupyterapp.commands.execute("
+                        "'apputils:change-theme', {theme: `JupyterLab ${t}`})",
+                        theme,
+                    )
+                    page.wait_for_timeout(1500)
+                    page.screenshot(
+                        path=f"{shots}/lab-untrusted-{theme.lower()}.png",
+                        full_page=True,
+                    )
             b.close()
     finally:
         lab.stop()
