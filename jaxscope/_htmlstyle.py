@@ -17,9 +17,10 @@ stays for the front-ends that honour it: its rules that depend on state (``:hove
 ``[open]``, a class a script toggles, ``@media``) are made ``!important`` there so they
 still beat the copied declarations, as they beat the static rules before.
 
-Where a declaration uses ``var(--name, fallback)`` (a Jupyter theme variable), the copy
-holds the fallback first and the variable after it: a sanitizer that drops ``var()``
-keeps the fallback, a browser uses the variable. One pass over the markup; no view has
+Where a declaration uses ``var(--name, fallback)`` (a Jupyter theme variable) or a
+``ch`` length, the copy holds the fallback (or the length in ``em``) first and the
+value after it: a sanitizer that drops the value keeps the first, a browser uses the
+second. One pass over the markup; no view has
 to be written for it.
 """
 
@@ -71,6 +72,8 @@ _COSMETIC = re.compile(
     r"(color|background(-.*)?|cursor|border(-.*)?-radius|outline(-.*)?|box-shadow"
     r"|opacity|text-decoration(-.*)?|transition(-.*)?|animation(-.*)?|fill|stroke)$"
 )
+# A length in ``ch`` (JupyterLab's sanitizer drops it), and its ``em`` in monospace.
+_CH = re.compile(r"(?<![\w.-])(\d+(?:\.\d+)?)ch\b")
 _COLOUR_PROPS = frozenset(
     {"color", "background", "background-color", "outline-color", "fill", "stroke"}
 )
@@ -330,13 +333,21 @@ def _unescape(text: str) -> str:
 
 
 def _fallback(prop: str, value: str) -> list[str]:
-    """The declarations of the copy: ``var()`` fallbacks first where not a colour."""
-    if "var(" not in value:
-        return [f"{prop}:{value}"]
-    plain = _VAR.sub(lambda m: (m.group(1) or "").strip(), value).strip()
-    if prop in _COLOUR_PROPS or not plain or "var(" in plain:
+    """The declarations of the copy: first what a sanitizer keeps where it would drop
+    the value (a ``var()``'s fallback, ``ch`` lengths in ``em``), then the value."""
+    plain = value
+    if "var(" in plain:
+        plain = _VAR.sub(lambda m: (m.group(1) or "").strip(), plain).strip()
+        if prop in _COLOUR_PROPS or "var(" in plain:
+            plain = ""
+    plain = _CH.sub(lambda m: f"{float(m.group(1)) * 0.6:g}em", plain)
+    if not plain or plain == value:
         return [f"{prop}:{value}"]
     return [f"{prop}:{plain}", f"{prop}:{value}"]
+
+
+def _serialized(decls: list[tuple[str, str, bool]]) -> str:
+    return ";".join(f"{p}:{v}" + (" !important" if i else "") for p, v, i in decls)
 
 
 def _inline(el: _Element, rules: list[_Rule]) -> str:
@@ -399,11 +410,11 @@ def inline_styles(page: str) -> str:
             *by_key.get("*", ()),
         ]
         hits = [r for r in candidates if r.selector.matches(el)]
-        if not hits:
+        if not hits and not el.style:
             continue
         matched_rules.update(r.order for r in hits)
         style = _inline(el, hits)
-        if style == _inline(el, []):  # nothing copied: the markup stays as it was
+        if style == _serialized(_declarations(el.style)):  # the markup stays as it was
             continue
         attr = f' style="{_escape_attr(style)}"'
         if el.style_span is not None:

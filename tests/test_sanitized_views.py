@@ -70,7 +70,57 @@ def views() -> dict[str, str]:
         # Where scripts are removed, its text tree: taller than the viewer's box.
         "graph": js.graph(layers)(x),
     }
+    shown.update(_message_views())
     return {name: view._repr_mimebundle_()["text/html"] for name, view in shown.items()}
+
+
+_leaked: list = []
+
+
+def _message_views() -> dict:
+    """The views of findings: leaks, an error, recompiles, purity, the stepper."""
+
+    @jax.jit
+    def leaks(x):
+        _leaked.append(x)
+        return x * 2
+
+    with js.check_leaks(raise_on_leak=False) as report:
+        leaks(jnp.ones(3))
+    _leaked.clear()
+
+    @jax.jit
+    def branch(x):
+        if x > 0:
+            return x
+        return -x
+
+    try:
+        branch(1.0)
+    except Exception as exc:  # noqa: BLE001 (the error shown)
+        error = js.explain(exc)
+    double = jax.jit(lambda x: x * 2)
+    with js.watch_recompiles() as recompiles:
+        double(jnp.ones(2))
+        double(jnp.ones(3))
+    calls: list = []
+
+    @jax.jit
+    def impure(x):
+        calls.append(1)
+        return x + 1
+
+    with js.watch_purity() as purity:
+        impure(jnp.ones(2))
+    stepper = js.step(mlp)(_params(), jnp.ones((4, 8)))
+    stepper.next()
+    return {
+        "leaks": report,
+        "error": error,
+        "recompiles": recompiles,
+        "purity": purity,
+        "stepper": stepper,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +203,15 @@ def test_the_views_keep_their_layout_without_style_and_scripts(browser, views):
             assert "monospace" in _font(out.locator("div").first), kind
             row = out.locator("details > summary").first
             assert row.evaluate("e => getComputedStyle(e).display") == "grid", kind
+        # The findings' tables and code are monospaced too.
+        for kind in ("leaks", "error", "recompiles", "purity", "stepper"):
+            out = page.locator(f'.out[data-kind="{kind}"]')
+            assert out.evaluate(
+                "e => { const mono = (c) => getComputedStyle(c).fontFamily"
+                ".includes('monospace'); const cells = [...e.querySelectorAll("
+                "'td, pre')].filter(c => c.textContent.trim());"
+                " return cells.length > 0 && cells.every(mono); }"
+            ), kind
         # No output runs into the next one.
         for kind in views:
             out = page.locator(f'.out[data-kind="{kind}"]')
@@ -279,8 +338,15 @@ def test_the_views_keep_their_layout_in_an_untrusted_jupyterlab_notebook(
                 "els => els.map(e => getComputedStyle(e).textAlign)"
             )
             assert cells[0] == "left" and "right" in cells
+            # Equations keep their indentation (Lab drops lengths in ``ch``).
+            indents = page.locator(".jxs-f, .jxs-e").evaluate_all(
+                "els => els.slice(0, 2).map(e => e.getBoundingClientRect().left"
+                " + parseFloat(getComputedStyle(e).paddingLeft))"
+            )
+            assert indents[1] >= indents[0] + 10, indents
             shots = os.environ.get("JAXSCOPE_SCREENSHOT_DIR")
             if shots:  # for a change's review: the untrusted notebook as Lab shows it
+                page.keyboard.press("Escape")  # the kernel dialog: no kernel needed
                 for theme in ("Light", "Dark"):
                     page.evaluate(
                         "(t) => window.jupyterapp.commands.execute("
