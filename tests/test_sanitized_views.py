@@ -97,7 +97,7 @@ def _message_views() -> dict:
 
     try:
         branch(1.0)
-    except Exception as exc:  # noqa: BLE001 (the error shown)
+    except Exception as exc:  # the error shown
         error = js.explain(exc)
     double = jax.jit(lambda x: x * 2)
     with js.watch_recompiles() as recompiles:
