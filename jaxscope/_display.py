@@ -21,6 +21,7 @@ import functools
 import html as _html
 import importlib
 import io
+import re
 import shutil
 import sys
 import warnings
@@ -29,6 +30,7 @@ from typing import Any, ClassVar
 
 from jaxscope._format import MAX_WORD as MAX_WORD
 from jaxscope._format import printable as printable
+from jaxscope._htmlstyle import inline_styles
 from jaxscope._paths import running_shell
 
 _loaded_features: set[str] = set()
@@ -97,6 +99,16 @@ def escape(text: object) -> str:
     """A user string for HTML: control characters spelled out, then escaped
     (quotes included, so it may sit in an attribute)."""
     return _html.escape(printable(str(text)), quote=True)
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def message_html(text: object) -> str:
+    """A message for HTML: escaped as ``escape`` does, each `backquoted` span (a
+    name, an expression) as ``<code>``. Terminals and ``str()`` show the message as
+    plain text, backquotes included; every renderer of a message in HTML uses this."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", escape(text))
 
 
 def pre(text: str, css_class: str = "jaxscope-text") -> str:
@@ -215,6 +227,28 @@ def _html_or_none(obj: Any) -> str | None:
         return None
 
 
+def display_html(obj: Any) -> str:
+    """``to_html(obj)`` as a front-end gets it: every path that shows HTML to a
+    reader (the mime bundle, notebook formatters, widgets' static parts) uses this.
+
+    The view's ``<style>`` rules are also copied into its markup's ``style=``
+    attributes (``_htmlstyle``), so it keeps its layout where a sanitizer (an
+    untrusted notebook in JupyterLab, a GitHub-like page) drops the block, unless
+    the object's class sets ``static_styles = False`` (a script-drawn viewer).
+    """
+    return _for_readers(obj, to_html(obj))
+
+
+def _for_readers(obj: Any, page: str) -> str:
+    if not getattr(obj, "static_styles", True):
+        return page
+    try:
+        return inline_styles(page)
+    except Exception as exc:  # rendering must never kill a cell
+        _renderer_failed("inline style", obj, exc, "its HTML as it was", stacklevel=4)
+        return page
+
+
 # Outputs that JupyterLab's jaxscope extension (extension/labextension/) draws itself,
 # so a saved notebook needs no widget model; other front-ends read the text/html.
 GRAPH_MIME = "application/vnd.jaxscope.graph+json"
@@ -231,7 +265,7 @@ def mimebundle(obj: Any) -> dict[str, Any]:
     if page is None:
         bundle["text/html"] = pre(to_text(obj) if colour else bundle["text/plain"])
     else:
-        bundle["text/html"] = page
+        bundle["text/html"] = _for_readers(obj, page)
         extra = getattr(obj, "extra_mime", {})
         bundle.update({kind: copy.deepcopy(data) for kind, data in extra.items()})
     return bundle
@@ -280,13 +314,17 @@ class Renderable:
       line then prints whole in ``str()`` and terminals, rather than wrapped at the
       terminal width);
     - ``extra_mime``: more parts of the mime bundle, sent only with a working HTML
-      rendering (a front-end that draws them reads the data from that HTML).
+      rendering (a front-end that draws them reads the data from that HTML);
+    - ``static_styles``: False for a view whose HTML a script draws, whose
+      ``<style>`` block is then left as it is rather than also copied into the
+      markup's ``style=`` attributes.
     """
 
     __slots__ = ()
 
     wrap_text: ClassVar[bool] = True
     extra_mime: ClassVar[Mapping[str, Any]] = {}
+    static_styles: ClassVar[bool] = True
 
     def __str__(self) -> str:
         return to_text(self)

@@ -12,7 +12,7 @@ import html as _html
 import re
 from typing import Any
 
-from jaxscope._display import html, printable, rich_renderable
+from jaxscope._display import html, message_html, printable, rich_renderable
 from jaxscope._explain.report import ErrorReport
 from jaxscope._source import short_loc
 
@@ -176,9 +176,9 @@ def _(report: ErrorReport) -> str:
         + "</div>"
     )
     if jax_line(report):
-        parts.append(f'<div class="js-msg">{_esc(jax_line(report))}</div>')
+        parts.append(f'<div class="js-msg">{message_html(jax_line(report))}</div>')
     if report.message:
-        parts.append(f'<div class="js-msg">{_esc(report.message)}</div>')
+        parts.append(f'<div class="js-msg">{message_html(report.message)}</div>')
     rows = context_lines(report)
     if rows:
         lines = []
@@ -202,12 +202,14 @@ def _(report: ErrorReport) -> str:
     for item in report.jax_context:
         if item not in shown:
             table_rows.append(
-                f'<tr><td colspan="3" class="js-dim">{_esc(item)}</td></tr>'
+                f'<tr><td colspan="3" class="js-dim">{message_html(item)}</td></tr>'
             )
     if table_rows:
         parts.append("<table>" + "".join(table_rows) + "</table>")
     if report.hint:
-        parts.append(f'<div class="js-hint"><b>hint:</b> {_esc(report.hint)}</div>')
+        parts.append(
+            f'<div class="js-hint"><b>hint:</b> {message_html(report.hint)}</div>'
+        )
     if report.docs:
         link = _esc(report.docs)
         parts.append(

@@ -98,7 +98,8 @@ def standalone_html(
         f'<div class="jaxscope-graph-static" id="{uid}" data-jaxscope-graph>'
         f"<style>{css}</style>"
         f'<div class="jaxscope-graph-mount" style="height:{int(height)}px">'
-        f'<pre class="jaxscope-text">{summary}</pre></div>'
+        '<pre class="jaxscope-text" style="box-sizing:border-box;height:100%;'
+        f'margin:0;overflow:auto">{summary}</pre></div>'
         '<script type="application/octet-stream" class="jaxscope-graph-data"'
         f' data-encoding="{PAYLOAD_ENCODING}">{data}</script>'
         f'<script type="application/octet-stream" class="jaxscope-graph-js">'

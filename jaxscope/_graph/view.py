@@ -38,6 +38,8 @@ class GraphView(Renderable):
 
     # The graph data lives once, in the text/html; this part only says "draw it".
     extra_mime = MappingProxyType({GRAPH_MIME: {"version": 1}})
+    # Its script draws the viewer; the stylesheet serves that, not the static markup.
+    static_styles = False
 
     def __init__(self, model: GraphModel) -> None:
         self.model = model

@@ -117,6 +117,8 @@ def _rich_eqn(out: Any, info: EqnInfo, show_source: bool, refs: dict[str, str]) 
 
 # --------------------------------------------------------------------------- HTML
 
+# Highlights are translucent: the line keeps the theme's background and text colour
+# under them, readable in light and dark themes alike.
 _CSS = """
 #ID{font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.45}
 #ID .jxs-head{margin:2px 0 6px 0;color:#555}
@@ -124,8 +126,8 @@ _CSS = """
 #ID .jxs-code{flex:3;overflow-x:auto;white-space:pre;min-width:0}
 #ID .jxs-src{flex:2;max-height:40em;overflow:auto;border-left:2px solid #ddd;padding-left:8px}
 #ID .jxs-e,#ID .jxs-s{cursor:pointer;border-radius:2px}
-#ID .jxs-e:hover,#ID .jxs-s:hover,#ID .jxs-hl{background:#fff3b0}
-#ID .jxs-pin{background:#ffd54f}
+#ID .jxs-e:hover,#ID .jxs-s:hover,#ID .jxs-hl{background:rgba(255,200,0,.2)}
+#ID .jxs-pin{background:rgba(255,180,0,.3);box-shadow:inset 3px 0 0 #f5a000}
 #ID .jxs-o{color:#00838f}#ID .jxs-p{color:#8e24aa;font-weight:bold}
 #ID .jxs-a{color:#888}#ID .jxs-i{color:#2e7d32}
 #ID .jxs-l{color:#b26a00;margin-left:2em}

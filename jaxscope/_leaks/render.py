@@ -11,7 +11,7 @@ from __future__ import annotations
 import html as _html
 from typing import Any
 
-from jaxscope._display import html, plain, printable, rich_renderable
+from jaxscope._display import html, message_html, plain, printable, rich_renderable
 from jaxscope._leaks.checker import LeakReport
 from jaxscope._leaks.records import Leak, LeakSummary, LeakSummaryRow, count_text
 from jaxscope._records import SourceLoc
@@ -95,7 +95,7 @@ def _(leak: Leak) -> Any:
 
 @html.register
 def _(report: LeakReport) -> str:
-    esc = _esc
+    esc = message_html
     if not report.leaks:
         return f'{_CSS}<div class="jaxscope-leaks"><span class="clean">jaxscope: no tracer leaked</span></div>'
     rows = "".join(
@@ -121,7 +121,7 @@ def _(report: LeakReport) -> str:
 def _(leak: Leak) -> str:
     return (
         f'<span class="jaxscope-leak" title="{_esc(leak.describe())}">'
-        f"{_esc(leak.describe(short=True))}</span>"
+        f"{message_html(leak.describe(short=True))}</span>"
     )
 
 
@@ -161,7 +161,7 @@ def _(summary: LeakSummary) -> Any:
 
 @html.register
 def _(summary: LeakSummary) -> str:
-    esc = _esc
+    esc = message_html
     if not summary.rows:
         return f'{_CSS}<div class="jaxscope-leaks"><span class="clean">jaxscope: no tracer leaked</span></div>'
     head = "".join(f"<th>{c}</th>" for c in _SUMMARY_COLUMNS)

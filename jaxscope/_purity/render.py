@@ -7,7 +7,7 @@ from __future__ import annotations
 import html as _html
 from typing import Any
 
-from jaxscope._display import html, plain, printable, rich_renderable
+from jaxscope._display import html, message_html, plain, printable, rich_renderable
 from jaxscope._format import plural
 from jaxscope._purity.records import PurityFinding, PuritySummary, PuritySummaryRow
 from jaxscope._purity.watcher import PurityLog
@@ -109,7 +109,7 @@ def findings_html(findings: list[PurityFinding], title: str) -> str:
     body = "".join(
         "<tr>"
         + "".join(
-            f"<td{_title(f) if i == _LINE_COLUMN else ''}>{_esc(cell)}</td>"
+            f"<td{_title(f) if i == _LINE_COLUMN else ''}>{message_html(cell)}</td>"
             for i, cell in enumerate((*row, f.hint))
         )
         + "</tr>"

@@ -93,12 +93,12 @@ class RecompileMagics(JaxscopeMagics):
 
 
 def on_load(shell: Any, state: Any) -> None:
-    from jaxscope._display import to_html
+    from jaxscope._display import display_html
 
     # Bare event records (log.events[i]) show as one expandable line in notebooks.
     # By name: the records module (and JAX) load when the first event is shown.
     state.register_formatter_by_name(
-        "text/html", "jaxscope._recompiles.records", "RecompileEvent", to_html
+        "text/html", "jaxscope._recompiles.records", "RecompileEvent", display_html
     )
 
     def post_run_cell(result: Any) -> None:

@@ -7,6 +7,7 @@ draws it: a coloured rich table in a terminal, a CSS grid with hover titles in H
 from __future__ import annotations
 
 import html as _html
+import re
 from typing import Any
 
 from jaxscope._display import html, plain, printable, rich_renderable
@@ -476,6 +477,7 @@ _CSS = (
     ".jxs-shard table{border-collapse:collapse;margin:4px 0}"
     ".jxs-shard td,.jxs-shard th{padding:1px 8px;text-align:left;"
     "border-bottom:1px solid rgba(127,127,127,.3)}"
+    ".jxs-shard .jxs-num{text-align:right}"
     ".jxs-shard .jxs-head{font-weight:bold}"
     ".jxs-shard .jxs-dim{opacity:.7}"
     "</style>"
@@ -486,10 +488,28 @@ def _e(text: Any) -> str:
     return _html.escape(printable(str(text)))
 
 
+# A number, a size ("1.5 KiB") or a factor ("x2"): a cell of a right-aligned column.
+_NUMBER = re.compile(r"x?[\d.,]+(?:\s*[KMGTP]?i?B)?")
+
+
 def _table(headers: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    """Text columns aligned left, columns of numbers right."""
+    numeric = [
+        any(str(row[i]).strip() for row in rows)
+        and all(
+            _NUMBER.fullmatch(str(row[i]).strip())
+            for row in rows
+            if str(row[i]).strip()
+        )
+        for i in range(len(headers))
+    ]
+    cls = [' class="jxs-num"' if n else "" for n in numeric]
+    head = "".join(f"<th{c}>{_e(h)}</th>" for h, c in zip(headers, cls, strict=True))
     body = "".join(
-        "<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows
+        "<tr>"
+        + "".join(f"<td{c}>{_e(v)}</td>" for v, c in zip(row, cls, strict=True))
+        + "</tr>"
+        for row in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 

@@ -185,13 +185,13 @@ class StepperWidget(anywidget.AnyWidget):
         without widgets (nbconvert, GitHub), and a jaxscope part with which
         JupyterLab's jaxscope extension shows that HTML instead of "model not found"
         once the widget's kernel is gone (a saved notebook reopened)."""
-        from jaxscope._display import STEPPER_MIME, to_html, to_text
+        from jaxscope._display import STEPPER_MIME, display_html, to_text
 
         bundle = super()._repr_mimebundle_(**kwargs)
         data, meta = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
         data = dict(data)
         data["text/plain"] = to_text(self.stepper)
-        data["text/html"] = to_html(self.stepper)
+        data["text/html"] = display_html(self.stepper)
         data[STEPPER_MIME] = {"version": 1}
         return (data, meta) if isinstance(bundle, tuple) else data
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxscope as js
-from jaxscope._display import to_text
+from jaxscope._display import to_html, to_text
 from jaxscope._hlo import render as render_hlo
 from jaxscope._source import short_path
 
@@ -151,11 +151,11 @@ def test_long_optimized_modules_keep_the_entry_computation_in_the_cap(monkeypatc
 
 def test_fused_computations_fold_in_long_modules(monkeypatch):
     view = js.hlo(model, stage="optimized")(X)
-    html = view._repr_mimebundle_()["text/html"]
+    html = to_html(view)  # the renderer's markup (readers get a styled copy)
     fused = r'<details class="jxh-comp jxh-fused"( open)?><summary> *[\w.]+: \d+ ops'
     assert re.search(fused, html).group(1) == " open"
     monkeypatch.setattr(render_hlo, "FOLD_FUSED_OVER_LINES", 0)
-    html = view._repr_mimebundle_()["text/html"]
+    html = to_html(view)
     assert re.search(fused, html).group(1) is None
     assert re.search(
         r'<details class="jxh-comp" open><summary title="ENTRY[^"]*">ENTRY', html

@@ -104,7 +104,7 @@ def test_magic_on_shows_recompiles_after_the_cell(ip):
     text = shown[0]["text/plain"]
     assert "first call" in text and "shape x: f32[3] → f32[4]" in text
     assert "In [" in text  # call site in the cell's name
-    assert "<details>" in shown[0]["text/html"]
+    assert "<details" in shown[0]["text/html"]
     with capture_output() as cap:
         ip.run_cell("rf(jnp.ones(4))")  # cache hit: nothing shown
     assert not any("recompiled" in o.data.get("text/plain", "") for o in cap.outputs)
@@ -135,7 +135,7 @@ def test_magic_on_shows_recompiles_after_the_cell(ip):
 def test_bare_event_record_has_an_html_formatter(ip):
     formatter = ip.display_formatter.formatters["text/html"]
     out = formatter.lookup_by_type(RecompileEvent)(_event("shown"))
-    assert "<details>" in out and "shown" in out
+    assert "<details" in out and "shown" in out
 
 
 def test_magic_unload_stops_the_watcher(ip):

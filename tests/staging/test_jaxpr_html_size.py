@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxscope as js
+from jaxscope._display import to_html
 from jaxscope._jaxpr import render as render_jaxpr
 
 
@@ -39,7 +40,7 @@ def test_source_panel_shows_a_capped_list_and_the_rest_behind_a_click(
     monkeypatch.setattr(render_jaxpr, "HTML_SOURCE_ROWS", 5)
     monkeypatch.setattr(render_jaxpr, "HTML_SOURCE_MORE_ROWS", 10)
     view = js.jaxpr(_long_function(tmp_path, 40))(jnp.ones(3))
-    html = view._repr_mimebundle_()["text/html"]
+    html = to_html(view)  # the renderer's markup (readers get a styled copy)
     panel = html[html.index('<div class="jxs-src">') :]
     assert panel.count('class="jxs-s"') == 15
     shown, hidden = panel.split('<details class="jxs-more">', 1)

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 
 import jaxscope as js
 from jaxscope._display import terminal_width as display_width
+from jaxscope._display import to_html
 from jaxscope._format import plural
 
 
@@ -68,7 +69,7 @@ def test_a_jaxpr_used_once_stays_inline():
 
 def test_html_prints_the_shared_jaxpr_once_and_refers_to_it():
     view = js.jaxpr(mlp)(*_args(3))
-    html = view._repr_mimebundle_()["text/html"]
+    html = to_html(view)  # the renderer's markup (readers get a styled copy)
     assert html.count("let relu = { lambda") == 1
     assert html.count("jaxpr=relu") == 3
     assert html.count('<span class="jxs-p">max</span>') == 1
