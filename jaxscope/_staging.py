@@ -316,10 +316,17 @@ def stage(
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
     api_name: str = "jaxscope",
+    fresh: bool = False,
 ) -> Staged:
-    """``trace``, also returning the values the staged function was traced with."""
+    """``trace``, also returning the values the staged function was traced with.
+
+    ``fresh``: trace a ``jax.jit`` wrapper's function again (with its statics)
+    rather than through its own ``.trace``, which may reuse a cached trace and
+    skip the Python (the stepper reads the user's locals as it runs)."""
     with full_collections_deferred():
-        return _stage(fn, args, kwargs, static_argnums, static_argnames, api_name)
+        return _stage(
+            fn, args, kwargs, static_argnums, static_argnames, api_name, fresh
+        )
 
 
 def _stage(
@@ -329,6 +336,7 @@ def _stage(
     static_argnums: int | Sequence[int],
     static_argnames: str | Sequence[str],
     api_name: str,
+    fresh: bool = False,
 ) -> Staged:
     check_callable(fn, api_name)
     nums, names = static_args(static_argnums, static_argnames, api_name)
@@ -361,7 +369,8 @@ def _stage(
     try:
         own_trace = getattr(fn, "trace", None)
         wrapped = getattr(fn, "__wrapped__", None)
-        if own_trace is not None and not nums and not names:
+        refresh = fresh and callable(wrapped)
+        if own_trace is not None and not nums and not names and not refresh:
             traced = _clib.jax_stage(own_trace(*args, **kwargs))
         else:
             target = fn if own_trace is not None else _fresh(fn)

@@ -7,6 +7,7 @@ file objects, so it runs (and is tested) without a terminal, as JAX's own ``jdb`
 from __future__ import annotations
 
 import cmd
+import re
 import shutil
 import sys
 from typing import IO, TYPE_CHECKING, Any, ClassVar
@@ -34,7 +35,9 @@ _HELP = """commands (pdb style):
   u(ntil) TARGET    run until a line, file:line or primitive
   b(reak) [ARG]     list breakpoints, or break at LINE, file:LINE, a primitive, nan, inf
   cl(ear) [LINE]    clear one line breakpoint, or all breakpoints
-  p EXPR            print a variable (or an expression over the frame's variables)
+  p EXPR            print a variable (or an expression over your variables; $a is
+                    the jaxpr's variable a)
+  up / d(own)       read names in the calling / called frame of your code
   v(ars)            the current frame's values: aval, min, max, mean, NaN count
   l(ist)            source around the current equation
   w(here)           the stack of nested jaxprs (loop iterations included)
@@ -59,6 +62,7 @@ _ALIASES = {
     "q": "quit",
     "exit": "quit",
     "h": "help",
+    "d": "down",
 }
 
 
@@ -175,6 +179,22 @@ class StepperPrompt(_Prompt):
     def do_p(self, arg: str) -> None:
         self._say(_print(self.stepper.namespace(), arg.strip()))
 
+    def do_up(self, arg: str) -> None:
+        self._frame(self.stepper.up)
+
+    def do_down(self, arg: str) -> None:
+        self._frame(self.stepper.down)
+
+    def _frame(self, move: Any) -> None:
+        from jaxscope._stepper.render import frame_text
+
+        try:
+            move()
+        except JaxscopeError as exc:
+            self._say(f"*** {exc}")
+            return
+        self._say(frame_text(self.stepper))
+
     def do_vars(self, arg: str) -> None:
         from jaxscope._stepper.render import values_text
 
@@ -247,15 +267,24 @@ def _print(values: dict[str, Any], expr: str) -> str:
     import jax.numpy as jnp
     import numpy as np
 
-    namespace = {"jnp": jnp, "np": np, **values}
+    jaxpr = {k[1:]: v for k, v in values.items() if k.startswith("$")}
+    user = {k: v for k, v in values.items() if not k.startswith("$")}
+    namespace = {"jnp": jnp, "np": np, **user, _JAXPR: jaxpr}
     try:
-        result = eval(compile(expr, "<jaxstep>", "eval"), namespace)
+        code = _JAXPR_NAME.sub(rf"{_JAXPR}['\1']", expr)
+        result = eval(compile(code, "<jaxstep>", "eval"), namespace)
     except Exception as exc:
-        known = ", ".join(values) or "none yet"
+        known = ", ".join(k for k in user if k.isidentifier()) or "none yet"
         return (
-            f"*** {type(exc).__name__}: {exception_text(exc)} (variables here: {known})"
+            f"*** {type(exc).__name__}: {exception_text(exc)} (your variables here: "
+            f"{known}; the jaxpr's with a $, as $a)"
         )
     return safe_repr(result)
+
+
+_JAXPR = "__jaxpr__"
+#: ``$a``: the jaxpr's variable ``a`` (pdb's ``$`` convenience variables)
+_JAXPR_NAME = re.compile(r"\$([A-Za-z_]\w*)")
 
 
 def _in_kernel(shell: Any) -> bool:

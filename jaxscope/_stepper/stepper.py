@@ -13,6 +13,7 @@ the end; ``find_nan`` runs to the first equation that makes a NaN or an Inf.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
@@ -33,11 +34,13 @@ from jaxscope._format import qualname, short_dtype, short_repr
 from jaxscope._host import host_array, is_inexact
 from jaxscope._jaxpr.builder import build_model
 from jaxscope._jaxpr.records import JaxprModel
+from jaxscope._paths import short_path
 from jaxscope._records import EqnInfo, SourceLoc
-from jaxscope._source import loc_of_function
+from jaxscope._source import is_library_file, loc_from_raw, loc_of_function
 from jaxscope._staging import Staged, stage, staged, static_args
 from jaxscope._stepper.breakpoints import Breakpoints, Target, until_target
 from jaxscope._stepper.interpreter import FrameState, Interpreter
+from jaxscope._stepper.locals import LocalsLog, latest, record_locals, value_of
 from jaxscope._stepper.names import add_path, alias, user_names_of
 from jaxscope._stepper.plan import Node, Plan, Program, arg_names
 from jaxscope._stepper.source import SourceReader
@@ -49,6 +52,8 @@ from jaxscope._stepper.values import (
     summarize_value,
 )
 from jaxscope.compat import jaxpr as _cj
+from jaxscope.compat import source as _csource
+from jaxscope.compat.source import RawFrame
 
 __all__ = [
     "BreakpointError",
@@ -87,8 +92,12 @@ class Stepper(Renderable):
         function_name: str = "f",
         defined_at: SourceLoc | None = None,
         input_names: Sequence[str] = (),
+        locals_log: LocalsLog | None = None,
     ) -> None:
         self.function_name = function_name
+        self._locals = locals_log if locals_log is not None else LocalsLog()
+        #: which user frame names are read in (``up``/``down``): 0 is the innermost
+        self._frame_offset = 0
         self.defined_at = defined_at
         self.closed_jaxpr = closed_jaxpr
         jaxpr, consts = _cj.open_jaxpr(closed_jaxpr)
@@ -171,23 +180,138 @@ class Stepper(Renderable):
         return frame.values() if frame is not None else {}
 
     def value(self, name: str) -> Any:
-        """The value of variable ``name`` (the jaxpr's or the user's name) in the
-        current frame (or an enclosing one)."""
+        """The value of ``name``: the user's variable (``logits``, ``params['w']``),
+        or with a ``$`` the jaxpr's (``$a``); a bare jaxpr name is looked up last."""
+        namespace = self.namespace()
+        if name in namespace:
+            return namespace[name]
         for frame in reversed(self._interpreter.stack):
-            namespace = _namespace(frame)
-            if name in namespace:
-                return namespace[name]
-        known = ", ".join(sorted(self.namespace())) or "none yet"
-        raise KeyError(f"no variable {name!r} in the current frame; defined: {known}")
+            found = frame.values()
+            if name in found:
+                return found[name]
+        known = ", ".join(sorted(n for n in namespace if not n.startswith("$")))
+        raise KeyError(
+            f"no variable {name!r} here; the user's names: {known or 'none yet'} "
+            "(the jaxpr's with a $: $a)"
+        )
 
     def namespace(self) -> dict[str, Any]:
-        """The current frame's values by every name they have: the jaxpr's (``a``),
-        the user's (``h``, ``x``) and pytree paths (``params['w']`` evaluates, and
-        so does the alias ``params_w``). Where a name means two values, the user's
-        latest assignment wins."""
+        """The values by the user's names, as pdb would show them in the selected
+        Python frame (the innermost of the user's, or the one ``up``/``down``
+        chose): the locals the source bound on earlier lines (``logits``; ``grads``
+        as the pytree ``jax.value_and_grad`` returned), then those of the frames
+        that called it; arguments' pytree paths (``params['w']``, also
+        ``params_w``). The jaxpr's names are there with a ``$`` (``$a``), never
+        in place of the user's."""
         interpreter = self._interpreter
         frame = interpreter.stack[-1] if interpreter.stack else interpreter.top
-        return _namespace(frame) if frame is not None else {}
+        if frame is None:
+            return {}
+        namespace: dict[str, Any] = {}
+        for state in interpreter.stack or [frame]:
+            namespace.update(_namespace(state))
+        namespace.update(self._traced_names())
+        for state in interpreter.stack or [frame]:
+            for name, value in state.values().items():
+                namespace["$" + name] = value
+        return namespace
+
+    # ------------------------------------------------------------ the user's frames
+
+    def _user_chain(self) -> list[tuple[RawFrame, bool]]:
+        """The Python frames of the paused equation, innermost first: ``(frame,
+        whether an installed library's)``, those of enclosing equations after."""
+        chain: list[tuple[RawFrame, bool]] = []
+        seen: set[tuple[str, str]] = set()
+        for state in reversed(self._interpreter.stack):
+            node = state.node()
+            if node is None:
+                continue
+            for raw in _csource.frames_of(_csource.eqn_traceback(node.eqn)):
+                key = (raw.file, raw.function)
+                if key not in seen:
+                    seen.add(key)
+                    chain.append((raw, is_library_file(raw.file)))
+        return chain
+
+    def _named_frames(self) -> list[RawFrame]:
+        """The user's frames whose locals were read while tracing, innermost first."""
+        known = self._locals.frames
+        return [
+            raw
+            for raw, library in self._user_chain()
+            if not library and (raw.file, raw.function) in known
+        ]
+
+    @property
+    def user_frame(self) -> SourceLoc | None:
+        """The user's Python frame the names are read in (``up``/``down`` move it),
+        as ``file:line in function``; None where none is known."""
+        frames = self._named_frames()
+        if not frames:
+            return None
+        raw = frames[min(self._frame_offset, len(frames) - 1)]
+        return loc_from_raw(raw)
+
+    @property
+    def in_library(self) -> str | None:
+        """The installed library's function the paused equation runs in (``optax
+        ... softmax_cross_entropy_with_integer_labels``), None in the user's code."""
+        chain = self._user_chain()
+        if not chain or not chain[0][1]:
+            return None
+        raw = chain[0][0]
+        return f"{raw.function} ({short_path(raw.file)}:{raw.line})"
+
+    def up(self) -> Stepper:
+        """Read names in the frame that called the selected one (pdb's ``up``)."""
+        frames = self._named_frames()
+        if self._frame_offset + 1 >= len(frames):
+            raise StepError("already in the outermost frame of the program")
+        self._frame_offset += 1
+        return self
+
+    def down(self) -> Stepper:
+        """Read names in the frame the selected one called (pdb's ``down``)."""
+        if self._frame_offset == 0:
+            raise StepError("already in the innermost frame")
+        self._frame_offset -= 1
+        return self
+
+    def _traced_names(self) -> dict[str, Any]:
+        frames = self._named_frames()[self._frame_offset :]
+        if not frames:
+            return {}
+        stack = self._interpreter.stack
+        names = self._program.names
+
+        def ran(var: Any) -> bool:
+            return any(var in state.env for state in stack)
+
+        def read(atom: Any) -> Any:
+            if _cj.is_literal(atom):
+                return _cj.literal_value(atom)
+            for state in reversed(stack):
+                if atom in state.env:
+                    return state.env[atom]
+            raise KeyError(atom)
+
+        def exists(var: Any) -> bool:
+            return id(var) in names
+
+        out: dict[str, Any] = {}
+        for raw in reversed(frames):  # outer first: the inner frame's names win
+            snapshot = latest(
+                self._locals.frames[(raw.file, raw.function)], ran, exists
+            )
+            if snapshot is None:
+                continue
+            for name, binding in snapshot.names.items():
+                try:
+                    out[name] = value_of(binding, read)
+                except (KeyError, ValueError, TypeError):
+                    out.pop(name, None)
+        return out
 
     @property
     def frames(self) -> list[Frame]:
@@ -352,6 +476,7 @@ class Stepper(Renderable):
 
     def _pull(self, stop: Target, reason: str) -> None:
         """Run until ``stop`` holds before an equation, a breakpoint, or the end."""
+        self._frame_offset = 0
         self._after = False
         self.finding = None
         try:
@@ -405,12 +530,13 @@ def _arg_names(plan: Plan) -> dict[str, str]:
 
 
 def _namespace(frame: FrameState) -> dict[str, Any]:
+    """The frame's values by the names the source assigns (read with ``ast``) and
+    the arguments' pytree paths."""
     plan = frame.plan
     users = user_names_of(plan, frame.pc + 1)
     namespace: dict[str, Any] = {}
     assigned: dict[str, Any] = {}
     for var, val in frame.env.items():
-        namespace[plan.name(var)] = val
         for name in users.of(var):
             assigned[name] = val
     for name, val in assigned.items():
@@ -476,20 +602,32 @@ def _stage(
     kwargs: dict[str, Any],
     statics: Statics,
     api_name: str = "js.step",
+    locals_log: LocalsLog | None = None,
 ) -> tuple[Staged, list[Any]]:
     nums, names = statics
-    staged = stage(
-        fun,
-        args,
-        kwargs,
-        static_argnums=nums,
-        static_argnames=names,
-        api_name=api_name,
-    )
+    with (
+        record_locals(locals_log)
+        if locals_log is not None
+        else contextlib.nullcontext()
+    ):
+        staged = stage(
+            fun,
+            args,
+            kwargs,
+            static_argnums=nums,
+            static_argnames=names,
+            api_name=api_name,
+            fresh=locals_log is not None,
+        )
     return staged, _input_leaves(fun, staged, api_name)
 
 
-def _stepper_of(fun: Callable[..., Any], staged: Staged, leaves: list[Any]) -> Stepper:
+def _stepper_of(
+    fun: Callable[..., Any],
+    staged: Staged,
+    leaves: list[Any],
+    locals_log: LocalsLog | None = None,
+) -> Stepper:
     traced = staged.traced
     return Stepper(
         traced.jaxpr,
@@ -498,6 +636,7 @@ def _stepper_of(fun: Callable[..., Any], staged: Staged, leaves: list[Any]) -> S
         function_name=_short_name(fun),
         defined_at=loc_of_function(fun),
         input_names=staged.input_names,
+        locals_log=locals_log,
     )
 
 
@@ -508,7 +647,9 @@ def _start(
     statics: Statics,
 ) -> Stepper:
     """A ``Stepper`` of ``fun(*args, **kwargs)``, paused before its first equation."""
-    return _stepper_of(fun, *_stage(fun, args, kwargs, statics))
+    log = LocalsLog()
+    staged, leaves = _stage(fun, args, kwargs, statics, locals_log=log)
+    return _stepper_of(fun, staged, leaves, log)
 
 
 def _non_finite(values: Any) -> tuple[bool, bool]:
