@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -110,6 +111,7 @@ class Stepper(Renderable):
             )
         self._out_tree = out_tree
         self._breaks = Breakpoints(self._program)
+        self._breaks.evaluate = self.evaluate
         self._interpreter = Interpreter(
             plan, self._breaks, function_name, list(flat_args)
         )
@@ -215,6 +217,19 @@ class Stepper(Renderable):
             for name, value in state.values().items():
                 namespace["$" + name] = value
         return namespace
+
+    def evaluate(self, expression: str) -> Any:
+        """Evaluate a Python expression over ``namespace()`` (and ``jnp``, ``np``)
+        where the stepper is paused: ``s.evaluate("logits.argmax(-1)")``; ``$a``
+        is the jaxpr's variable ``a``. Its exceptions propagate."""
+        import jax.numpy as jnp
+
+        values = self.namespace()
+        jaxpr = {k[1:]: v for k, v in values.items() if k.startswith("$")}
+        user = {k: v for k, v in values.items() if not k.startswith("$")}
+        scope = {"jnp": jnp, "np": np, **user, _JAXPR: jaxpr}
+        code = _JAXPR_NAME.sub(rf"{_JAXPR}['\1']", expression)
+        return eval(compile(code, "<jaxstep>", "eval"), scope)
 
     # ------------------------------------------------------------ the user's frames
 
@@ -389,14 +404,19 @@ class Stepper(Renderable):
         inf: bool = False,
         line: Any = None,
         primitive: str | Sequence[str] | None = None,
+        condition: str | None = None,
     ) -> Stepper:
         """Add breakpoints; returns the stepper, so ``js.step(f)(x).break_on(nan=True).run()``.
 
         ``nan``/``inf`` stop right after the equation that produced one (``current`` is
         that equation). ``line`` (a number, ``"file:line"``, a ``SourceLoc`` or a list
-        of them) stops before the first equation of that line; ``primitive`` before
-        each equation of that primitive. Unknown lines and primitives raise
-        ``BreakpointError`` naming the ones the program has.
+        of them) stops before the first equation of each run of that line (once
+        each time the line runs: the jits a library calls on it run through), and
+        only where ``condition`` (a Python expression over the user's names, as
+        ``"loss > 3"``) holds; a condition that raises stops, and ``condition_error``
+        says why. ``primitive`` stops before each equation of that primitive.
+        Unknown lines and primitives raise ``BreakpointError`` naming the ones the
+        program has.
         """
         for name, value in (("nan", nan), ("inf", inf)):
             check_flag(
@@ -415,8 +435,16 @@ class Stepper(Renderable):
                 f"them, got {short_repr(primitive, 40)}; write e.g. "
                 "stepper.break_on(primitive='dot_general')"
             )
-        self._breaks.add(nan=nan, inf=inf, line=line, primitive=primitive)
+        self._breaks.add(
+            nan=nan, inf=inf, line=line, primitive=primitive, condition=condition
+        )
         return self
+
+    @property
+    def condition_error(self) -> str | None:
+        """Why the breakpoint's condition could not be evaluated where the stepper
+        stopped (it stops then, as pdb does); None otherwise."""
+        return self._breaks.condition_error if self.reason == "breakpoint" else None
 
     def clear_breakpoints(self, line: Any = None) -> None:
         """Remove the breakpoint at ``line`` (all breakpoints when None)."""
@@ -518,6 +546,11 @@ class Stepper(Renderable):
         )
         prim = cur.primitive if cur is not None else "?"
         return printable(f"<Stepper of {self.function_name}: paused at {prim}{where}>")
+
+
+_JAXPR = "__jaxpr__"
+#: ``$a``: the jaxpr's variable ``a`` (as pdb's ``$`` convenience variables)
+_JAXPR_NAME = re.compile(r"\$([A-Za-z_]\w*)")
 
 
 def _arg_names(plan: Plan) -> dict[str, str]:

@@ -104,3 +104,65 @@ def test_up_and_down_move_between_the_users_frames(mlp, batch, fake_io):
     assert "*** already in the outermost frame of the program" in out
     assert "*** already in the innermost frame" in out
     assert "Traceback" not in out
+
+
+def test_a_line_breakpoint_stops_once_each_time_the_line_runs(mlp, batch, fake_io):
+    params, x, y = batch
+    s = js.step(mlp.sgd_step)(params, x, y, 0.1)
+    stdin, stdout = fake_io([f"b {LOSS_LINE}", "c", "p logits.shape", "c"])
+    StepperPrompt(s, stdin, stdout).run()
+    out = stdout.getvalue()
+    # optax's nested jits on the line (take_along_axis, _take, _where) run through
+    assert out.count(f"optax_mlp.py:{LOSS_LINE} in loss_fn  [") == 1
+    assert "(jaxstep) p logits.shape\n(64, 10)\n" in out
+    assert "program finished (sgd_step)" in out
+
+
+def test_until_a_line_stops_at_its_next_run_not_inside_it(mlp, batch):
+    params, x, y = batch
+    s = js.step(mlp.sgd_step)(params, x, y, 0.1)
+    s.run(until=f"optax_mlp.py:{LOSS_LINE}")
+    first = s.current.path
+    s.next()
+    s.run(until=f"optax_mlp.py:{LOSS_LINE}")
+    assert s.done  # one run of the line in the program (its backward pass joins it)
+    assert len(first) == 1
+
+
+def test_a_conditional_breakpoint_stops_only_where_its_condition_holds(
+    mlp, batch, fake_io
+):
+    params, x, y = batch
+    commands = [
+        f"b {UPDATE_LINE}, loss > 100",
+        f"b {LOSS_LINE}, logits.shape[0] == 64",
+        "b",
+        "c",
+        "c",
+    ]
+    s = js.step(mlp.sgd_step)(params, x, y, 0.1)
+    stdin, stdout = fake_io(commands)
+    StepperPrompt(s, stdin, stdout).run()
+    out = stdout.getvalue()
+    assert f"breakpoint set: {UPDATE_LINE} if loss > 100" in out
+    assert f"line {UPDATE_LINE} if loss > 100" in out
+    assert out.count(f"optax_mlp.py:{LOSS_LINE} in loss_fn  [") == 1
+    assert f"optax_mlp.py:{UPDATE_LINE}" not in out.split("(jaxstep) b\n")[1]
+    assert "program finished (sgd_step)" in out
+    s = js.step(mlp.sgd_step)(params, x, y, 0.1)
+    s.break_on(line=UPDATE_LINE, condition="loss < 100").run()
+    assert s.reason == "breakpoint" and s.current.source.line == UPDATE_LINE
+
+
+def test_a_condition_that_fails_stops_and_says_why(mlp, batch, fake_io):
+    params, x, y = batch
+    s = js.step(mlp.sgd_step)(params, x, y, 0.1)
+    stdin, stdout = fake_io([f"b {LOSS_LINE}, nope > 1", "b 3, (", "c"])
+    StepperPrompt(s, stdin, stdout).run()
+    out = stdout.getvalue()
+    assert "*** break_on(condition=...): '(' is not a Python expression" in out
+    assert (
+        "*** the condition nope > 1 raised NameError: name 'nope' is not defined; "
+        "stopped here" in out
+    )
+    assert s.current.source.line == LOSS_LINE
