@@ -94,7 +94,11 @@ class Stepper(Renderable):
         defined_at: SourceLoc | None = None,
         input_names: Sequence[str] = (),
         locals_log: LocalsLog | None = None,
+        outputs: Callable[[Any], tuple[Any, tuple[str, ...]]] | None = None,
     ) -> None:
+        self._outputs = outputs
+        #: the library state (``model.bn.mean``) the real call would write back
+        self.state_updates: tuple[str, ...] = ()
         self.function_name = function_name
         self._locals = locals_log if locals_log is not None else LocalsLog()
         #: which user frame names are read in (``up``/``down``): 0 is the innermost
@@ -530,6 +534,10 @@ class Stepper(Renderable):
             self._result = jax.tree_util.tree_unflatten(
                 self._out_tree, self._interpreter.outputs
             )
+            if self._outputs is not None:
+                # what the library's wrapper returns (nnx.jit, eqx.filter_jit)
+                self._result, self.state_updates = self._outputs(self._result)
+                self._outputs = None
         elif outcome == "after":
             self._after = True
             self.finding = self._interpreter.finding
@@ -670,6 +678,7 @@ def _stepper_of(
         defined_at=loc_of_function(fun),
         input_names=staged.input_names,
         locals_log=locals_log,
+        outputs=staged.outputs,
     )
 
 
