@@ -177,3 +177,13 @@ def value_of(binding: Binding, read: Callable[[Any], Any]) -> Any:
         for atom, const in zip(binding.atoms, binding.consts, strict=True)
     ]
     return jax.tree_util.tree_unflatten(binding.treedef, leaves)  # pyright: ignore[reportUnknownMemberType]
+
+
+def leaf_names(name: str, binding: Binding) -> list[str]:
+    """The user's name of each leaf: ``grads[0]['b']``; ``name`` for a bare array."""
+    n = len(binding.atoms)
+    if n == 1 and binding.treedef.num_nodes == 1:
+        return [name]
+    skeleton = jax.tree_util.tree_unflatten(binding.treedef, list(range(n)))  # pyright: ignore[reportUnknownMemberType]
+    paths = jax.tree_util.tree_flatten_with_path(skeleton)[0]  # pyright: ignore
+    return [name + jax.tree_util.keystr(path) for path, _ in paths]  # pyright: ignore

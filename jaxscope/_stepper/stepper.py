@@ -41,7 +41,14 @@ from jaxscope._source import is_library_file, loc_from_raw, loc_of_function
 from jaxscope._staging import Staged, stage, staged, static_args
 from jaxscope._stepper.breakpoints import Breakpoints, Target, until_target
 from jaxscope._stepper.interpreter import FrameState, Interpreter
-from jaxscope._stepper.locals import LocalsLog, latest, record_locals, value_of
+from jaxscope._stepper.locals import (
+    Binding,
+    LocalsLog,
+    latest,
+    leaf_names,
+    record_locals,
+    value_of,
+)
 from jaxscope._stepper.names import add_path, alias, user_names_of
 from jaxscope._stepper.plan import Node, Plan, Program, arg_names
 from jaxscope._stepper.source import SourceReader
@@ -297,7 +304,9 @@ class Stepper(Renderable):
         self._frame_offset -= 1
         return self
 
-    def _traced_names(self) -> dict[str, Any]:
+    def _traced_bindings(self) -> dict[str, Binding]:
+        """The user's variables where the stepper is paused, from the snapshots of
+        the selected frame and the frames that called it (the inner ones win)."""
         frames = self._named_frames()[self._frame_offset :]
         if not frames:
             return {}
@@ -307,29 +316,33 @@ class Stepper(Renderable):
         def ran(var: Any) -> bool:
             return any(var in state.env for state in stack)
 
-        def read(atom: Any) -> Any:
-            if _cj.is_literal(atom):
-                return _cj.literal_value(atom)
-            for state in reversed(stack):
-                if atom in state.env:
-                    return state.env[atom]
-            raise KeyError(atom)
-
         def exists(var: Any) -> bool:
             return id(var) in names
 
-        out: dict[str, Any] = {}
-        for raw in reversed(frames):  # outer first: the inner frame's names win
+        out: dict[str, Binding] = {}
+        for raw in reversed(frames):
             snapshot = latest(
                 self._locals.frames[(raw.file, raw.function)], ran, exists
             )
-            if snapshot is None:
-                continue
-            for name, binding in snapshot.names.items():
-                try:
-                    out[name] = value_of(binding, read)
-                except (KeyError, ValueError, TypeError):
-                    out.pop(name, None)
+            if snapshot is not None:
+                out.update(snapshot.names)
+        return out
+
+    def _read(self, atom: Any) -> Any:
+        if _cj.is_literal(atom):
+            return _cj.literal_value(atom)
+        for state in reversed(self._interpreter.stack):
+            if atom in state.env:
+                return state.env[atom]
+        raise KeyError(atom)
+
+    def _traced_names(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, binding in self._traced_bindings().items():
+            try:
+                out[name] = value_of(binding, self._read)
+            except (KeyError, ValueError, TypeError):
+                continue  # a leaf with no value now (its equation has not run)
         return out
 
     @property
@@ -362,6 +375,14 @@ class Stepper(Renderable):
             found = users.of(var)
             if found:
                 out.setdefault(plan.name(var), found[0])
+        # the names the traced Python gave, the outer frames' first: a value the
+        # inner frame names (a lambda's g) is shown by that name
+        for name, binding in self._traced_bindings().items():
+            for atom, leaf in zip(
+                binding.atoms, leaf_names(name, binding), strict=True
+            ):
+                if atom is not None and not _cj.is_literal(atom) and atom in frame.env:
+                    out[plan.name(atom)] = leaf
         return out
 
     def summaries(self) -> list[ValueSummary]:

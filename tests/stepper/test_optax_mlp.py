@@ -166,3 +166,16 @@ def test_a_condition_that_fails_stops_and_says_why(mlp, batch, fake_io):
         "stopped here" in out
     )
     assert s.current.source.line == LOSS_LINE
+
+
+def test_the_values_table_names_values_as_the_source_binds_them(mlp, batch):
+    params, x, y = batch
+    s = js.step(mlp.sgd_step)(params, x, y, 0.1)
+    s.run(until=f"optax_mlp.py:{UPDATE_LINE}")
+    labels = {v.user_name for v in s.summaries()}
+    # the lambda's first call: its g is grads[0]['b'], its p params[0]['b']
+    assert {"loss", "grads[1]['w']", "grads[0]['w']", "g", "p", "x", "y"} <= labels
+    s = js.step(mlp.sgd_step)(params, x, y, 0.1)
+    s.run(until=f"optax_mlp.py:{RETURN_LINE}")
+    hidden = [v for v in s.summaries() if v.user_name == "x" and v.shape == (64, 32)]
+    assert hidden  # the relu's result: predict's x after x = jax.nn.relu(...)
