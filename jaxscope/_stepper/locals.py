@@ -66,6 +66,9 @@ class LocalsLog:
 
     frames: dict[tuple[str, str], list[Snapshot]] = field(default_factory=lambda: {})
     count: int = 0
+    #: ``{id(value): (value, its binding)}`` while tracing: a local unchanged since
+    #: the last line is not flattened again (the value is held so its id stays its)
+    seen: dict[int, tuple[Any, Binding | None]] = field(default_factory=lambda: {})
 
     def add(self, key: tuple[str, str], snapshot: Snapshot) -> None:
         self.frames.setdefault(key, []).append(snapshot)
@@ -107,12 +110,17 @@ def _snapshot(log: LocalsLog, frame: FrameType, event: str) -> None:
     for name, value in frame.f_locals.items():
         if name.startswith("__") or isinstance(value, _SKIPPED):
             continue
-        binding = _binding(value)
+        known = log.seen.get(id(value))
+        if known is not None and known[0] is value:
+            binding = known[1]
+        else:
+            binding = _binding(value)
+            log.seen[id(value)] = (value, binding)
         if binding is not None:
             names[name] = binding
     code = frame.f_code
     key = (code.co_filename, getattr(code, "co_qualname", code.co_name))
-    log.add(key, Snapshot(log.count, frame.f_lineno, event, _cs.trace_epoch(), names))
+    log.add(key, Snapshot(log.count, frame.f_lineno, event, _cs.trace_epoch(2), names))
 
 
 @contextmanager
@@ -142,6 +150,7 @@ def record_locals(log: LocalsLog) -> Iterator[LocalsLog]:
         yield log
     finally:
         sys.settrace(None)
+        log.seen.clear()  # the tracers: nothing of the trace is kept
 
 
 def is_defined(atom: Any, env: Callable[[Any], bool]) -> bool:
