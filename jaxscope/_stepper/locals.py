@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-import threading
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -130,7 +129,7 @@ def record_locals(log: LocalsLog) -> Iterator[LocalsLog]:
     if sys.gettrace() is not None:
         yield log
         return
-    thread = threading.get_ident()
+    records: dict[CodeType, bool] = {}
 
     def local(frame: FrameType, event: str, arg: Any) -> Callable[..., Any] | None:
         if event in ("line", "return"):
@@ -140,10 +139,13 @@ def record_locals(log: LocalsLog) -> Iterator[LocalsLog]:
         return local
 
     def on_call(frame: FrameType, event: str, arg: Any) -> Callable[..., Any] | None:
+        # called at every Python call while tracing (sys.settrace is per thread):
+        # one dict look-up decides
         code: CodeType = frame.f_code
-        if threading.get_ident() != thread or not _records(code.co_filename):
-            return None
-        return local
+        wanted = records.get(code)
+        if wanted is None:
+            wanted = records[code] = _records(code.co_filename)
+        return local if wanted else None
 
     sys.settrace(on_call)
     try:

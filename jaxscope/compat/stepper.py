@@ -115,14 +115,10 @@ def traced_atom(value: Any) -> Any:
     Relies on: ``DynamicJaxprTracer.val`` (the ``Var``) and ``JVPTracer.primal`` /
     ``LinearizeTracer.primal``. Checked on jax 0.10.2; None where absent.
     """
-    pe = private("jax._src.interpreters.partial_eval", "compat.stepper.traced_atom")
-    tracer_type = getattr(pe, "DynamicJaxprTracer", None)
-    if tracer_type is None:
-        return None
     for _ in range(8):
-        if isinstance(value, tracer_type):
-            return getattr(value, "val", None)
         kind = type(value).__name__
+        if kind == "DynamicJaxprTracer":
+            return getattr(value, "val", None)
         if kind in ("JVPTracer", "LinearizeTracer") and hasattr(value, "primal"):
             value = value.primal
             continue
@@ -139,8 +135,7 @@ def trace_epoch(count: int = 4) -> tuple[Any, ...]:
     (equations or weak references to them, each with ``outvars``). Checked on jax
     0.10.2; an empty tuple where absent.
     """
-    core = private("jax._src.core", "compat.stepper.trace_epoch")
-    trace = getattr(getattr(core, "trace_ctx", None), "trace", None)
+    trace = getattr(getattr(_core, "trace_ctx", None), "trace", None)
     for _ in range(16):
         if trace is None or type(trace).__name__ == "DynamicJaxprTrace":
             break
