@@ -287,6 +287,12 @@ class Staged:
     input_names: tuple[str, ...] = ()
     """The user's name of each of the jaxpr's inputs (``params['w']``,
     ``model.linear1.kernel``, ``x (keyword)``), where they could be read."""
+    outputs: Callable[[Any], tuple[Any, tuple[str, ...]]] | None = None
+    """Makes what the call returns from the jaxpr's outputs (as ``out_tree``
+    unflattens them), where the two differ, with the state the call would write
+    back into its arguments (``("model.bn.mean", ...)``): ``eqx.filter_jit`` puts
+    back the non-array leaves it kept out of the trace, ``nnx.jit`` merges its
+    graph states (into copies)."""
 
 
 def trace(
@@ -329,9 +335,12 @@ def stage(
 ) -> Staged:
     """``trace``, also returning the values the staged function was traced with.
 
-    ``fresh``: a ``jax.jit`` or ``nnx.jit`` wrapper is traced anew, as a new wrapper
-    of the function it wraps (its statics kept), so JAX's trace caches are neither
-    read nor filled for the user's own wrapper: a cold trace.
+    ``fresh``: a cold trace that runs the user's Python: a ``jax.jit`` wrapper's
+    function is traced again (with its statics) rather than through its own
+    ``.trace``, which may reuse a cached trace, and an ``nnx.jit`` wrapper is traced
+    as a new wrapper of its function; JAX's caches for the user's own wrapper are
+    neither read nor filled (compile profiles time the trace; the stepper reads the
+    user's locals as it runs).
     """
     if fresh:
         fn = _clib.fresh_nnx_jit(fn) if _clib.is_nnx_jit(fn) else fn
@@ -356,6 +365,9 @@ def _stage(
     try:
         if not nums and not names and _clib.is_equinox_filter_jit(fn):
             return _stage_equinox(fn, args, kwargs)
+        if not nums and not names and _clib.is_equinox_filtered_transform(fn):
+            # eqx.filter_value_and_grad & co. filter themselves: trace the wrapper
+            return _stage_equinox(fn, args, kwargs, call=fn)
         if not nums and not names and _clib.is_equinox_filter_pmap(fn):
             # the wrapper itself is staged: it maps the arrays over the devices
             return _stage_equinox(fn, args, kwargs, call=fn)
@@ -367,7 +379,7 @@ def _stage(
             user = _dynamic_part(args, kwargs, own_nums, own_names)
             positions = _positions(len(args), own_nums)
             names = _nnx_input_names(fn, positions, *user, inputs)
-            return Staged(traced, inputs, names)
+            return Staged(traced, inputs, names, _nnx_outputs(fn, args, kwargs))
     except InvalidCallError:
         raise
     except Exception as exc:
@@ -381,7 +393,8 @@ def _stage(
     try:
         own_trace = getattr(fn, "trace", None)
         wrapped = getattr(fn, "__wrapped__", None)
-        if own_trace is not None and not nums and not names and not fresh:
+        refresh = fresh and callable(wrapped)
+        if own_trace is not None and not nums and not names and not refresh:
             traced = _clib.jax_stage(own_trace(*args, **kwargs))
         else:
             target = fn if own_trace is not None else _fresh(fn)
@@ -524,6 +537,24 @@ def _nnx_input_names(
     return tuple(names) if len(names) == expected else ()
 
 
+def _nnx_outputs(
+    fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Callable[[Any], tuple[Any, tuple[str, ...]]]:
+    """``Staged.outputs`` of an ``nnx.jit`` call: its return value and the
+    ``param.path`` of each Variable it would update."""
+    params = param_names(fn)
+
+    def outputs(pure: Any) -> tuple[Any, tuple[str, ...]]:
+        out, updated = _clib.nnx_call_output(fn, args, kwargs, pure)
+        named = tuple(
+            f"{params[i] if i < len(params) else f'args[{i}]'}.{path}"
+            for i, path in updated
+        )
+        return out, named
+
+    return outputs
+
+
 def _dynamic_part(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
@@ -550,16 +581,28 @@ def _stage_equinox(
     user_fn = unwrap(fn)
     target = user_fn if call is None else call
     dynamic, static = eqx.partition((args, kwargs), eqx.is_array)
+    static_out: list[Any] = []
 
     @functools.wraps(user_fn)
     def with_static(dynamic: Any) -> Any:
         call_args, call_kwargs = eqx.combine(dynamic, static)
-        return eqx.filter(target(*call_args, **call_kwargs), eqx.is_array)
+        out_dynamic, out_static = eqx.partition(
+            target(*call_args, **call_kwargs), eqx.is_array
+        )
+        static_out[:] = [out_static]
+        return out_dynamic
 
     traced = jax.jit(with_static).trace(dynamic)
     dynamic_args, dynamic_kwargs = dynamic
     names = _input_names(fn, range(len(args)), (dynamic_args, dynamic_kwargs))
-    return Staged(traced, dynamic, names)
+
+    def outputs(out_dynamic: Any) -> tuple[Any, tuple[str, ...]]:
+        # what the wrapper returns: the traced arrays with the rest put back
+        if not static_out:
+            return out_dynamic, ()
+        return eqx.combine(out_dynamic, static_out[0]), ()
+
+    return Staged(traced, dynamic, names, outputs)
 
 
 def _fresh(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -61,9 +61,15 @@ class Breakpoints:
     def __init__(self, program: Program) -> None:
         self.program = program
         self.lines: set[tuple[str | None, int]] = set()
+        #: a line breakpoint's condition (a Python expression over the user's names)
+        self.conditions: dict[tuple[str | None, int], str] = {}
         self.primitives: set[str] = set()
         self.nan = False
         self.inf = False
+        #: evaluates a condition where the stepper is paused (set by the stepper)
+        self.evaluate: Callable[[str], Any] | None = None
+        #: why the last condition could not be evaluated (the stop says so)
+        self.condition_error: str | None = None
 
     def add(
         self,
@@ -71,8 +77,16 @@ class Breakpoints:
         inf: bool = False,
         line: Any = None,
         primitive: str | Sequence[str] | None = None,
+        condition: str | None = None,
     ) -> None:
         """Add breakpoints (see ``Stepper.break_on``)."""
+        if condition is not None:
+            condition = checked_condition(condition)
+            if line is None:
+                raise BreakpointError(
+                    "break_on(condition=...) goes with a line: write e.g. "
+                    "break_on(line=42, condition='loss > 3')"
+                )
         if nan:
             self.nan = True
         if inf:
@@ -80,9 +94,12 @@ class Breakpoints:
         if line is not None:
             specs = line if isinstance(line, (list, tuple, set)) else [line]
             for spec in specs:
-                self.lines.add(
-                    checked_line(self.program.eqns, spec, "break_on(line=...)")
-                )
+                key = checked_line(self.program.eqns, spec, "break_on(line=...)")
+                self.lines.add(key)
+                if condition is None:
+                    self.conditions.pop(key, None)
+                else:
+                    self.conditions[key] = condition
         if primitive is not None:
             prims = [primitive] if isinstance(primitive, str) else list(primitive)
             for prim in prims:
@@ -96,16 +113,20 @@ class Breakpoints:
         """Remove the breakpoint at ``line`` (all breakpoints when None)."""
         if line is None:
             self.lines.clear()
+            self.conditions.clear()
             self.primitives.clear()
             self.nan = self.inf = False
             return
-        self.lines.discard(parse_location(line, "clear_breakpoints(line=...)"))
+        key = parse_location(line, "clear_breakpoints(line=...)")
+        self.lines.discard(key)
+        self.conditions.pop(key, None)
 
     def toggle(self, line: Any) -> bool:
         """Set the line breakpoint if absent, else remove it; returns whether it is set."""
         key = checked_line(self.program.eqns, line, "toggle_breakpoint(line=...)")
         if key in self.lines:
             self.lines.discard(key)
+            self.conditions.pop(key, None)
             return False
         self.lines.add(key)
         return True
@@ -116,6 +137,10 @@ class Breakpoints:
             "lines": sorted(
                 (f"{f}:{n}" if f is not None else str(n)) for f, n in self.lines
             ),
+            "conditions": {
+                (f"{f}:{n}" if f is not None else str(n)): condition
+                for (f, n), condition in self.conditions.items()
+            },
             "primitives": sorted(self.primitives),
             "nan": self.nan,
             "inf": self.inf,
@@ -125,7 +150,46 @@ class Breakpoints:
         """Whether a line or primitive breakpoint is set on ``node``."""
         if node.primitive in self.primitives:
             return True
-        return any(starts_line(node, file, line) for file, line in self.lines)
+        for file, line in self.lines:
+            if starts_line(node, file, line):
+                condition = self.conditions.get((file, line))
+                if condition is None or self._holds(condition):
+                    return True
+        return False
+
+    def _holds(self, condition: str) -> bool:
+        """Whether ``condition`` holds here; True (a stop) when it cannot be
+        evaluated, as pdb does, with ``condition_error`` saying why."""
+        self.condition_error = None
+        if self.evaluate is None:
+            return True
+        try:
+            return bool(self.evaluate(condition))
+        except Exception as exc:
+            text = str(exc).strip().splitlines()
+            self.condition_error = (
+                f"the condition {condition} raised {type(exc).__name__}: "
+                f"{text[0] if text else ''}; stopped here"
+            )
+            return True
+
+
+def checked_condition(condition: Any) -> str:
+    """``condition`` stripped, which must be one Python expression."""
+    if not isinstance(condition, str) or not condition.strip():
+        raise BreakpointError(
+            f"break_on(condition=...) must be a Python expression as a string, got "
+            f"{condition!r}; write e.g. condition='loss > 3'"
+        )
+    text = condition.strip()
+    try:
+        compile(text, "<condition>", "eval")
+    except SyntaxError:
+        raise BreakpointError(
+            f"break_on(condition=...): {text!r} is not a Python expression; write "
+            "e.g. condition='loss > 3'"
+        ) from None
+    return text
 
 
 def until_target(

@@ -12,8 +12,11 @@ every level pauses.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Callable, Generator, Sequence
+import signal
+import threading
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -123,6 +126,35 @@ class Interpreter:
         self.finding: NanFinding | None = None
         self.outputs: list[Any] = []
         self._events = self._main(label, flat_args)
+        #: a Ctrl-C arrived between equations: pause before the next one
+        self._interrupted = False
+        #: an equation is running: a Ctrl-C interrupts it at once
+        self._binding = False
+
+    @contextlib.contextmanager
+    def _interrupts(self) -> Iterator[None]:
+        """While the run goes on, a Ctrl-C between equations marks the run to pause
+        at the next one (so the loop iteration and frame it reached are kept);
+        during an equation it interrupts it. Only where Python's own handler is
+        set, in the main thread; the handler is restored on every exit."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is not signal.default_int_handler:
+            yield
+            return
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            if self._binding:
+                raise KeyboardInterrupt
+            self._interrupted = True
+
+        signal.signal(signal.SIGINT, on_sigint)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     @property
     def alive(self) -> bool:
@@ -132,13 +164,19 @@ class Interpreter:
     def advance(self, stop: Target) -> str:
         """Run to where ``stop`` holds (``"stop"``), a breakpoint (``"breakpoint"``),
         a watched NaN/Inf (``"after"``) or the end (``"done"``); ``StepError`` when an
-        equation (or the interpreter) fails."""
+        equation (or the interpreter) fails.
+
+        A Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` paused before the next
+        equation of the innermost frame (inside the loop iteration it reached), or
+        before the equation it interrupted (which runs again on resume)."""
         stack, breaks = self.stack, self.breaks
-        with young_collections_only() as collect:
+        self._interrupted = False
+        with young_collections_only() as collect, self._interrupts():
             for count, event in enumerate(self._events):
                 if event == BREAK_AFTER:
                     return "after"
-                if event == INTERRUPTED:
+                if event == INTERRUPTED or self._interrupted:
+                    self._interrupted = False
                     raise KeyboardInterrupt
                 if count % _COLLECT_EVERY == _COLLECT_EVERY - 1:
                     collect()
@@ -189,7 +227,11 @@ class Interpreter:
                         if rule is not None:
                             outs = yield from _enter(self, rule, node, invals)
                         if outs is None:
-                            outs = _bind(node, invals)
+                            self._binding = True
+                            try:
+                                outs = _bind(node, invals)
+                            finally:
+                                self._binding = False
                             if self.breaks.nan or self.breaks.inf:
                                 finding = _finding(node, invals, outs, self.breaks)
                         break

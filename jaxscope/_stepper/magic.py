@@ -32,9 +32,12 @@ _HELP = """commands (pdb style):
   f(inish)          run to the end of the current nested jaxpr
   c(ontinue)        run to the next breakpoint or the end
   u(ntil) TARGET    run until a line, file:line or primitive
-  b(reak) [ARG]     list breakpoints, or break at LINE, file:LINE, a primitive, nan, inf
+  b(reak) [ARG]     list breakpoints, or break at LINE, file:LINE, a primitive, nan, inf;
+                    LINE, COND breaks only where COND holds (b 42, loss > 3)
   cl(ear) [LINE]    clear one line breakpoint, or all breakpoints
-  p EXPR            print a variable (or an expression over the frame's variables)
+  p EXPR            print a variable (or an expression over your variables; $a is
+                    the jaxpr's variable a)
+  up / d(own)       read names in the calling / called frame of your code
   v(ars)            the current frame's values: aval, min, max, mean, NaN count
   l(ist)            source around the current equation
   w(here)           the stack of nested jaxprs (loop iterations included)
@@ -59,6 +62,7 @@ _ALIASES = {
     "q": "quit",
     "exit": "quit",
     "h": "help",
+    "d": "down",
 }
 
 
@@ -143,6 +147,8 @@ class StepperPrompt(_Prompt):
         except JaxscopeError as exc:
             self._say(f"*** {exc}")
             return
+        if self.stepper.condition_error is not None:
+            self._say(f"*** {self.stepper.condition_error}")
         self._say(location_text(self.stepper))
 
     # ---------------------------------------------------------------- commands
@@ -173,7 +179,23 @@ class StepperPrompt(_Prompt):
         self._say(_clear(self.stepper, arg.strip()))
 
     def do_p(self, arg: str) -> None:
-        self._say(_print(self.stepper.namespace(), arg.strip()))
+        self._say(_print(self.stepper, arg.strip()))
+
+    def do_up(self, arg: str) -> None:
+        self._frame(self.stepper.up)
+
+    def do_down(self, arg: str) -> None:
+        self._frame(self.stepper.down)
+
+    def _frame(self, move: Any) -> None:
+        from jaxscope._stepper.render import frame_text
+
+        try:
+            move()
+        except JaxscopeError as exc:
+            self._say(f"*** {exc}")
+            return
+        self._say(frame_text(self.stepper))
 
     def do_vars(self, arg: str) -> None:
         from jaxscope._stepper.render import values_text
@@ -206,7 +228,11 @@ def _break(stepper: Stepper, arg: str) -> str:
     """``b``: list the breakpoints, or set one (a line, nan, inf or a primitive)."""
     if not arg:
         bps = stepper.breakpoints
-        parts = [f"line {b}" for b in bps["lines"]]
+        conditions = bps["conditions"]
+        parts = [
+            f"line {b} if {conditions[b]}" if b in conditions else f"line {b}"
+            for b in bps["lines"]
+        ]
         parts += [f"primitive {p}" for p in bps["primitives"]]
         parts += [k for k in ("nan", "inf") if bps[k]]
         return "breakpoints: " + (", ".join(parts) if parts else "none")
@@ -217,13 +243,21 @@ def _break(stepper: Stepper, arg: str) -> str:
             _break_at(stepper, arg)
     except JaxscopeError as exc:
         return f"*** {exc}"
-    return f"breakpoint set: {arg}"
+    where, _, condition = arg.partition(",")
+    shown = f"{where.strip()} if {condition.strip()}" if condition.strip() else arg
+    return f"breakpoint set: {shown}"
 
 
 def _break_at(stepper: Stepper, spec: str) -> None:
-    """Break at ``spec``: a line (``12``, ``file:12``) or else a primitive."""
-    if spec.isdigit() or ":" in spec:
-        stepper.break_on(line=int(spec) if spec.isdigit() else spec)
+    """Break at ``spec``: a line (``12``, ``file:12``), with a condition after a
+    comma as pdb writes it (``12, loss > 3``), or else a primitive."""
+    where, comma, condition = spec.partition(",")
+    where = where.strip()
+    if where.isdigit() or ":" in where:
+        stepper.break_on(
+            line=int(where) if where.isdigit() else where,
+            condition=condition if comma else None,
+        )
     else:
         stepper.break_on(primitive=spec)
 
@@ -237,23 +271,21 @@ def _clear(stepper: Stepper, arg: str) -> str:
     return f"cleared {'breakpoint ' + arg if arg else 'all breakpoints'}"
 
 
-def _print(values: dict[str, Any], expr: str) -> str:
-    """``p``: a variable, or an expression over the frame's variables (and jnp, np);
-    ``values`` holds them by the jaxpr's and the user's names."""
+def _print(stepper: Stepper, expr: str) -> str:
+    """``p``: a variable, or an expression over the user's variables (and jnp, np;
+    ``$a`` for the jaxpr's ``a``)."""
+    values = stepper.namespace()
     if not expr:
         return "*** p needs a variable name or an expression"
     if expr in values:
         return f"{expr} = {safe_repr(values[expr])}"
-    import jax.numpy as jnp
-    import numpy as np
-
-    namespace = {"jnp": jnp, "np": np, **values}
     try:
-        result = eval(compile(expr, "<jaxstep>", "eval"), namespace)
+        result = stepper.evaluate(expr)
     except Exception as exc:
-        known = ", ".join(values) or "none yet"
+        known = ", ".join(k for k in values if k.isidentifier()) or "none yet"
         return (
-            f"*** {type(exc).__name__}: {exception_text(exc)} (variables here: {known})"
+            f"*** {type(exc).__name__}: {exception_text(exc)} (your variables here: "
+            f"{known}; the jaxpr's with a $, as $a)"
         )
     return safe_repr(result)
 

@@ -177,13 +177,27 @@ class Node:
 
     @property
     def line_start(self) -> bool:
+        """Whether this equation starts a run of its source line: the equation
+        before it (or, first in a nested jaxpr, the equation holding it) is on
+        another line. A library's jit on the line is part of the line's run; each
+        iteration of a loop whose body is the user's function (a lambda on the
+        line too) is a run of its own."""
         if self._line_start is None:
             source = self.info.source
-            previous = (
-                self.plan.nodes[self.index - 1].info.source if self.index else None
-            )
+            call = self.plan.call
+            if self.index:
+                previous = self.plan.nodes[self.index - 1].info.source
+            else:
+                previous = call.info.source if call is not None else None
             self._line_start = source is not None and (
-                previous is None or previous.key != source.key
+                previous is None
+                or previous.key != source.key
+                or (
+                    not self.index
+                    and call is not None
+                    and call.primitive in _LOOPS
+                    and _runs_own_function(self, call)
+                )
             )
         return self._line_start
 
@@ -199,6 +213,23 @@ class Node:
             raw = _csource.innermost_user_frame(_csource.eqn_traceback(self.eqn))
             self._raw_file = raw.file if raw is not None else ""
         return self._raw_file or None
+
+
+_LOOPS = frozenset(("scan", "while"))
+
+
+def _innermost_frame(node: Node) -> _csource.RawFrame | None:
+    frames = _csource.frames_of(_csource.eqn_traceback(node.eqn))
+    return frames[0] if frames else None
+
+
+def _runs_own_function(node: Node, call: Node) -> bool:
+    """Whether ``node`` (first in a loop body) runs in a function of the user's own
+    other than the one making the loop: the body is the user's, not a library's."""
+    inner, outer = _innermost_frame(node), _innermost_frame(call)
+    if inner is None or _csource.is_library_file(inner.file):
+        return False
+    return outer is None or (inner.file, inner.function) != (outer.file, outer.function)
 
 
 def arg_names(plan: Plan) -> tuple[str, ...]:

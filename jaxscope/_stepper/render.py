@@ -60,12 +60,25 @@ def location_text(stepper: Stepper) -> str:
         )
     else:
         lines.append(f"> {_where(info)}  [{frames_text(stepper.frames)}]")
+    library = stepper.in_library
+    if library is not None:
+        user = stepper.user_frame
+        names = f"; names of {user.function}" if user is not None else ""
+        lines.append(f"  (in library code: {library}{names})")
     src = stepper.source_line()
     if src is not None:
         lines.append(f"    {src.strip()}")
     arrow = "<-" if stepper.stopped_after else "->"
     lines.append(f"  {arrow} {eqn_line(info)}")
     return "\n".join(lines)
+
+
+def frame_text(stepper: Stepper) -> str:
+    """The user's frame whose names ``p`` reads (after ``up`` / ``down``)."""
+    user = stepper.user_frame
+    if user is None:
+        return "no frame of your code is known here"
+    return f"> {short_loc(user)} in {user.function} (p reads this frame's names)"
 
 
 def _short_repr(stepper: Stepper) -> str:

@@ -13,8 +13,10 @@ the end; ``find_nan`` runs to the first equation that makes a NaN or an Inf.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,11 +35,20 @@ from jaxscope._format import qualname, short_dtype, short_repr
 from jaxscope._host import host_array, is_inexact
 from jaxscope._jaxpr.builder import build_model
 from jaxscope._jaxpr.records import JaxprModel
+from jaxscope._paths import short_path
 from jaxscope._records import EqnInfo, SourceLoc
-from jaxscope._source import loc_of_function
+from jaxscope._source import is_library_file, loc_from_raw, loc_of_function
 from jaxscope._staging import Staged, stage, staged, static_args
 from jaxscope._stepper.breakpoints import Breakpoints, Target, until_target
 from jaxscope._stepper.interpreter import FrameState, Interpreter
+from jaxscope._stepper.locals import (
+    Binding,
+    LocalsLog,
+    latest,
+    leaf_names,
+    record_locals,
+    value_of,
+)
 from jaxscope._stepper.names import add_path, alias, user_names_of
 from jaxscope._stepper.plan import Node, Plan, Program, arg_names
 from jaxscope._stepper.source import SourceReader
@@ -49,6 +60,8 @@ from jaxscope._stepper.values import (
     summarize_value,
 )
 from jaxscope.compat import jaxpr as _cj
+from jaxscope.compat import source as _csource
+from jaxscope.compat.source import RawFrame
 
 __all__ = [
     "BreakpointError",
@@ -87,8 +100,16 @@ class Stepper(Renderable):
         function_name: str = "f",
         defined_at: SourceLoc | None = None,
         input_names: Sequence[str] = (),
+        locals_log: LocalsLog | None = None,
+        outputs: Callable[[Any], tuple[Any, tuple[str, ...]]] | None = None,
     ) -> None:
+        self._outputs = outputs
+        #: the library state (``model.bn.mean``) the real call would write back
+        self.state_updates: tuple[str, ...] = ()
         self.function_name = function_name
+        self._locals = locals_log if locals_log is not None else LocalsLog()
+        #: which user frame names are read in (``up``/``down``): 0 is the innermost
+        self._frame_offset = 0
         self.defined_at = defined_at
         self.closed_jaxpr = closed_jaxpr
         jaxpr, consts = _cj.open_jaxpr(closed_jaxpr)
@@ -101,6 +122,7 @@ class Stepper(Renderable):
             )
         self._out_tree = out_tree
         self._breaks = Breakpoints(self._program)
+        self._breaks.evaluate = self.evaluate
         self._interpreter = Interpreter(
             plan, self._breaks, function_name, list(flat_args)
         )
@@ -171,23 +193,157 @@ class Stepper(Renderable):
         return frame.values() if frame is not None else {}
 
     def value(self, name: str) -> Any:
-        """The value of variable ``name`` (the jaxpr's or the user's name) in the
-        current frame (or an enclosing one)."""
+        """The value of ``name``: the user's variable (``logits``, ``params['w']``),
+        or with a ``$`` the jaxpr's (``$a``); a bare jaxpr name is looked up last."""
+        namespace = self.namespace()
+        if name in namespace:
+            return namespace[name]
         for frame in reversed(self._interpreter.stack):
-            namespace = _namespace(frame)
-            if name in namespace:
-                return namespace[name]
-        known = ", ".join(sorted(self.namespace())) or "none yet"
-        raise KeyError(f"no variable {name!r} in the current frame; defined: {known}")
+            found = frame.values()
+            if name in found:
+                return found[name]
+        known = ", ".join(sorted(n for n in namespace if not n.startswith("$")))
+        raise KeyError(
+            f"no variable {name!r} here; the user's names: {known or 'none yet'} "
+            "(the jaxpr's with a $: $a)"
+        )
 
     def namespace(self) -> dict[str, Any]:
-        """The current frame's values by every name they have: the jaxpr's (``a``),
-        the user's (``h``, ``x``) and pytree paths (``params['w']`` evaluates, and
-        so does the alias ``params_w``). Where a name means two values, the user's
-        latest assignment wins."""
+        """The values by the user's names, as pdb would show them in the selected
+        Python frame (the innermost of the user's, or the one ``up``/``down``
+        chose): the locals the source bound on earlier lines (``logits``; ``grads``
+        as the pytree ``jax.value_and_grad`` returned), then those of the frames
+        that called it; arguments' pytree paths (``params['w']``, also
+        ``params_w``). The jaxpr's names are there with a ``$`` (``$a``), never
+        in place of the user's."""
         interpreter = self._interpreter
         frame = interpreter.stack[-1] if interpreter.stack else interpreter.top
-        return _namespace(frame) if frame is not None else {}
+        if frame is None:
+            return {}
+        namespace: dict[str, Any] = {}
+        for state in interpreter.stack or [frame]:
+            namespace.update(_namespace(state))
+        namespace.update(self._traced_names())
+        for state in interpreter.stack or [frame]:
+            for name, value in state.values().items():
+                namespace["$" + name] = value
+        return namespace
+
+    def evaluate(self, expression: str) -> Any:
+        """Evaluate a Python expression over ``namespace()`` (and ``jnp``, ``np``)
+        where the stepper is paused: ``s.evaluate("logits.argmax(-1)")``; ``$a``
+        is the jaxpr's variable ``a``. Its exceptions propagate."""
+        import jax.numpy as jnp
+
+        values = self.namespace()
+        jaxpr = {k[1:]: v for k, v in values.items() if k.startswith("$")}
+        user = {k: v for k, v in values.items() if not k.startswith("$")}
+        scope = {"jnp": jnp, "np": np, **user, _JAXPR: jaxpr}
+        code = _JAXPR_NAME.sub(rf"{_JAXPR}['\1']", expression)
+        return eval(compile(code, "<jaxstep>", "eval"), scope)
+
+    # ------------------------------------------------------------ the user's frames
+
+    def _user_chain(self) -> list[tuple[RawFrame, bool]]:
+        """The Python frames of the paused equation, innermost first: ``(frame,
+        whether an installed library's)``, those of enclosing equations after."""
+        chain: list[tuple[RawFrame, bool]] = []
+        seen: set[tuple[str, str]] = set()
+        for state in reversed(self._interpreter.stack):
+            node = state.node()
+            if node is None:
+                continue
+            for raw in _csource.frames_of(_csource.eqn_traceback(node.eqn)):
+                key = (raw.file, raw.function)
+                if key not in seen:
+                    seen.add(key)
+                    chain.append((raw, is_library_file(raw.file)))
+        return chain
+
+    def _named_frames(self) -> list[RawFrame]:
+        """The user's frames whose locals were read while tracing, innermost first."""
+        known = self._locals.frames
+        return [
+            raw
+            for raw, library in self._user_chain()
+            if not library and (raw.file, raw.function) in known
+        ]
+
+    @property
+    def user_frame(self) -> SourceLoc | None:
+        """The user's Python frame the names are read in (``up``/``down`` move it),
+        as ``file:line in function``; None where none is known."""
+        frames = self._named_frames()
+        if not frames:
+            return None
+        raw = frames[min(self._frame_offset, len(frames) - 1)]
+        return loc_from_raw(raw)
+
+    @property
+    def in_library(self) -> str | None:
+        """The installed library's function the paused equation runs in (``optax
+        ... softmax_cross_entropy_with_integer_labels``), None in the user's code."""
+        chain = self._user_chain()
+        if not chain or not chain[0][1]:
+            return None
+        raw = chain[0][0]
+        return f"{raw.function} ({short_path(raw.file)}:{raw.line})"
+
+    def up(self) -> Stepper:
+        """Read names in the frame that called the selected one (pdb's ``up``)."""
+        frames = self._named_frames()
+        if self._frame_offset + 1 >= len(frames):
+            raise StepError("already in the outermost frame of the program")
+        self._frame_offset += 1
+        return self
+
+    def down(self) -> Stepper:
+        """Read names in the frame the selected one called (pdb's ``down``)."""
+        if self._frame_offset == 0:
+            raise StepError("already in the innermost frame")
+        self._frame_offset -= 1
+        return self
+
+    def _traced_bindings(self) -> dict[str, Binding]:
+        """The user's variables where the stepper is paused, from the snapshots of
+        the selected frame and the frames that called it (the inner ones win)."""
+        frames = self._named_frames()[self._frame_offset :]
+        if not frames:
+            return {}
+        stack = self._interpreter.stack
+        names = self._program.names
+
+        def ran(var: Any) -> bool:
+            return any(var in state.env for state in stack)
+
+        def exists(var: Any) -> bool:
+            return id(var) in names
+
+        out: dict[str, Binding] = {}
+        for raw in reversed(frames):
+            snapshot = latest(
+                self._locals.frames[(raw.file, raw.function)], ran, exists
+            )
+            if snapshot is not None:
+                out.update(snapshot.names)
+        return out
+
+    def _read(self, atom: Any) -> Any:
+        if _cj.is_literal(atom):
+            return _cj.literal_value(atom)
+        for state in reversed(self._interpreter.stack):
+            if atom in state.env:
+                return state.env[atom]
+        raise KeyError(atom)
+
+    def _traced_names(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, binding in self._traced_bindings().items():
+            try:
+                out[name] = value_of(binding, self._read)
+            except (KeyError, ValueError, TypeError):
+                continue  # a leaf with no value now (its equation has not run)
+        return out
 
     @property
     def frames(self) -> list[Frame]:
@@ -219,6 +375,14 @@ class Stepper(Renderable):
             found = users.of(var)
             if found:
                 out.setdefault(plan.name(var), found[0])
+        # the names the traced Python gave, the outer frames' first: a value the
+        # inner frame names (a lambda's g) is shown by that name
+        for name, binding in self._traced_bindings().items():
+            for atom, leaf in zip(
+                binding.atoms, leaf_names(name, binding), strict=True
+            ):
+                if atom is not None and not _cj.is_literal(atom) and atom in frame.env:
+                    out[plan.name(atom)] = leaf
         return out
 
     def summaries(self) -> list[ValueSummary]:
@@ -265,14 +429,19 @@ class Stepper(Renderable):
         inf: bool = False,
         line: Any = None,
         primitive: str | Sequence[str] | None = None,
+        condition: str | None = None,
     ) -> Stepper:
         """Add breakpoints; returns the stepper, so ``js.step(f)(x).break_on(nan=True).run()``.
 
         ``nan``/``inf`` stop right after the equation that produced one (``current`` is
         that equation). ``line`` (a number, ``"file:line"``, a ``SourceLoc`` or a list
-        of them) stops before the first equation of that line; ``primitive`` before
-        each equation of that primitive. Unknown lines and primitives raise
-        ``BreakpointError`` naming the ones the program has.
+        of them) stops before the first equation of each run of that line (once
+        each time the line runs: the jits a library calls on it run through), and
+        only where ``condition`` (a Python expression over the user's names, as
+        ``"loss > 3"``) holds; a condition that raises stops, and ``condition_error``
+        says why. ``primitive`` stops before each equation of that primitive.
+        Unknown lines and primitives raise ``BreakpointError`` naming the ones the
+        program has.
         """
         for name, value in (("nan", nan), ("inf", inf)):
             check_flag(
@@ -291,8 +460,16 @@ class Stepper(Renderable):
                 f"them, got {short_repr(primitive, 40)}; write e.g. "
                 "stepper.break_on(primitive='dot_general')"
             )
-        self._breaks.add(nan=nan, inf=inf, line=line, primitive=primitive)
+        self._breaks.add(
+            nan=nan, inf=inf, line=line, primitive=primitive, condition=condition
+        )
         return self
+
+    @property
+    def condition_error(self) -> str | None:
+        """Why the breakpoint's condition could not be evaluated where the stepper
+        stopped (it stops then, as pdb does); None otherwise."""
+        return self._breaks.condition_error if self.reason == "breakpoint" else None
 
     def clear_breakpoints(self, line: Any = None) -> None:
         """Remove the breakpoint at ``line`` (all breakpoints when None)."""
@@ -352,6 +529,7 @@ class Stepper(Renderable):
 
     def _pull(self, stop: Target, reason: str) -> None:
         """Run until ``stop`` holds before an equation, a breakpoint, or the end."""
+        self._frame_offset = 0
         self._after = False
         self.finding = None
         try:
@@ -377,6 +555,10 @@ class Stepper(Renderable):
             self._result = jax.tree_util.tree_unflatten(
                 self._out_tree, self._interpreter.outputs
             )
+            if self._outputs is not None:
+                # what the library's wrapper returns (nnx.jit, eqx.filter_jit)
+                self._result, self.state_updates = self._outputs(self._result)
+                self._outputs = None
         elif outcome == "after":
             self._after = True
             self.finding = self._interpreter.finding
@@ -395,6 +577,11 @@ class Stepper(Renderable):
         return printable(f"<Stepper of {self.function_name}: paused at {prim}{where}>")
 
 
+_JAXPR = "__jaxpr__"
+#: ``$a``: the jaxpr's variable ``a`` (as pdb's ``$`` convenience variables)
+_JAXPR_NAME = re.compile(r"\$([A-Za-z_]\w*)")
+
+
 def _arg_names(plan: Plan) -> dict[str, str]:
     names = arg_names(plan)
     return {
@@ -405,12 +592,13 @@ def _arg_names(plan: Plan) -> dict[str, str]:
 
 
 def _namespace(frame: FrameState) -> dict[str, Any]:
+    """The frame's values by the names the source assigns (read with ``ast``) and
+    the arguments' pytree paths."""
     plan = frame.plan
     users = user_names_of(plan, frame.pc + 1)
     namespace: dict[str, Any] = {}
     assigned: dict[str, Any] = {}
     for var, val in frame.env.items():
-        namespace[plan.name(var)] = val
         for name in users.of(var):
             assigned[name] = val
     for name, val in assigned.items():
@@ -476,20 +664,32 @@ def _stage(
     kwargs: dict[str, Any],
     statics: Statics,
     api_name: str = "js.step",
+    locals_log: LocalsLog | None = None,
 ) -> tuple[Staged, list[Any]]:
     nums, names = statics
-    staged = stage(
-        fun,
-        args,
-        kwargs,
-        static_argnums=nums,
-        static_argnames=names,
-        api_name=api_name,
-    )
+    with (
+        record_locals(locals_log)
+        if locals_log is not None
+        else contextlib.nullcontext()
+    ):
+        staged = stage(
+            fun,
+            args,
+            kwargs,
+            static_argnums=nums,
+            static_argnames=names,
+            api_name=api_name,
+            fresh=locals_log is not None,
+        )
     return staged, _input_leaves(fun, staged, api_name)
 
 
-def _stepper_of(fun: Callable[..., Any], staged: Staged, leaves: list[Any]) -> Stepper:
+def _stepper_of(
+    fun: Callable[..., Any],
+    staged: Staged,
+    leaves: list[Any],
+    locals_log: LocalsLog | None = None,
+) -> Stepper:
     traced = staged.traced
     return Stepper(
         traced.jaxpr,
@@ -498,6 +698,8 @@ def _stepper_of(fun: Callable[..., Any], staged: Staged, leaves: list[Any]) -> S
         function_name=_short_name(fun),
         defined_at=loc_of_function(fun),
         input_names=staged.input_names,
+        locals_log=locals_log,
+        outputs=staged.outputs,
     )
 
 
@@ -508,7 +710,9 @@ def _start(
     statics: Statics,
 ) -> Stepper:
     """A ``Stepper`` of ``fun(*args, **kwargs)``, paused before its first equation."""
-    return _stepper_of(fun, *_stage(fun, args, kwargs, statics))
+    log = LocalsLog()
+    staged, leaves = _stage(fun, args, kwargs, statics, locals_log=log)
+    return _stepper_of(fun, staged, leaves, log)
 
 
 def _non_finite(values: Any) -> tuple[bool, bool]:

@@ -347,3 +347,64 @@ def nnx_variable_value(x: Any) -> Any:
     """The value an NNX ``Variable`` holds (``get_value()``; ``.value`` before it)."""
     get = getattr(x, "get_value", None)
     return get() if get is not None else getattr(x, "value", x)
+
+
+def is_equinox_filtered_transform(fn: Any) -> bool:
+    """Whether ``fn`` is an Equinox filtered transform other than ``filter_jit``
+    (``eqx.filter_value_and_grad``, ``eqx.filter_grad``): it takes Modules whose
+    non-array leaves (activation functions) must not be traced.
+
+    Relies on: the classes ``_ValueAndGradWrapper`` / ``_GradWrapper`` of
+    ``equinox._ad`` (equinox 0.13.8).
+    """
+    return _type_is(fn, "equinox._ad", "_ValueAndGradWrapper") or _type_is(
+        fn, "equinox._ad", "_GradWrapper"
+    )
+
+
+def nnx_call_output(
+    fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], pure_outputs: Any
+) -> tuple[Any, list[tuple[int, str]]]:
+    """What the ``nnx.jit`` call returns, from its inner ``jax.jit``'s outputs
+    ``(pure_args_out, pure_kwargs_out, pure_out)``, and the state it would write
+    back: ``[(argument position, "linear.kernel"), ...]`` whose value changes.
+    The write-back goes to copies (``nnx.clone``): the user's objects stay as
+    they are.
+
+    Relies on: ``JitWrapped._get_pure_args_kwargs`` and ``_get_non_pure_out``
+    under ``flax.nnx.graphlib.update_context`` (flax 0.12.8), as
+    ``JitWrapped.__call__`` runs them.
+    """
+    from flax import nnx
+
+    needed_by = "compat.libraries.nnx_call_output"
+    graphlib = private("flax.nnx.graphlib", needed_by)
+    copies, copied_kwargs = nnx.clone((args, kwargs))
+    with require(graphlib, "update_context", needed_by)(fn):
+        require(fn, "_get_pure_args_kwargs", needed_by)(copies, copied_kwargs)
+        out = require(fn, "_get_non_pure_out", needed_by)(*pure_outputs)
+    is_node = require(graphlib, "is_graph_node", needed_by)
+    updated: list[tuple[int, str]] = []
+    for position, (before, after) in enumerate(zip(args, copies, strict=True)):
+        if not is_node(before):
+            continue
+        old = dict(nnx.to_flat_state(nnx.state(before)))
+        for path, variable in nnx.to_flat_state(nnx.state(after)):
+            previous = old.get(path)
+            new_value = nnx_variable_value(variable)
+            old_value = nnx_variable_value(previous) if previous is not None else None
+            if old_value is None or not _same_array(old_value, new_value):
+                updated.append((position, ".".join(str(p) for p in path)))
+    return out, updated
+
+
+def _same_array(a: Any, b: Any) -> bool:
+    import numpy as np
+
+    if a is b:
+        return True
+    try:
+        x, y = np.asarray(a), np.asarray(b)
+    except Exception:
+        return False
+    return x.shape == y.shape and x.dtype == y.dtype and bool(np.array_equal(x, y))

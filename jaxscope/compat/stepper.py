@@ -105,3 +105,50 @@ def frame_offsets(eqn: Any) -> list[int]:
         for code, offset in zip(codes, offsets, strict=True)
         if attributes_to(code.co_filename, is_user)
     ]
+
+
+def traced_atom(value: Any) -> Any:
+    """The jaxpr variable (or literal) a tracer of the program being traced stands
+    for: a ``jit`` tracer's own, a ``jvp``/``linearize`` tracer's primal's; None for
+    anything else (a concrete value, a ``vmap`` tracer, whose value is batched).
+
+    Relies on: ``DynamicJaxprTracer.val`` (the ``Var``) and ``JVPTracer.primal`` /
+    ``LinearizeTracer.primal``. Checked on jax 0.10.2; None where absent.
+    """
+    for _ in range(8):
+        kind = type(value).__name__
+        if kind == "DynamicJaxprTracer":
+            return getattr(value, "val", None)
+        if kind in ("JVPTracer", "LinearizeTracer") and hasattr(value, "primal"):
+            value = value.primal
+            continue
+        return None
+    return None
+
+
+def trace_epoch(count: int = 4) -> tuple[Any, ...]:
+    """The first results of the last ``count`` equations the innermost ``jit`` trace
+    holds now (latest first): where in the program the Python being traced is.
+
+    Relies on: ``core.trace_ctx.trace``, ``.parent_trace`` of the ``jvp`` /
+    ``linearize`` / ``vmap`` traces, ``DynamicJaxprTrace.frame.tracing_eqns``
+    (equations or weak references to them, each with ``outvars``). Checked on jax
+    0.10.2; an empty tuple where absent.
+    """
+    trace = getattr(getattr(_core, "trace_ctx", None), "trace", None)
+    for _ in range(16):
+        if trace is None or type(trace).__name__ == "DynamicJaxprTrace":
+            break
+        trace = getattr(trace, "parent_trace", None)
+    eqns = getattr(getattr(trace, "frame", None), "tracing_eqns", None)
+    if not isinstance(eqns, list):
+        return ()
+    found: list[Any] = []
+    for entry in reversed(eqns):
+        eqn = entry if hasattr(entry, "outvars") else entry()
+        if eqn is None or not eqn.outvars:
+            continue
+        found.append(eqn.outvars[0])
+        if len(found) == count:
+            break
+    return tuple(found)

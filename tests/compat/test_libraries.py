@@ -58,3 +58,42 @@ def test_fresh_nnx_jit_is_a_new_wrapper_with_the_same_statics():
     model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
     assert (fresh(model, jnp.ones((1, 2)), 3) == f(model, jnp.ones((1, 2)), 3)).all()
     assert clib.fresh_nnx_jit(lambda x: x)(1) == 1  # not a wrapper: itself
+
+
+def test_is_equinox_filtered_transform_recognises_value_and_grad_and_grad():
+    eqx = pytest.importorskip("equinox")
+
+    def loss(model, x):
+        return model(x).sum()
+
+    assert clib.is_equinox_filtered_transform(eqx.filter_value_and_grad(loss))
+    assert clib.is_equinox_filtered_transform(eqx.filter_grad(loss))
+    assert not clib.is_equinox_filtered_transform(eqx.filter_jit(loss))
+    assert not clib.is_equinox_filtered_transform(loss)
+
+
+def test_nnx_call_output_returns_the_calls_value_and_what_it_writes_back():
+    import jax.numpy as jnp
+
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+
+    @nnx.jit
+    def shift(model, x):
+        model.bias.set_value(model.bias.get_value() + 1.0)
+        return (model(x) ** 2).sum()
+
+    x = jnp.ones((1, 2))
+    traced = shift.trace(model, x)
+    import jax
+
+    from jaxscope.compat.libraries import jax_stage, nnx_pure_arguments
+
+    jaxpr = jax_stage(traced).jaxpr
+    pure_args, _ = nnx_pure_arguments(shift, (model, x), {})
+    outs = jax.core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *jax.tree.leaves(pure_args))
+    pure = jax.tree_util.tree_unflatten(jax_stage(traced).out_tree, outs)
+    bias = model.bias.get_value()
+    out, updated = clib.nnx_call_output(shift, (model, x), {}, pure)
+    assert model.bias.get_value() is bias  # written to copies only
+    assert float(out) == float(shift(nnx.clone(model), x))
+    assert updated == [(0, "bias")]

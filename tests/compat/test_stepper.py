@@ -78,3 +78,43 @@ def test_default_context_is_what_a_binder_compares_against():
     context = cs.default_context()
     (out,) = cs.binder(eqn, context)([3.0, 2.0])
     assert float(out) == 6.0
+
+
+def test_traced_atom_names_the_jaxpr_variable_of_a_jit_and_a_grad_tracer():
+    seen = {}
+
+    def f(x):
+        y = jnp.sin(x)
+        seen["y"] = cs.traced_atom(y)
+        seen["concrete"] = cs.traced_atom(np.ones(2))
+        return y * 2.0
+
+    jaxpr = jax.make_jaxpr(f)(jnp.ones(2)).jaxpr
+    assert seen["y"] is jaxpr.eqns[0].outvars[0]
+    assert seen["concrete"] is None
+    primal = {}
+
+    def g(x):
+        y = jnp.sin(x)
+        primal["y"] = cs.traced_atom(y)  # a linearize tracer: its primal's variable
+        return y.sum()
+
+    outvars = {
+        id(v) for e in jax.make_jaxpr(jax.grad(g))(jnp.ones(2)).eqns for v in e.outvars
+    }
+    assert id(primal["y"]) in outvars
+
+
+def test_trace_epoch_gives_the_last_equations_traced():
+    epochs = []
+
+    def f(x):
+        epochs.append(cs.trace_epoch())
+        y = jnp.sin(x)
+        epochs.append(cs.trace_epoch())
+        return jnp.cos(y)
+
+    jaxpr = jax.make_jaxpr(f)(jnp.ones(2)).jaxpr
+    assert epochs[0] == ()
+    assert epochs[1][0] is jaxpr.eqns[0].outvars[0]
+    assert cs.trace_epoch() == ()  # outside a trace

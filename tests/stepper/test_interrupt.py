@@ -131,3 +131,142 @@ def test_ctrl_c_in_a_real_terminal_ipython_quits_the_prompt(tmp_path):
         assert "Traceback" not in seen and "KeyboardInterrupt" not in seen
     finally:
         child.terminate(force=True)
+
+
+def _rnn(wh, wx, xs):
+    def cell(h, x):
+        h = jnp.tanh(h @ wh + x @ wx)
+        return h, h.sum()
+
+    return jax.lax.scan(cell, jnp.zeros(8), xs)
+
+
+def _rnn_args(steps):
+    return jnp.eye(8) * 0.5, jnp.ones((4, 8)) * 0.1, jnp.ones((steps, 4)) * 0.01
+
+
+def _sigint_after(seconds):
+    import os
+    import signal
+    import threading
+
+    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    return timer
+
+
+def _interrupted_run(stepper, seconds):
+    timer = _sigint_after(seconds)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            stepper.run()
+    finally:
+        timer.cancel()
+
+
+@pytest.mark.slow
+def test_a_sigint_during_run_pauses_inside_the_loop_iteration_and_resumes():
+    import signal
+
+    wh, wx, xs = _rnn_args(200_000)  # long enough that no run ends in 0.5 s
+    s = js.step(_rnn)(wh, wx, xs)
+    s.run(until="tanh")  # inside the body: the progress to keep is the iterations
+    handler = signal.getsignal(signal.SIGINT)
+    _interrupted_run(s, 0.5)
+    assert signal.getsignal(signal.SIGINT) is handler  # restored
+    assert s.reason == "interrupted" and not s.done
+    frame = s.frames[-1]
+    assert frame.label == "scan body" and frame.length == 200_000
+    first = frame.iteration
+    assert 0 < first < 200_000
+    # the carry it reached is the loop's after that many iterations
+    s.run(until=lambda eqn, values: eqn.primitive == "dot_general")
+    assert s.frames[-1].iteration == first + 1 or s.frames[-1].iteration == first
+    iteration = s.frames[-1].iteration
+    want, _ = _rnn(wh, wx, xs[:iteration])
+    np.testing.assert_allclose(s.namespace()["h"], want, rtol=1e-5)
+    _interrupted_run(s, 0.5)  # resumes from there, not from the loop's start
+    assert s.frames[-1].label == "scan body"
+    assert s.frames[-1].iteration > iteration
+
+
+@pytest.mark.slow
+def test_a_sigint_while_a_long_scan_sets_up_pauses_inside_it_not_before_it():
+    # Entering a 100,000-step scan splits its inputs into rows first (a second or
+    # so): a Ctrl-C then pauses in the body's first iteration, the split kept,
+    # rather than before the scan with the work thrown away.
+    s = js.step(_rnn)(*_rnn_args(100_000))
+    s.run(until="scan")
+    _interrupted_run(s, 0.3)
+    assert s.reason == "interrupted" and not s.done
+    assert [f.label for f in s.frames] == ["_rnn", "scan body"]
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:os.fork():RuntimeWarning")
+def test_ctrl_c_in_a_real_terminal_keeps_the_scan_iteration_and_c_resumes(tmp_path):
+    pexpect = pytest.importorskip("pexpect")
+    import os
+    import pathlib
+    import re
+    import sys
+    import time
+
+    root = pathlib.Path(js.__file__).resolve().parent.parent
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(root),
+        JAX_PLATFORMS="cpu",
+        IPYTHONDIR=str(tmp_path),
+        TERM="dumb",
+    )
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "IPython", "--simple-prompt", "--no-banner", "--colors=NoColor"],
+        env=env,
+        encoding="utf-8",
+        timeout=120,
+        preexec_fn=_default_sigint,
+    )
+    program = (
+        "def rnn(wh, wx, xs):\n"
+        "    def cell(h, x):\n"
+        "        h = jnp.tanh(h @ wh + x @ wx)\n"
+        "        return h, h.sum()\n"
+        "    return lax.scan(cell, jnp.zeros(8), xs)\n"
+    )
+    try:
+        child.expect(r"In \[1\]: ")
+        child.sendline("%load_ext jaxscope")
+        child.expect(r"In \[2\]: ")
+        child.sendline("import jax.numpy as jnp; from jax import lax")
+        child.expect(r"In \[3\]: ")
+        child.send(program + "\n")
+        child.expect(r"In \[4\]: ")
+        child.sendline(
+            "%jaxstep rnn(jnp.eye(8) * 0.5, jnp.ones((4, 8)), jnp.ones((200000, 4)))"
+        )
+        child.expect_exact("(jaxstep) ")
+        child.sendline("u tanh")
+        child.expect_exact("(jaxstep) ")
+        iterations = []
+        for _ in range(2):
+            child.sendline("c")
+            time.sleep(0.5)
+            child.sendintr()
+            child.expect_exact("*** interrupted")
+            child.expect_exact("(jaxstep) ")
+            found = re.search(r"scan body\[(\d+)/200000\]", child.before)
+            assert found is not None, child.before
+            iterations.append(int(found.group(1)))
+        child.sendline("w")
+        child.expect_exact("(jaxstep) ")
+        assert f"scan body [iteration {iterations[-1]}/200000]" in child.before
+        child.sendline("p h.shape")
+        child.expect_exact("(jaxstep) ")
+        assert "(8,)" in child.before
+        child.sendline("q")
+        child.expect(r"In \[5\]: ")
+        assert 0 < iterations[0] < iterations[1]  # c resumed where it was
+    finally:
+        child.terminate(force=True)

@@ -25,12 +25,12 @@ def shell(ip):
 
 
 def test_jaxstep_in_a_terminal_reads_commands_from_stdin(shell, monkeypatch, capsys):
-    monkeypatch.setattr(sys, "stdin", io.StringIO("s\np b\nq\n"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("s\np $b\nq\n"))
     shell.run_line_magic("jaxstep", "f(x)")
     out = capsys.readouterr().out
     assert "(jaxstep) s\n> In [" in out
     assert "-> c:f32[2] = sub b 1.0:f32[]" in out
-    assert "b = Array([2. , 0.5], dtype=float32)" in out
+    assert "$b = Array([2. , 0.5], dtype=float32)" in out
     stepper = shell.user_ns["_jaxstep"]
     assert not stepper.done and stepper.current.primitive == "sub"
     assert stepper.current.source.file.startswith("In [")

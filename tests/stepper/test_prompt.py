@@ -109,7 +109,10 @@ def test_bad_commands_and_breakpoints_are_one_line_errors(loss, fake_io):
         "*** break_on(primitive=...): no 'cosh' equation in this program; primitives present:"
         in out
     )
-    assert "*** NameError: name 'nope' is not defined (variables here: a, x)" in out
+    assert (
+        "*** NameError: name 'nope' is not defined (your variables here: x; the jaxpr's with a $, as $a)"
+        in out
+    )
     assert "*** unknown command 'zz'; type help" in out
     assert "*** until needs a target" in out
     assert "breakpoints: line 10" in out

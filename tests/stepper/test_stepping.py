@@ -301,7 +301,13 @@ def test_until_and_break_accept_a_basename_and_a_line():
     s.clear_breakpoints(line + 1)
     assert s.breakpoints["lines"] == [str(LINE + 1)]
     s.clear_breakpoints()
-    assert s.breakpoints == {"lines": [], "primitives": [], "nan": False, "inf": False}
+    assert s.breakpoints == {
+        "lines": [],
+        "conditions": {},
+        "primitives": [],
+        "nan": False,
+        "inf": False,
+    }
 
 
 def test_a_jitted_function_is_stepped_inside_its_body():
