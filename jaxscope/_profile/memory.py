@@ -18,7 +18,12 @@ from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import plural
 from jaxscope._hlo.view import HloView
-from jaxscope._profile.at_peak import ARGUMENT_KINDS, BufferNamer, line_memory
+from jaxscope._profile.at_peak import (
+    ARGUMENT_KINDS,
+    KINDS,
+    BufferNamer,
+    line_memory,
+)
 from jaxscope._profile.buffers import BufferDump, compile_with_dump
 from jaxscope._profile.compiling import lower, optimized_view, stage_call
 from jaxscope._profile.hlo_facts import ModuleFacts
@@ -37,7 +42,11 @@ class MemoryView(Renderable):
             temporaries live at that point of the schedule).
         peak_position, peak_op: the schedule position of the peak and the
             instruction running there; ``peak_source`` its line.
-        buffers: every ``Buffer`` live at the peak, largest first.
+        buffers: every ``Buffer`` at the peak, largest first: each with its own
+            size (``bytes``) and kind; their ``peak_bytes`` add up to ``peak_bytes``.
+        kinds: bytes at the peak per buffer kind (``argument``, ``donated``,
+            ``optimizer_state``, ``output``, ``residual``, ``temporary``,
+            ``constant``), largest kinds first; they add up to ``peak_bytes``.
         lines: ``LineMemory`` per source line (buffers its ops define), largest
             first; ``by_line`` keys them by ``(file, line)``.
         argument_bytes, output_bytes, alias_bytes: as XLA assigned them
@@ -79,6 +88,10 @@ class MemoryView(Renderable):
         self.buffers = BufferNamer(module, dump, input_names).buffers(peak)
         self.lines = line_memory(self.buffers, self.peak_bytes, self.code)
         self.by_line = {m.key: m for m in self.lines}
+        kinds: dict[str, int] = dict.fromkeys(KINDS, 0)
+        for b in self.buffers:
+            kinds[b.kind] = kinds.get(b.kind, 0) + b.peak_bytes
+        self.kinds = {k: v for k, v in kinds.items() if v}
         self.show_top = 15
 
     @property

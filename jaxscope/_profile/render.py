@@ -126,9 +126,43 @@ def memory_summary(view: MemoryView) -> list[str]:
             f"XLA memory_analysis(): {format_bytes(total)} "
             "(arguments + outputs + temporaries - aliased)"
         )
+    if view.kinds:
+        ordered = sorted(view.kinds.items(), key=lambda kv: -kv[1])
+        out.append(
+            "at the peak: "
+            + ", ".join(
+                f"{_KIND_WORDS.get(k, k)} {format_bytes(n)}" for k, n in ordered
+            )
+        )
+    if any(not b.live_at_peak for b in view.largest(view.show_top)):
+        out.append(
+            "(later) / (read): an output written after the peak, an argument read "
+            "before it; XLA holds their memory and lends it to temporaries meanwhile"
+        )
     if view.estimated:
         out.append("note: XLA gave no live ranges; temporaries are counted whole")
     return out
+
+
+_KIND_WORDS = {
+    "argument": "arguments",
+    "donated": "donated arguments",
+    "optimizer_state": "optimizer state",
+    "output": "outputs",
+    "residual": "saved residuals",
+    "temporary": "temporaries",
+    "constant": "constants",
+}
+
+
+def kind_label(buffer: Buffer) -> str:
+    """A buffer's kind as the tables show it: an output not yet written or an
+    argument already read at the peak says so (XLA holds its memory)."""
+    if buffer.live_at_peak:
+        return buffer.kind
+    if buffer.kind == "output":
+        return "output (later)"
+    return f"{buffer.kind} (read)"
 
 
 def _flame_rows(root: FunctionTime) -> list[tuple[int, FunctionTime]]:
@@ -287,11 +321,11 @@ def _(view: MemoryView) -> Any:
             column, justify="right" if column in ("Bytes", "%") else "left"
         )
     for buffer in view.largest(view.show_top):
-        share = buffer.bytes / peak if peak else 0.0
+        share = buffer.peak_bytes / peak if peak else 0.0
         table.add_row(
             format_bytes(buffer.bytes),
             format_share(share),
-            plain(buffer.kind),
+            plain(kind_label(buffer)),
             plain(buffer.name),
             plain(buffer.shape),
             plain(_buffer_where(buffer)),
@@ -463,7 +497,7 @@ def _(view: ProfileView) -> str:
 
 def _buffers_detail(view: MemoryView, file: str, number: int) -> str:
     rows = [
-        f"<tr><td>{_e(b.name)}</td><td>{_e(b.kind)}</td><td>{_e(b.shape)}</td>"
+        f"<tr><td>{_e(b.name)}</td><td>{_e(kind_label(b))}</td><td>{_e(b.shape)}</td>"
         f"<td>{_e(format_bytes(b.bytes))}</td></tr>"
         for b in view.buffers_at(file, number)
     ]
@@ -480,11 +514,11 @@ def _(view: MemoryView) -> str:
         '<table class="jxp-top"><tr><th>Bytes</th><th>%</th><th>Kind</th><th>Buffer</th><th>Shape</th><th>Defined at</th></tr>'
     ]
     for buffer in view.largest(view.show_top):
-        share = buffer.bytes / peak if peak else 0.0
+        share = buffer.peak_bytes / peak if peak else 0.0
         table.append(
             f'<tr class="jxp-buf" style="{_bg(share, _BYTES_RGB)}">'
             f'<td class="jxp-num">{_e(format_bytes(buffer.bytes))}</td>'
-            f'<td class="jxp-num">{_e(format_share(share))}</td><td>{_e(buffer.kind)}</td>'
+            f'<td class="jxp-num">{_e(format_share(share))}</td><td>{_e(kind_label(buffer))}</td>'
             f"<td>{_e(buffer.name)}</td><td>{_e(buffer.shape)}</td>"
             f"<td>{_e(_buffer_where(buffer))}</td></tr>"
         )
