@@ -80,6 +80,8 @@ class BufferNamer:
                 return "output"
         if allocation.kind == "output" and value is None:
             return "output"
+        if value is not None and self.module.is_residual(value.instruction):
+            return "residual"
         return "temporary"
 
     def buffer(self, held: Held) -> Buffer:

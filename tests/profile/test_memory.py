@@ -203,10 +203,58 @@ def test_optax_step_buffers_have_their_own_size_and_kind(optax_memory: MemoryVie
     on_xent = [b for b in view.buffers if b.source and b.source.line == xent]
     # the loss is the line's one output; its broadcasts and gathers are temporaries
     assert [b.shape for b in on_xent if b.kind == "output"] == ["f32[]"]
-    assert {b.kind for b in on_xent} == {"output", "temporary"}
+    assert any(b.kind == "temporary" for b in on_xent)
     # what the peak holds adds up, per buffer, per line (arguments aside) and per kind
     assert sum(b.peak_bytes for b in view.buffers) == view.peak_bytes
     line = view.by_line[(programs.__file__, xent)]
     assert line.bytes == sum(b.peak_bytes for b in view.buffers_at(*line.key))
     assert sum(view.kinds.values()) == view.peak_bytes
     assert view.peak_bytes == pytest.approx(xla_total(view), rel=0.05)
+
+
+def test_buffers_at_the_peak_by_kind(optax_memory: MemoryView):
+    view = optax_memory
+    states = {b.argument for b in view.buffers if b.kind == "optimizer_state"}
+    assert "opt_state[0].mu[0]['w']" in states and "opt_state[0].count" in states
+    args = {b.argument for b in view.buffers if b.kind == "argument"}
+    assert args == {"x", "y"} | {f"params[{i}]['{k}']" for i in (0, 1) for k in "wb"}
+    # the relu activations and the softmax are kept for the backward pass
+    saved = {b.source.line for b in view.buffers if b.kind == "residual" and b.source}
+    relu = line_of(programs.optax_predict, "relu")
+    assert relu in saved
+    assert saved <= {relu, line_of(programs.optax_loss, "xent")}
+    assert view.kinds["residual"] == sum(
+        b.peak_bytes for b in view.buffers if b.kind == "residual"
+    )
+    # the optimizer's own temporaries are no residuals
+    adam = line_of(programs.optax_step, "adam")
+    assert all(
+        b.kind != "residual" for b in view.buffers if b.source and b.source.line == adam
+    )
+
+
+def test_no_residual_or_optimizer_state_where_there_is_none(mlp_memory: MemoryView):
+    fn, args = programs.transformer()
+    forward_only = memory(fn)(*args)
+    assert {b.kind for b in forward_only.buffers} <= {"argument", "output", "temporary"}
+    # params named params are parameters, never optimizer state
+    assert "optimizer_state" not in mlp_memory.kinds
+
+
+@pytest.mark.parametrize(
+    ("name", "is_state"),
+    [
+        ("opt_state[0].mu['w']", True),
+        ("optimizer.opt_state.0.mu.kernel", True),
+        ("state.opt_state[1].nu", True),
+        ("opt[0].count", True),
+        ("options['lr']", False),
+        ("optimal_w", False),
+        ("params['opt']", False),
+        ("model.adapter.kernel", False),
+    ],
+)
+def test_optimizer_state_is_told_by_the_argument_name(name: str, is_state: bool):
+    from jaxscope._profile.at_peak import is_optimizer_state
+
+    assert is_optimizer_state(name) is is_state
