@@ -86,6 +86,10 @@ _EXPORTS: dict[str, str] = {
     "Hotspot": "._profile.records",
     "Buffer": "._profile.records",
     "LineMemory": "._profile.records",
+    "residuals": "._profile.residuals",
+    "ResidualsView": "._profile.residuals",
+    "Residual": "._profile.residuals",
+    "ResidualLine": "._profile.residuals",
     # errors
     "explain": "._explain.explainer",
     "ErrorReport": "._explain.report",
@@ -161,6 +165,10 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from ._profile.records import LineMemory as LineMemory
     from ._profile.records import LineTime as LineTime
     from ._profile.records import OpTime as OpTime
+    from ._profile.residuals import Residual as Residual
+    from ._profile.residuals import ResidualLine as ResidualLine
+    from ._profile.residuals import ResidualsView as ResidualsView
+    from ._profile.residuals import residuals as residuals
     from ._purity.records import PurityFinding as PurityFinding
     from ._purity.records import PuritySummary as PuritySummary
     from ._purity.watcher import PurityLog as PurityLog

@@ -80,6 +80,10 @@ EXPECTED = [
     "ProfileView",
     "memory",
     "profile",
+    "Residual",
+    "ResidualLine",
+    "ResidualsView",
+    "residuals",
     # errors
     "ErrorReport",
     "explain",

@@ -19,6 +19,7 @@ from jaxscope._format import format_bytes, plural
 from jaxscope._profile.memory import MemoryView
 from jaxscope._profile.profile import SPLIT_NOTE, ProfileView
 from jaxscope._profile.records import Buffer, FunctionTime
+from jaxscope._profile.residuals import ResidualLine, ResidualsView
 from jaxscope._profile.source import SourceBlock
 from jaxscope._profile.text import (
     format_count,
@@ -536,4 +537,96 @@ def _(view: MemoryView) -> str:
         for b in view.source_blocks()
     )
     body = f'<div class="jxp-head">{head}</div>{spark}{"".join(table)}{blocks}'
+    return _wrap("memory", body, "6ch 9ch 9ch 9ch minmax(20ch,1fr)")
+
+
+# ------------------------------------------------------------------------ residuals
+
+
+def residuals_summary(view: ResidualsView) -> list[str]:
+    """The header lines of a residuals display."""
+    name = f" of {view.function_name}" if view.function_name else ""
+    saved = [r for r in view.residuals if r.argument is None]
+    args = [r for r in view.residuals if r.argument is not None]
+    if not view.residuals and not view.recomputed:
+        return [
+            f"js.residuals{name}: no backward pass found (no jax.grad, "
+            "value_and_grad or vjp inside); nothing is saved for one"
+        ]
+    out = [
+        f"js.residuals{name}: {plural(len(saved), 'value')} saved for the backward "
+        f"pass, {format_bytes(view.bytes)}; {plural(len(args), 'argument')} read "
+        "there too"
+    ]
+    if view.recomputed:
+        out.append(
+            f"recomputed by jax.checkpoint: {plural(len(view.recomputed), 'equation')}, "
+            f"~{format_count(view.recompute_flops)} flops "
+            f"(policies: {', '.join(view.policies)})"
+        )
+    memory = view.memory
+    if memory is not None:
+        kept = memory.kinds.get("residual", 0)
+        out.append(
+            f"compiled: {format_bytes(kept)} of residuals live at the memory peak "
+            f"of {format_bytes(memory.peak_bytes)}"
+        )
+    return out
+
+
+def _residual_cells(line: ResidualLine) -> list[str]:
+    recomputed = (
+        f"{line.recomputed} ({format_count(line.recompute_flops)} flops)"
+        if line.recomputed
+        else ""
+    )
+    return [
+        _short(line.file, line.line),
+        str(len(line.residuals)) if line.residuals else "",
+        format_bytes(line.bytes) if line.residuals else "",
+        format_bytes(line.peak_bytes) if line.peak_bytes else "",
+        recomputed,
+        line.code,
+    ]
+
+
+_RESIDUAL_COLUMNS = ("Line", "Saved", "Bytes", "At peak", "Recomputed", "Line contents")
+
+
+@rich_renderable.register
+def _(view: ResidualsView) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+
+    parts: list[Any] = [plain("\n".join(residuals_summary(view)))]
+    if view.lines:
+        table = Table(
+            title="saved for the backward pass, by line",
+            title_justify="left",
+            box=None,
+            pad_edge=False,
+        )
+        for column in _RESIDUAL_COLUMNS:
+            numeric = column in ("Saved", "Bytes", "At peak")
+            table.add_column(
+                column,
+                justify="right" if numeric else "left",
+                no_wrap=column != "Line contents",
+            )
+        for line in view.lines[: view.show_top]:
+            table.add_row(*(plain(c) for c in _residual_cells(line)))
+        parts.append(table)
+    return Group(*parts)
+
+
+@html.register
+def _(view: ResidualsView) -> str:
+    head = _e("\n".join(residuals_summary(view)))
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{_e(c)}</td>" for c in _residual_cells(line)) + "</tr>"
+        for line in view.lines[: view.show_top]
+    )
+    columns = "".join(f"<th>{_e(c)}</th>" for c in _RESIDUAL_COLUMNS)
+    table = f'<table class="jxp-top"><tr>{columns}</tr>{rows}</table>' if rows else ""
+    body = f'<div class="jxp-head">{head}</div>{table}'
     return _wrap("memory", body, "6ch 9ch 9ch 9ch minmax(20ch,1fr)")

@@ -1,0 +1,140 @@
+"""js.residuals on real differentiated programs: the same residuals, on the same
+lines, as JAX's own print_saved_residuals; checkpoint policies and what they
+recompute; the compiled program's residuals at the memory peak."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+
+import jax
+import pytest
+from jax.ad_checkpoint import print_saved_residuals
+
+from jaxscope._profile.residuals import (
+    ResidualsView,
+    aval_bytes,
+    policy_name,
+    residuals,
+)
+
+from . import programs
+from . import remat_programs as rp
+from .programs import line_of
+from .remat_programs import PROGRAMS
+
+_JAX_ROW = re.compile(r"^(\S+) (.*?)(?: from (.+?):(\d+):\d+ \(.*\))?$")
+
+
+def jax_rows(loss, *args) -> tuple[list[str], list[tuple[str, str, str, int]]]:
+    """JAX's print_saved_residuals, as (shapes of arguments and constants, rows)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_saved_residuals(loss, *args)
+    inputs, rows = [], []
+    for text in out.getvalue().splitlines():
+        match = _JAX_ROW.match(text.strip())
+        assert match is not None, text
+        shape, what, file, line = match.groups()
+        if what.startswith(("from the argument", "from a constant")):
+            inputs.append(shape)
+        else:
+            rows.append((shape, what, file, int(line)))
+    return sorted(inputs), sorted(rows)
+
+
+def ours(view: ResidualsView) -> tuple[list[str], list[tuple[str, str, str, int]]]:
+    inputs = sorted(r.shape for r in view.residuals if r.argument is not None)
+    rows = sorted(
+        (r.shape, r.what, r.origin.file, r.origin.line)
+        for r in view.residuals
+        if r.argument is None and r.origin is not None
+    )
+    return inputs, rows
+
+
+@pytest.fixture(scope="module", params=sorted(PROGRAMS))
+def program(request):
+    step, args, loss, loss_args = PROGRAMS[request.param]()
+    return request.param, residuals(step, compile=False)(*args), loss, loss_args
+
+
+def test_same_residuals_and_lines_as_print_saved_residuals(program):
+    _, view, loss, loss_args = program
+    assert ours(view) == jax_rows(loss, *loss_args)
+    assert view.residuals
+    assert view.bytes == sum(r.bytes for r in view.residuals if r.argument is None)
+
+
+def test_checkpoint_policies_and_what_they_recompute(program):
+    name, view, _, _ = program
+    expected = {
+        "jax_remat": ("save_only_these_names('h')",),
+        "nnx_remat": ("save_only_these_names('up')",),
+        "eqx_remat": ("nothing_saveable",),
+        "linen_remat": ("nothing_saveable",),
+    }.get(name, ())
+    assert view.policies == expected
+    assert bool(view.recomputed) == bool(expected)
+    if expected:
+        assert view.recompute_flops > 0
+        assert all(c.policy in expected for c in view.recomputed)
+
+
+def test_remat_lines_say_saved_or_recomputed():
+    step, args, _, _ = rp.jax_remat()
+    view = residuals(step, compile=False)(*args)
+    named = view.by_line[(rp.__file__, line_of(rp.layer, "named"))]
+    assert [r.name for r in named.residuals] == ["h", "h"]
+    assert named.recomputed == 0
+    sin = view.by_line[(rp.__file__, line_of(rp.layer, "sin"))]
+    assert not sin.residuals and sin.recomputed > 0
+    # x @ w (2·4·8·8) and sin, twice: once per checkpointed call
+    assert sin.recompute_flops == 2 * (2 * 4 * 8 * 8 + 4 * 8)
+
+
+def test_residuals_stacked_by_a_scan_are_on_the_body_line():
+    step, args, _, _ = rp.scan_layers()
+    view = residuals(step, compile=False)(*args)
+    body = view.by_line[(rp.__file__, line_of(rp.scan_loss, "scanned"))]
+    assert body.residuals and all(r.stacked for r in body.residuals)
+    assert all(r.shape.startswith("f32[6,") for r in body.residuals)
+
+
+def test_optax_step_residuals_live_at_the_peak():
+    fn, args = programs.optax_mlp()
+    view = residuals(fn)(*args)
+    relu = view.by_line[(programs.__file__, line_of(programs.optax_predict, "relu"))]
+    assert relu.bytes > 0 and relu.peak_bytes
+    assert view.memory is not None
+    assert view.memory.kinds["residual"] > 0
+    # a subset of what print_saved_residuals reports for the loss: JAX's own list
+    # also has relu's zeros, which the jitted step's backward pass never reads
+    params, _, x, y = args
+    inputs, rows = jax_rows(lambda p: programs.optax_loss(p, x, y), params)
+    mine_inputs, mine_rows = ours(view)
+    assert set(mine_rows) <= set(rows) and len(rows) - len(mine_rows) <= 1
+    assert mine_inputs == inputs
+    text = str(view)
+    assert "saved for the backward pass" in text and "optax_predict" not in text
+
+
+def test_no_backward_pass_no_residuals():
+    fn, args = programs.transformer()
+    view = residuals(fn, compile=False)(*args)
+    assert view.residuals == [] and view.lines == [] and view.recomputed == []
+    assert "no backward pass found" in str(view)
+
+
+def test_small_helpers():
+    assert aval_bytes("f32[4,8]") == 128
+    assert aval_bytes("bf16[2]") == 4 and aval_bytes("bool[3]") == 3
+    assert aval_bytes("f32[]") == 4
+    assert policy_name(None) == "nothing_saveable"
+    assert policy_name("<function dots_saveable at 0x1>") == "dots_saveable"
+    assert (
+        policy_name("SaveOnlyTheseNames(saveable_names=frozenset({'b', 'a'}))")
+        == "save_only_these_names('a', 'b')"
+    )
+    assert jax.__version__
