@@ -176,3 +176,23 @@ class LineMemory:
     @property
     def key(self) -> tuple[str, int]:
         return (self.file, self.line)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryFinding:
+    """Something that costs memory silently, and its fix.
+
+    ``kind``: ``unused_checkpoint_name`` (a ``checkpoint_name`` no policy refers
+    to), ``policy_name_not_produced`` (a policy names a value the program never
+    names), ``checkpoint_saves_everything``, ``stacked_residuals`` (a scan's
+    residuals dominate the peak), ``not_donated`` (an argument an output of the
+    same shape and dtype could reuse), ``donation_unusable`` (a donated argument
+    no output can reuse). ``source`` is the line it is about; ``bytes`` what is at
+    stake (0 where unknown).
+    """
+
+    kind: str
+    message: str
+    fix: str
+    source: SourceLoc | None = None
+    bytes: int = 0

@@ -564,6 +564,9 @@ def residuals_summary(view: ResidualsView) -> list[str]:
             f"~{format_count(view.recompute_flops)} flops "
             f"(policies: {', '.join(view.policies)})"
         )
+    for finding in view.findings:
+        out.append(f"finding: {finding.message}")
+        out.append(f"  fix: {finding.fix}")
     memory = view.memory
     if memory is not None:
         kept = memory.kinds.get("residual", 0)

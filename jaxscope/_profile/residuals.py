@@ -27,15 +27,19 @@ from jaxscope._format import plural
 from jaxscope._jaxpr.builder import build_model
 from jaxscope._jaxpr.records import JaxprModel, Region
 from jaxscope._profile.compiling import lower
+from jaxscope._profile.records import MemoryFinding
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._staging import function_name, stage, staged
+from jaxscope.compat import jaxpr as _cj
 
 _ARRAY = re.compile(r"^([a-z]\w*?)(\d*)(?:_\w+)?\[([^\]]*)\]")
 _POLICY_FUNCTION = re.compile(r"<function ([\w]+)")
 _NAMES = re.compile(r"\{([^}]*)\}")
 # dimension_numbers=(((1,), (0,)), ((), ())): the lhs contracting dimensions first
 _DIMS = re.compile(r"^\(\(\(([\d, ]*)\),")
-_REMAT = frozenset({"remat2", "checkpoint", "remat"})
+_REMAT = _cj.REMAT_PRIMITIVES
+#: the share of the memory peak a scan's stacked residuals must hold to be named
+STACKED_SHARE = 0.5
 _RECOMPUTE_SCOPE = ("scope", "rematted_computation")
 _FORWARD_TRANSFORMS = frozenset({"jvp", "linearize"})
 
@@ -357,6 +361,141 @@ def _lines(
     return out
 
 
+def _where(loc: SourceLoc | None) -> str:
+    return f" at {loc.file}:{loc.line}" if loc is not None else ""
+
+
+def policy_findings(model: JaxprModel, policies: Sequence[Any]) -> list[MemoryFinding]:
+    """Checkpoint policies that silently do nothing: a ``checkpoint_name`` no
+    policy refers to, a policy's name the program never produces, a policy that
+    saves everything. ``policies`` are the raw ``policy`` params of the model's
+    remat equations, in the model's order (``compat.jaxpr.remat_policies``)."""
+    remats = [e for e in model.eqns if e.primitive in _REMAT]
+    if len(remats) != len(policies):
+        return []
+    produced: dict[str, SourceLoc | None] = {}
+    for info in model.eqns:
+        if info.primitive == "name" and "name" in info.params:
+            produced.setdefault(info.params["name"], info.source)
+    referred: set[str] = set()
+    out: list[MemoryFinding] = []
+    reported: set[tuple[str, str]] = set()
+    for info, policy in zip(remats, policies, strict=True):
+        if _cj.saves_everything(policy):
+            if ("all", str(info.source)) not in reported:
+                reported.add(("all", str(info.source)))
+                out.append(
+                    MemoryFinding(
+                        kind="checkpoint_saves_everything",
+                        message=(
+                            f"jax.checkpoint{_where(info.source)} uses "
+                            "everything_saveable: it saves every residual, so it "
+                            "saves no memory and only adds work"
+                        ),
+                        fix=(
+                            "use a policy that saves less (jax.checkpoint_policies."
+                            "dots_saveable, save_only_these_names(...), or the "
+                            "default policy=None, which recomputes everything) or "
+                            "drop the jax.checkpoint"
+                        ),
+                        source=info.source,
+                    )
+                )
+            continue
+        names = _cj.policy_names(policy)
+        if names is None:
+            continue
+        saved, offloaded = names
+        referred |= saved | offloaded
+        for name in sorted((saved | offloaded) - set(produced)):
+            if (name, str(info.source)) in reported:
+                continue
+            reported.add((name, str(info.source)))
+            known = ", ".join(repr(n) for n in sorted(produced)) or "none"
+            what = "offloads" if name in offloaded else "saves"
+            out.append(
+                MemoryFinding(
+                    kind="policy_name_not_produced",
+                    message=(
+                        f"the checkpoint policy{_where(info.source)} {what} "
+                        f"{name!r}, but no checkpoint_name in the program produces "
+                        f"{name!r}: nothing is {what[:-1]}d by that name (names "
+                        f"produced: {known})"
+                    ),
+                    fix=(
+                        f"name the value inside the checkpointed function: "
+                        f"x = checkpoint_name(x, {name!r}) (from "
+                        "jax.ad_checkpoint), or put a produced name in the policy"
+                    ),
+                    source=info.source,
+                )
+            )
+    for name, loc in produced.items():
+        if name in referred:
+            continue
+        out.append(
+            MemoryFinding(
+                kind="unused_checkpoint_name",
+                message=(
+                    f"checkpoint_name(..., {name!r}){_where(loc)}: no checkpoint "
+                    "policy in the program refers to it, so naming it saves or "
+                    "offloads nothing"
+                ),
+                fix=(
+                    "wrap the function in jax.checkpoint(f, policy=jax."
+                    f"checkpoint_policies.save_only_these_names({name!r})) (or add "
+                    f"{name!r} to the policy it has), or remove the checkpoint_name"
+                ),
+                source=loc,
+            )
+        )
+    return out
+
+
+def stacked_findings(
+    found: Sequence[Residual], memory: Any, share: float = STACKED_SHARE
+) -> list[MemoryFinding]:
+    """Residuals a ``scan`` stacks over its iterations (a scan over layers) that
+    hold ``share`` of the compiled program's memory peak or more, where its body
+    computes values a checkpoint would recompute."""
+    if memory is None or not memory.peak_bytes:
+        return []
+    scans: dict[tuple[str, int], SourceLoc] = {}
+    for r in found:
+        # stacked: computed by an equation of the body, which a checkpointed body
+        # would recompute (its carried inputs stay saved either way)
+        if r.primitive == "scan" and r.stacked and r.origin is not None:
+            scans.setdefault(r.origin.key, r.origin)
+    out: list[MemoryFinding] = []
+    for key, loc in scans.items():
+        held = sum(
+            b.peak_bytes
+            for b in memory.buffers
+            if b.kind == "residual" and b.source is not None and b.source.key == key
+        )
+        if held < share * memory.peak_bytes:
+            continue
+        out.append(
+            MemoryFinding(
+                kind="stacked_residuals",
+                message=(
+                    f"the scan at {loc.file}:{loc.line} stacks residuals over its "
+                    f"iterations: {held} bytes, "
+                    f"{100 * held / memory.peak_bytes:.0f}% of the memory peak"
+                ),
+                fix=(
+                    "checkpoint the scan body so each iteration's values are "
+                    "recomputed in the backward pass: jax.lax.scan(jax.checkpoint("
+                    "body), ...) (nnx.scan / nn.scan: wrap the layer in nnx.remat / "
+                    "nn.remat), with a policy such as dots_saveable to keep the matmuls"
+                ),
+                source=loc,
+                bytes=held,
+            )
+        )
+    return out
+
+
 class ResidualsView(Renderable):
     """What a differentiated program saves for its backward pass, by user line.
 
@@ -371,6 +510,8 @@ class ResidualsView(Renderable):
         recompute_flops: the estimated flops of the recomputed equations.
         memory: the compiled program's ``MemoryView`` (None with ``compile=False``):
             ``ResidualLine.peak_bytes`` comes from its buffers of kind ``residual``.
+        findings: ``MemoryFinding`` s: checkpoint policies that silently do
+            nothing, a scan's stacked residuals that dominate the peak.
     """
 
     def __init__(
@@ -381,8 +522,10 @@ class ResidualsView(Renderable):
         model: JaxprModel,
         function_name: str = "",
         memory: Any = None,
+        findings: Sequence[MemoryFinding] = (),
     ) -> None:
         self.function_name = function_name
+        self.findings = list(findings)
         self.residuals = sorted(residuals, key=lambda r: (-r.bytes, r.var))
         self.recomputed = list(recomputed)
         self.memory = memory
@@ -447,12 +590,15 @@ def residuals_call(
         memory = memory_of_lowered(
             lower(staged_call.traced), name, staged_call.input_names
         )
+    findings = policy_findings(model, _cj.remat_policies(staged_call.traced.jaxpr))
+    findings += stacked_findings(finder.residuals, memory)
     return ResidualsView(
         residuals=finder.residuals,
         recomputed=finder.recomputed,
         model=model,
         function_name=name,
         memory=memory,
+        findings=findings,
     )
 
 

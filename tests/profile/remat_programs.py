@@ -202,3 +202,31 @@ PROGRAMS = {
     "linen_remat": linen_remat,
     "scan_layers": scan_layers,
 }
+
+
+# ------------------------------------------ the same layer under other policies
+
+
+def remat_step_with(policy):
+    """``remat_step`` with ``policy`` for its checkpoint: a jitted train step."""
+
+    def loss(w, x):
+        f = jax.checkpoint(layer, policy=policy)
+        return f(w, f(w, x)).sum()  # <- checkpointed
+
+    return jax.jit(jax.grad(loss)), (jnp.ones((8, 8)) * 0.1, jnp.ones((4, 8)))
+
+
+def deep_scan(checkpointed: bool):
+    """A scan over 24 layers of a batch of 256: its stacked activations dominate
+    the peak unless the body is checkpointed."""
+
+    def body(h, w):
+        return jnp.tanh(h @ w), None  # <- deep body
+
+    def loss(ws, x):
+        step = jax.checkpoint(body) if checkpointed else body
+        h, _ = jax.lax.scan(step, x, ws)  # <- deep scan
+        return jnp.mean(h**2)
+
+    return jax.jit(jax.grad(loss)), (jnp.ones((24, 32, 32)) * 0.05, jnp.ones((256, 32)))

@@ -138,3 +138,72 @@ def test_small_helpers():
         == "save_only_these_names('a', 'b')"
     )
     assert jax.__version__
+
+
+names = jax.checkpoint_policies
+
+
+def kinds(view: ResidualsView) -> list[str]:
+    return sorted(f.kind for f in view.findings)
+
+
+def test_no_policy_finding_on_correct_programs(program):
+    _, view, _, _ = program
+    assert view.findings == []
+
+
+def test_a_checkpoint_name_no_policy_refers_to():
+    step, args = rp.remat_step_with(names.dots_saveable)
+    view = residuals(step, compile=False)(*args)
+    assert kinds(view) == ["unused_checkpoint_name"]
+    finding = view.findings[0]
+    assert finding.source is not None
+    assert finding.source.line == line_of(rp.layer, "named")
+    assert "save_only_these_names('h')" in finding.fix
+    # the fix, applied
+    step, args = rp.remat_step_with(names.save_only_these_names("h"))
+    assert residuals(step, compile=False)(*args).findings == []
+
+
+def test_a_policy_name_the_program_never_produces():
+    step, args = rp.remat_step_with(names.save_only_these_names("hidden"))
+    view = residuals(step, compile=False)(*args)
+    assert kinds(view) == ["policy_name_not_produced", "unused_checkpoint_name"]
+    missing = next(f for f in view.findings if f.kind == "policy_name_not_produced")
+    assert "'hidden'" in missing.message and "names produced: 'h'" in missing.message
+    # an offload policy goes by names too
+    offload = names.save_and_offload_only_these_names(
+        names_which_can_be_saved=[],
+        names_which_can_be_offloaded=["hidden"],
+        offload_src="device",
+        offload_dst="pinned_host",
+    )
+    step, args = rp.remat_step_with(offload)
+    found = residuals(step, compile=False)(*args).findings
+    assert any("offloads 'hidden'" in f.message for f in found)
+    step, args = rp.remat_step_with(names.save_only_these_names("h"))
+    assert residuals(step, compile=False)(*args).findings == []
+
+
+def test_a_checkpoint_that_saves_everything():
+    step, args = rp.remat_step_with(names.everything_saveable)
+    view = residuals(step, compile=False)(*args)
+    assert "checkpoint_saves_everything" in kinds(view)
+    assert not view.recomputed
+    step, args = rp.remat_step_with(names.save_only_these_names("h"))
+    fixed = residuals(step, compile=False)(*args)
+    assert fixed.findings == [] and fixed.recomputed
+
+
+def test_stacked_scan_residuals_that_dominate_the_peak():
+    step, args = rp.deep_scan(checkpointed=False)
+    view = residuals(step)(*args)
+    assert kinds(view) == ["stacked_residuals"]
+    finding = view.findings[0]
+    assert "jax.checkpoint(body)" in finding.fix
+    assert finding.bytes >= 0.5 * view.memory.peak_bytes
+    # the fix, applied: the body checkpointed
+    step, args = rp.deep_scan(checkpointed=True)
+    fixed = residuals(step)(*args)
+    assert fixed.findings == []
+    assert fixed.memory.peak_bytes < view.memory.peak_bytes
