@@ -26,12 +26,15 @@ from jaxscope._profile.at_peak import (
 )
 from jaxscope._profile.buffers import BufferDump, compile_with_dump
 from jaxscope._profile.compiling import lower, optimized_view, stage_call
+from jaxscope._profile.donation import donation_findings
 from jaxscope._profile.hlo_facts import ModuleFacts
 from jaxscope._profile.peak import find_peak
-from jaxscope._profile.records import Buffer
+from jaxscope._profile.records import Buffer, MemoryFinding
 from jaxscope._profile.source import SourceBlock, source_blocks
 from jaxscope._records import SourceLoc
+from jaxscope._source import loc_of_function
 from jaxscope._staging import staged
+from jaxscope.compat import libraries as _clib
 
 
 class MemoryView(Renderable):
@@ -56,6 +59,8 @@ class MemoryView(Renderable):
         timeline: bytes live at each position of the schedule.
         estimated: True when XLA gave no live ranges (temporaries counted whole).
         hlo: the optimized ``HloView``; ``analysis`` its ``memory_analysis()``.
+        findings: ``MemoryFinding`` s about donation: an argument returned updated
+            but not donated, a donated argument no output can reuse.
     """
 
     def __init__(
@@ -66,8 +71,10 @@ class MemoryView(Renderable):
         dump: BufferDump,
         function_name: str = "",
         input_names: tuple[str, ...] = (),
+        findings: Sequence[MemoryFinding] = (),
     ) -> None:
         self.hlo, self.module, self.function_name = hlo, module, function_name
+        self.findings = list(findings)
         peak = find_peak(dump)
         self.peak_bytes, self.peak_position = peak.bytes, peak.position
         self.temp_live_bytes, self.timeline = peak.temp, peak.live
@@ -136,7 +143,10 @@ class MemoryView(Renderable):
 
 
 def memory_of_lowered(
-    lowered: Any, function_name: str = "", input_names: tuple[str, ...] = ()
+    lowered: Any,
+    function_name: str = "",
+    input_names: tuple[str, ...] = (),
+    findings: Sequence[MemoryFinding] = (),
 ) -> MemoryView:
     """The ``MemoryView`` of an already lowered call (compiles it, never runs it).
 
@@ -150,6 +160,7 @@ def memory_of_lowered(
         dump=dump,
         function_name=function_name,
         input_names=input_names,
+        findings=findings,
     )
 
 
@@ -171,7 +182,19 @@ def memory_call(
         static_argnames=static_argnames,
         api_name=api_name,
     )
-    return memory_of_lowered(call.lowered, call.function_name, call.input_names)
+    findings: list[MemoryFinding] = []
+    if not (_clib.is_nnx_jit(fun) or _clib.is_equinox_filter_jit(fun)):
+        # the fixes are jax.jit's donate_argnames; nnx.jit / eqx.filter_jit donate
+        # their own way
+        findings = donation_findings(
+            call.lowered,
+            call.input_names,
+            source=loc_of_function(fun),
+            function=call.function_name or "the function",
+        )
+    return memory_of_lowered(
+        call.lowered, call.function_name, call.input_names, findings
+    )
 
 
 def memory(

@@ -135,6 +135,9 @@ def memory_summary(view: MemoryView) -> list[str]:
                 f"{_KIND_WORDS.get(k, k)} {format_bytes(n)}" for k, n in ordered
             )
         )
+    for finding in view.findings:
+        out.append(f"finding: {finding.message}")
+        out.append(f"  fix: {finding.fix}")
     if any(not b.live_at_peak for b in view.largest(view.show_top)):
         out.append(
             "(later) / (read): an output written after the peak, an argument read "
