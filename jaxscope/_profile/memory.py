@@ -16,7 +16,7 @@ import jax
 from jaxscope._checks import check_count
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._format import plural
+from jaxscope._format import format_bytes, plural
 from jaxscope._hlo.view import HloView
 from jaxscope._profile.at_peak import (
     ARGUMENT_KINDS,
@@ -32,7 +32,7 @@ from jaxscope._profile.peak import find_peak
 from jaxscope._profile.records import Buffer, MemoryFinding
 from jaxscope._profile.source import SourceBlock, source_blocks
 from jaxscope._records import SourceLoc
-from jaxscope._source import loc_of_function
+from jaxscope._source import loc_of_function, short_path
 from jaxscope._staging import staged
 from jaxscope.compat import libraries as _clib
 
@@ -250,3 +250,51 @@ def largest_buffers_at_peak(target: Any, n: int = 10) -> list[Buffer]:
             "jax.jit(f).lower(*args)"
         )
     return memory_of_lowered(target).largest(n)
+
+
+#: a line holding this share of the peak in saved residuals is worth a checkpoint
+RESIDUAL_SHARE = 0.25
+
+
+def out_of_memory_facts(
+    view: MemoryView, limit: int = 3
+) -> tuple[list[str], list[str]]:
+    """For an out-of-memory report: ``(facts, fixes)`` from the compiled model of
+    the call. Facts: the peak by kind and its largest lines. Fixes, those that
+    apply: checkpoint the lines whose saved residuals hold a large share of the
+    peak, the donation findings, then a smaller batch and sharding."""
+    peak = view.peak_bytes
+    kinds = sorted(view.kinds.items(), key=lambda kv: -kv[1])
+    facts = [
+        f"memory peak {format_bytes(peak)} (compiled, never run): "
+        + ", ".join(f"{k} {format_bytes(n)}" for k, n in kinds)
+    ]
+    if view.lines:
+        facts.append(
+            "peak by line: "
+            + ", ".join(
+                f"{short_path(m.file)}:{m.line} {format_bytes(m.bytes)}"
+                for m in view.lines[:limit]
+            )
+        )
+    fixes: list[str] = []
+    saved: dict[tuple[str, int], int] = {}
+    for b in view.buffers:
+        if b.kind == "residual" and b.source is not None:
+            saved[b.source.key] = saved.get(b.source.key, 0) + b.peak_bytes
+    for (file, line), held in sorted(saved.items(), key=lambda kv: -kv[1])[:limit]:
+        if peak and held >= RESIDUAL_SHARE * peak:
+            fixes.append(
+                f"{short_path(file)}:{line} keeps {format_bytes(held)} for the "
+                "backward pass: wrap its layer in jax.checkpoint (nnx.remat, "
+                "eqx.filter_checkpoint) to recompute it instead"
+            )
+    fixes += [f.fix[0].upper() + f.fix[1:] for f in view.findings if f.bytes]
+    largest = view.largest(1)
+    if largest and largest[0].kind in ARGUMENT_KINDS:
+        fixes.append(
+            f"the largest buffer is the argument {largest[0].argument} "
+            f"({format_bytes(largest[0].bytes)}): shard it over devices "
+            "(jax.device_put with a NamedSharding) or pass a smaller batch"
+        )
+    return facts, fixes

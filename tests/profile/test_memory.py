@@ -258,3 +258,30 @@ def test_optimizer_state_is_told_by_the_argument_name(name: str, is_state: bool)
     from jaxscope._profile.at_peak import is_optimizer_state
 
     assert is_optimizer_state(name) is is_state
+
+
+def test_out_of_memory_facts_of_a_step_too_big_to_allocate():
+    # compile-only, from shapes: nothing of this size is ever allocated
+    from jaxscope._profile.memory import out_of_memory_facts
+
+    from . import remat_programs as rp
+
+    f32 = jnp.float32
+    params = {
+        "w1": jax.ShapeDtypeStruct((4096, 8192), f32),
+        "w2": jax.ShapeDtypeStruct((8192, 4), f32),
+    }
+    x = jax.ShapeDtypeStruct((1 << 16, 4096), f32)
+    view = memory(rp.tanh_step)(params, x)
+    assert view.peak_bytes > 2 * 2**30
+    facts, fixes = out_of_memory_facts(view)
+    assert facts[0].startswith("memory peak ") and "residual" in facts[0]
+    hidden = line_of(rp.tanh_loss, "hidden")
+    assert facts[1].startswith("peak by line: ")
+    assert f"tests/profile/remat_programs.py:{hidden} 2 GiB" in facts[1]
+    assert fixes[0].startswith(f"tests/profile/remat_programs.py:{hidden} keeps 2 GiB")
+    assert "jax.checkpoint" in fixes[0]
+    assert any("donate_argnames=('params',)" in f for f in fixes)
+    # no checkpoint advice where no residual holds much of the peak
+    fn, args = programs.transformer()
+    assert not any("checkpoint" in f for f in out_of_memory_facts(memory(fn)(*args))[1])
