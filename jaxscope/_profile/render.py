@@ -561,6 +561,11 @@ def residuals_summary(view: ResidualsView) -> list[str]:
         f"pass, {format_bytes(view.bytes)}; {plural(len(args), 'argument')} read "
         "there too"
     ]
+    if view.differentiated:
+        out.append(
+            "(it takes no gradient itself: differentiated here with respect to "
+            "every argument, as print_saved_residuals does)"
+        )
     if view.recomputed:
         out.append(
             f"recomputed by jax.checkpoint: {plural(len(view.recomputed), 'equation')}, "

@@ -512,6 +512,9 @@ class ResidualsView(Renderable):
             ``ResidualLine.peak_bytes`` comes from its buffers of kind ``residual``.
         findings: ``MemoryFinding`` s: checkpoint policies that silently do
             nothing, a scan's stacked residuals that dominate the peak.
+        differentiated: True when the function took no gradient itself and was
+            differentiated here with respect to every argument (``jax.vjp``, as
+            ``print_saved_residuals`` does).
     """
 
     def __init__(
@@ -523,9 +526,11 @@ class ResidualsView(Renderable):
         function_name: str = "",
         memory: Any = None,
         findings: Sequence[MemoryFinding] = (),
+        differentiated: bool = False,
     ) -> None:
         self.function_name = function_name
         self.findings = list(findings)
+        self.differentiated = differentiated
         self.residuals = sorted(residuals, key=lambda r: (-r.bytes, r.var))
         self.recomputed = list(recomputed)
         self.memory = memory
@@ -570,16 +575,23 @@ def residuals_call(
     compile: bool = True,
     api_name: str = "js.residuals",
 ) -> ResidualsView:
-    """Trace ``fun(*args, **kwargs)`` (and compile it, never run it); its residuals."""
-    staged_call = stage(
-        fun,
-        args,
-        kwargs,
-        static_argnums=static_argnums,
-        static_argnames=static_argnames,
-        api_name=api_name,
-    )
+    """Trace ``fun(*args, **kwargs)`` (and compile it, never run it); its residuals.
+
+    A function that takes no gradient itself (a loss) is differentiated here as
+    ``print_saved_residuals`` does: ``jax.vjp`` with respect to every argument,
+    its cotangent applied, so its residuals are read the same way."""
+    options: dict[str, Any] = {
+        "static_argnums": static_argnums,
+        "static_argnames": static_argnames,
+        "api_name": api_name,
+    }
+    staged_call = stage(fun, args, kwargs, **options)
     model = build_model(staged_call.traced.jaxpr, staged_call.input_names)
+    differentiated = False
+    if not any(is_backward(e) for e in model.eqns):
+        again = _as_vjp(fun, args, kwargs, options)
+        if again is not None and any(is_backward(e) for e in again[1].eqns):
+            staged_call, model, differentiated = *again, True
     finder = _Finder(model)
     finder.run()
     memory = None
@@ -599,7 +611,39 @@ def residuals_call(
         function_name=name,
         memory=memory,
         findings=findings,
+        differentiated=differentiated,
     )
+
+
+def _as_vjp(
+    fun: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    options: dict[str, Any],
+) -> tuple[Any, JaxprModel] | None:
+    """``fun`` staged with its backward pass: ``jax.vjp`` over every (dynamic)
+    argument, the cotangent of ones applied; None where that cannot be traced
+    (an output that is not floating point, say)."""
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    vjp: Any = getattr(jax, "vjp")  # noqa: B009 (typed Any: JAX's stubs are partial)
+    ones_like: Any = getattr(jnp, "ones_like")  # noqa: B009
+
+    @functools.wraps(fun)
+    def with_backward(*a: Any, **k: Any) -> Any:
+        out, pull = vjp(functools.partial(fun, **k), *a)
+        return pull(jax.tree.map(ones_like, out))
+
+    try:
+        staged_call = stage(with_backward, args, kwargs, **options)
+        return staged_call, build_model(
+            staged_call.traced.jaxpr, staged_call.input_names
+        )
+    except Exception:
+        return None
 
 
 def residuals(
@@ -616,7 +660,9 @@ def residuals(
     Equinox) and lists every forward value the backward pass reads, as JAX's
     ``print_saved_residuals`` would for the differentiated function, grouped by
     the user's line; under ``jax.checkpoint`` / ``nnx.remat`` /
-    ``eqx.filter_checkpoint`` also what the policy recomputed and its flops.
+    ``eqx.filter_checkpoint`` also what the policy recomputed and its flops. A
+    function that takes no gradient (a loss) is differentiated with respect to
+    every argument, as ``print_saved_residuals(f, *args)`` does.
     With ``compile=True`` (the default) the program is compiled, never run, and
     each line says how many of its residual bytes are live at the memory peak.
 

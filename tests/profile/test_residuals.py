@@ -9,6 +9,7 @@ import io
 import re
 
 import jax
+import jax.numpy as jnp
 import pytest
 from jax.ad_checkpoint import print_saved_residuals
 
@@ -120,10 +121,25 @@ def test_optax_step_residuals_live_at_the_peak():
     assert "saved for the backward pass" in text and "optax_predict" not in text
 
 
+def test_a_loss_is_differentiated_as_print_saved_residuals_does():
+    # no gradient inside: every argument differentiated, as JAX's own tool does
+    params, x = rp.plain_grad()[1]
+    view = residuals(rp.tanh_loss, compile=False)(params, x)
+    assert view.differentiated
+    assert ours(view) == jax_rows(rp.tanh_loss, params, x)
+    assert {r.argument for r in view.residuals if r.argument} == {
+        "params['w1']",
+        "params['w2']",
+        "x",
+    }
+    assert "differentiated here with respect to every argument" in str(view)
+
+
 def test_no_backward_pass_no_residuals():
     fn, args = programs.transformer()
-    view = residuals(fn, compile=False)(*args)
+    view = residuals(lambda p, x: jnp.argmax(fn(p, x)), compile=False)(*args)
     assert view.residuals == [] and view.lines == [] and view.recomputed == []
+    assert not view.differentiated
     assert "no backward pass found" in str(view)
 
 
