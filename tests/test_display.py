@@ -192,6 +192,9 @@ VIEWS = {
     "NanInInput": lambda: js.find_nan(jnp.sin)(jnp.array([1.0, jnp.nan])),
     "ProfileView": lambda: js.profile(_mlp, repeat=1, warmup=0)(_X),
     "MemoryView": lambda: js.memory(_mlp)(_X),
+    "ResidualsView": lambda: js.residuals(
+        lambda x: jax.grad(lambda y: jnp.tanh(y).sum())(x), compile=False
+    )(_X),
 }
 
 
