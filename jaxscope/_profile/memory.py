@@ -186,12 +186,15 @@ def memory_call(
     if not (_clib.is_nnx_jit(fun) or _clib.is_equinox_filter_jit(fun)):
         # the fixes are jax.jit's donate_argnames; nnx.jit / eqx.filter_jit donate
         # their own way
-        findings = donation_findings(
-            call.lowered,
-            call.input_names,
-            source=loc_of_function(fun),
-            function=call.function_name or "the function",
-        )
+        try:
+            findings = donation_findings(
+                call.lowered,
+                call.input_names,
+                source=loc_of_function(fun),
+                function=call.function_name or "the function",
+            )
+        except Exception:  # a finding is extra: its failure never stops the view
+            findings = []
     return memory_of_lowered(
         call.lowered, call.function_name, call.input_names, findings
     )
