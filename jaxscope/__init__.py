@@ -90,6 +90,8 @@ _EXPORTS: dict[str, str] = {
     "ResidualsView": "._profile.residuals",
     "Residual": "._profile.residuals",
     "ResidualLine": "._profile.residuals",
+    "memory_policies": "._profile.residuals",
+    "PolicyMemory": "._profile.residuals",
     # errors
     "explain": "._explain.explainer",
     "ErrorReport": "._explain.report",
@@ -165,9 +167,11 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from ._profile.records import LineMemory as LineMemory
     from ._profile.records import LineTime as LineTime
     from ._profile.records import OpTime as OpTime
+    from ._profile.residuals import PolicyMemory as PolicyMemory
     from ._profile.residuals import Residual as Residual
     from ._profile.residuals import ResidualLine as ResidualLine
     from ._profile.residuals import ResidualsView as ResidualsView
+    from ._profile.residuals import memory_policies as memory_policies
     from ._profile.residuals import residuals as residuals
     from ._purity.records import PurityFinding as PurityFinding
     from ._purity.records import PuritySummary as PuritySummary

@@ -80,9 +80,11 @@ EXPECTED = [
     "ProfileView",
     "memory",
     "profile",
+    "PolicyMemory",
     "Residual",
     "ResidualLine",
     "ResidualsView",
+    "memory_policies",
     "residuals",
     # errors
     "ErrorReport",

@@ -63,15 +63,16 @@ def policy_name(policy: str | None) -> str:
     function = _POLICY_FUNCTION.match(policy)
     if function is not None:
         return function.group(1)
-    if policy.startswith("SaveOnlyTheseNames"):
-        names = _NAMES.search(policy)
-        inner = (
-            ", ".join(sorted(n.strip() for n in names.group(1).split(",")))
-            if names
-            else ""
-        )
-        return f"save_only_these_names({inner})"
-    return policy.split("(", 1)[0]
+    if policy.startswith("DotsSaveable"):
+        batch = "only_if_no_batch_dims=True" in policy
+        return "dots_with_no_batch_dims_saveable" if batch else "dots_saveable"
+    head = policy.split("(", 1)[0]
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", head).lower()
+    names = _NAMES.search(policy)
+    if names is not None:
+        inner = ", ".join(sorted(n.strip() for n in names.group(1).split(",")))
+        return f"{snake}({inner})"
+    return snake
 
 
 def _transforms(info: EqnInfo) -> list[str]:
@@ -691,3 +692,89 @@ def residuals(
             compile=compile,
         ),
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyMemory:
+    """One checkpoint policy of a sweep, compiled (never run): the memory peak,
+    the residual bytes live there, the estimated flops recomputed in the backward
+    pass, and whether the peak fits the target (None: no target given)."""
+
+    policy: str
+    peak_bytes: int
+    residual_bytes: int
+    recompute_flops: float
+    fits: bool | None = None
+
+
+def _policy_label(policy: Any) -> str:
+    return policy_name(None if policy is None else repr(policy))
+
+
+def memory_policies(
+    make_step: Callable[[Any], Callable[..., Any]],
+    policies: Sequence[Any],
+    *,
+    fits: int | None = None,
+) -> Callable[..., list[PolicyMemory]]:
+    """Peak memory against recompute flops for each checkpoint policy, compiled only.
+
+    ``make_step(policy)`` builds the train step with ``policy`` given to its
+    ``jax.checkpoint`` / ``nnx.remat`` / ``eqx.filter_checkpoint``;
+    ``js.memory_policies(make_step, [None, dots_saveable, ...], fits=8 * 2**30)(*args)``
+    compiles each (nothing runs; ``jax.ShapeDtypeStruct`` arguments work) and
+    returns a ``PolicyMemory`` per policy, the cheapest recompute that fits first.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, jaxscope as js
+        >>> def make_step(policy):
+        ...     def loss(w, x):
+        ...         layer = jax.checkpoint(lambda x: jnp.tanh(x @ w), policy=policy)
+        ...         return layer(layer(x)).sum()
+        ...     return jax.grad(loss)
+        >>> rows = js.memory_policies(
+        ...     make_step, [None, jax.checkpoint_policies.everything_saveable]
+        ... )(jnp.ones((8, 8)), jnp.ones((4, 8)))
+        >>> [(r.policy, r.recompute_flops > 0) for r in rows]
+        [('everything_saveable', False), ('nothing_saveable', True)]
+    """
+    from jaxscope._checks import check_count
+
+    if not callable(make_step):
+        from jaxscope._exceptions import InvalidCallError
+
+        raise InvalidCallError(
+            "js.memory_policies needs a function that builds the step from a policy, "
+            f"got {type(make_step).__name__}; e.g. js.memory_policies(lambda p: "
+            "make_step(p), [None, jax.checkpoint_policies.dots_saveable])(*args)"
+        )
+    if fits is not None:
+        check_count(
+            fits,
+            "fits",
+            low=1,
+            where="js.memory_policies",
+            example="js.memory_policies(make_step, policies, fits=8 * 2**30)",
+        )
+
+    def sweep(*args: Any, **kwargs: Any) -> list[PolicyMemory]:
+        rows: list[PolicyMemory] = []
+        for policy in policies:
+            view = residuals_call(
+                make_step(policy), args, kwargs, api_name="js.memory_policies"
+            )
+            memory = view.memory
+            peak = memory.peak_bytes if memory is not None else 0
+            rows.append(
+                PolicyMemory(
+                    policy=_policy_label(policy),
+                    peak_bytes=peak,
+                    residual_bytes=memory.kinds.get("residual", 0) if memory else 0,
+                    recompute_flops=view.recompute_flops,
+                    fits=None if fits is None else peak <= fits,
+                )
+            )
+        rows.sort(key=lambda r: (r.fits is False, r.recompute_flops, r.peak_bytes))
+        return rows
+
+    return sweep

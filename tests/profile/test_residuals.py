@@ -149,6 +149,10 @@ def test_small_helpers():
     assert aval_bytes("f32[]") == 4
     assert policy_name(None) == "nothing_saveable"
     assert policy_name("<function dots_saveable at 0x1>") == "dots_saveable"
+    assert policy_name(repr(names.dots_saveable)) == "dots_saveable"
+    assert policy_name(repr(names.save_any_names_but_these("a"))) == (
+        "save_any_names_but_these('a')"
+    )
     assert (
         policy_name("SaveOnlyTheseNames(saveable_names=frozenset({'b', 'a'}))")
         == "save_only_these_names('a', 'b')"
@@ -223,3 +227,48 @@ def test_stacked_scan_residuals_that_dominate_the_peak():
     fixed = residuals(step)(*args)
     assert fixed.findings == []
     assert fixed.memory.peak_bytes < view.memory.peak_bytes
+
+
+def test_a_policy_sweep_compiles_each_policy_and_ranks_them():
+    from jaxscope._profile.residuals import memory_policies
+
+    def make(policy):
+        return rp.remat_step_with(policy)[0]
+
+    _, args = rp.remat_step_with(None)
+    candidates = [
+        None,
+        names.dots_saveable,
+        names.everything_saveable,
+        names.save_only_these_names("h"),
+    ]
+    rows = memory_policies(make, candidates)(*args)
+    by_name = {r.policy: r for r in rows}
+    assert set(by_name) == {
+        "nothing_saveable",
+        "dots_saveable",
+        "everything_saveable",
+        "save_only_these_names('h')",
+    }
+    assert by_name["everything_saveable"].recompute_flops == 0
+    assert (
+        by_name["nothing_saveable"].recompute_flops
+        > by_name["save_only_these_names('h')"].recompute_flops
+    )
+    assert [r.recompute_flops for r in rows] == sorted(r.recompute_flops for r in rows)
+    assert all(r.fits is None for r in rows)
+    # a target: what does not fit goes last, the cheapest that fits first
+    smallest = min(r.peak_bytes for r in rows)
+    fitted = memory_policies(make, candidates, fits=smallest)(*args)
+    assert fitted[0].fits and fitted[0].peak_bytes == smallest
+    assert all(r.fits == (r.peak_bytes <= smallest) for r in fitted)
+
+
+def test_a_policy_sweep_rejects_bad_input_in_one_line():
+    from jaxscope._exceptions import InvalidCallError
+    from jaxscope._profile.residuals import memory_policies
+
+    with pytest.raises(InvalidCallError, match="builds the step from a policy"):
+        memory_policies(3, [None])  # type: ignore[arg-type]
+    with pytest.raises(InvalidCallError, match="fits"):
+        memory_policies(lambda p: p, [None], fits=-1)
