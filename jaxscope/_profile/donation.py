@@ -134,8 +134,8 @@ def donation_findings(
                 ),
                 fix=(
                     f"donate it, if the caller does not use the old {name} after "
-                    f"the call: @functools.partial(jax.jit, donate_argnames="
-                    f"({name!r},)) on {function}"
+                    f"the call: decorate {function} with @functools.partial("
+                    f"jax.jit, donate_argnames=({name!r},)) in place of @jax.jit"
                 ),
                 source=source,
                 bytes=size,
