@@ -103,6 +103,12 @@ _EXPORTS: dict[str, str] = {
     "LineCompileCost": "._compile.records",
     "CompileDiagnosis": "._compile.records",
     "CompileStages": "._compile.records",
+    "residuals": "._profile.residuals",
+    "ResidualsView": "._profile.residuals",
+    "Residual": "._profile.residuals",
+    "ResidualLine": "._profile.residuals",
+    "memory_policies": "._profile.residuals",
+    "PolicyMemory": "._profile.residuals",
     # errors
     "explain": "._explain.explainer",
     "ErrorReport": "._explain.report",
@@ -191,6 +197,12 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from ._profile.records import LineMemory as LineMemory
     from ._profile.records import LineTime as LineTime
     from ._profile.records import OpTime as OpTime
+    from ._profile.residuals import PolicyMemory as PolicyMemory
+    from ._profile.residuals import Residual as Residual
+    from ._profile.residuals import ResidualLine as ResidualLine
+    from ._profile.residuals import ResidualsView as ResidualsView
+    from ._profile.residuals import memory_policies as memory_policies
+    from ._profile.residuals import residuals as residuals
     from ._purity.records import PurityFinding as PurityFinding
     from ._purity.records import PuritySummary as PuritySummary
     from ._purity.watcher import PurityLog as PurityLog

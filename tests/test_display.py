@@ -206,6 +206,9 @@ VIEWS = {
     "CompileProfile": lambda: js.compile_profile(_mlp)(_X),
     "CellCompiles": _cell_compiles,
     "ProgramDiff": lambda: js.diff(_mlp)((_X,), (_X * 2.0,)),
+    "ResidualsView": lambda: js.residuals(
+        lambda x: jax.grad(lambda y: jnp.tanh(y).sum())(x), compile=False
+    )(_X),
 }
 
 

@@ -97,6 +97,12 @@ EXPECTED = [
     "CompileStages",
     "LineCompileCost",
     "compile_profile",
+    "PolicyMemory",
+    "Residual",
+    "ResidualLine",
+    "ResidualsView",
+    "memory_policies",
+    "residuals",
     # errors
     "ErrorReport",
     "explain",

@@ -20,6 +20,8 @@ from jaxscope.compat.source import is_jax_file
 
 BUFFER = "buffer "
 """The start of a line naming one of the largest buffers."""
+MEMORY_FIX = "memory fix: "
+"""The start of a line naming a fix the compiled memory model says applies."""
 LEAKED_INTO = "leaked into: "
 """The start of the line naming where a leaked tracer is stored."""
 
@@ -127,13 +129,15 @@ def largest_buffers(inner: Entry, site: Site, limit: int = 3) -> list[str]:
 def _buffers_at_peak(traced: object, limit: int) -> list[str]:
     """The largest buffers live at the compiled program's memory peak (XLA's buffer
     assignment: what really holds memory when it runs out), with their lines."""
-    from jaxscope._profile.memory import largest_buffers_at_peak
+    from jaxscope._profile.memory import memory_of_lowered, out_of_memory_facts
 
     try:
-        buffers = largest_buffers_at_peak(traced, n=limit)
+        view = memory_of_lowered(traced.lower())  # type: ignore[attr-defined]
+        buffers = view.largest(limit)
+        facts, fixes = out_of_memory_facts(view)
     except Exception:  # an explainer never fails because a probe did
         return []
-    out = []
+    out: list[str] = []
     for buffer in buffers:
         where = f" at {buffer.source}" if buffer.source is not None else ""
         what = f"argument {buffer.argument}" if buffer.argument else buffer.opcode
@@ -141,7 +145,7 @@ def _buffers_at_peak(traced: object, limit: int) -> list[str]:
             f"{BUFFER}{buffer.shape} ({format_bytes(buffer.bytes)}, {buffer.kind}) "
             f"from {what}{where}, live at the memory peak"
         )
-    return out
+    return out + facts + [MEMORY_FIX + fix for fix in fixes]
 
 
 def _largest_values(traced: object, limit: int) -> list[str]:

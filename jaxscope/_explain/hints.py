@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from jaxscope._explain.context import BUFFER, LEAKED_INTO
+from jaxscope._explain.context import BUFFER, LEAKED_INTO, MEMORY_FIX
 from jaxscope._explain.facts import Explanation, Facts, sentence
 from jaxscope._explain.fixes import (
     assignment_fix,
@@ -398,8 +398,12 @@ def _out_of_memory(facts: Facts) -> Explanation:
         message = f"The device ran out of memory allocating {size}{where}"
         extra = (f"requested: {size} ({nbytes.group('n')} bytes)",)
     biggest = next((c for c in facts.context if c.startswith(BUFFER)), "")
+    fixes = [
+        c.removeprefix(MEMORY_FIX) for c in facts.context if c.startswith(MEMORY_FIX)
+    ]
     hint = (
         (f"The largest {biggest.removeprefix(BUFFER)}. " if biggest else "")
+        + "".join(f"{fix}. " for fix in fixes)
         + "Reduce the batch or array sizes; free buffers you no longer need (del x, "
         "donate_argnums in jax.jit); trade compute for memory with jax.checkpoint "
         "(remat) around the layers that hold the largest buffers; shard the largest "

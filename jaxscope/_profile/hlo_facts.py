@@ -20,6 +20,21 @@ _HEADER = re.compile(r"^HloModule\s+([\w.\-]+)")
 # ops that are no work of the program's: they keep no line
 _NO_LINE = frozenset({"parameter", "constant", "tuple", "get-tuple-element"})
 _ENTRY = re.compile(r"^ENTRY\s+%?([\w.\-]+)", re.M)
+# the name stack JAX gives the ops of the forward pass (``jit(f)/jvp(loss)/dot``)
+# and of the backward pass (``jit(f)/transpose(jvp(loss))/dot``)
+_BACKWARD = re.compile(r"(?:^|[/(])transpose\(")
+_FORWARD = re.compile(r"(?:^|[/(])(?:jvp|linearize)\(")
+_PASS_THROUGH = frozenset({"get-tuple-element", "tuple", "bitcast", "copy"})
+
+
+def is_backward(op_name: str) -> bool:
+    """Whether an op's name stack puts it in a backward pass (under ``transpose``)."""
+    return _BACKWARD.search(op_name) is not None
+
+
+def is_forward(op_name: str) -> bool:
+    """Whether an op's name stack puts it in a differentiated forward pass."""
+    return _FORWARD.search(op_name) is not None and not is_backward(op_name)
 
 
 def _dims(text: str) -> list[int]:
@@ -106,16 +121,17 @@ class ModuleFacts:
                 stack=user_stack(op),
             )
             self.ops[op.name] = facts
+        self.users: dict[str, list[str]] = {}
+        for facts in self.ops.values():
+            for operand in facts.operands:
+                self.users.setdefault(operand, []).append(facts.op.name)
         self._inherit_lines()
         for facts in self.ops.values():
             self.by_computation.setdefault(facts.op.computation, []).append(facts)
 
     def _inherit_lines(self, depth: int = 4) -> None:
         """Give ops without a source the line (and stack) of their nearest consumer."""
-        users: dict[str, list[str]] = {}
-        for facts in self.ops.values():
-            for operand in facts.operands:
-                users.setdefault(operand, []).append(facts.op.name)
+        users = self.users
         for name, facts in self.ops.items():
             if facts.op.source is not None or facts.op.opcode in _NO_LINE:
                 continue
@@ -142,6 +158,29 @@ class ModuleFacts:
                 else:
                     out.append(member)
         return out
+
+    def is_residual(self, name: str) -> bool:
+        """Whether op ``name`` computes a value of the forward pass that the
+        backward pass reads (a residual JAX's autodiff saved): its name stack is
+        under ``jvp`` and not ``transpose``, and one of its users (through tuples,
+        bitcasts and copies) is under ``transpose``."""
+        facts = self.ops.get(name)
+        if facts is None or not is_forward(facts.op.op_name):
+            return False
+        frontier, seen = [name], {name}
+        for _ in range(4):
+            nxt: list[str] = []
+            for user in (u for n in frontier for u in self.users.get(n, [])):
+                if user in seen:
+                    continue
+                seen.add(user)
+                op = self.ops[user].op
+                if is_backward(op.op_name):
+                    return True
+                if op.opcode in _PASS_THROUGH:
+                    nxt.append(user)
+            frontier = nxt
+        return False
 
     @property
     def n_parameters(self) -> int:

@@ -59,6 +59,11 @@ class ProfileMagics(JaxscopeMagics):
 
     @magic_arguments()
     @argument("--top", type=int, default=15, help="rows of the largest-buffers table")
+    @argument(
+        "--residuals",
+        action="store_true",
+        help="the values saved for the backward pass, by line (js.residuals)",
+    )
     @static_arguments
     @call_argument("train_step(state, batch)")
     @line_magic
@@ -66,11 +71,22 @@ class ProfileMagics(JaxscopeMagics):
     def jaxmem(self, line: str) -> Any:
         """Compile CALL (never run it) and show the buffers live at its memory peak.
 
-        Each buffer is shown with the op that defines it and its source line;
-        arguments, outputs, donated arguments and temporaries are told apart.
+        Each buffer is shown with its own size, the op that defines it and its
+        source line; arguments, optimizer state, outputs, saved residuals and
+        temporaries are told apart. With --residuals: the values a differentiated
+        CALL saves for its backward pass, by line, and what jax.checkpoint
+        recomputes.
         """
         opts = parse_magic_args(self.jaxmem, line, verbatim="call")
         _at_least(opts.top, 1, "--top")
+        if opts.residuals:
+            from jaxscope._profile.residuals import residuals_call
+
+            found = self.traced_call(
+                "jaxmem", opts, from_builder(residuals_call), api_name="%jaxmem"
+            )
+            found.show_top = opts.top
+            return present(found, line)
         from jaxscope._profile.memory import memory_call
 
         view = self.traced_call(

@@ -16,17 +16,25 @@ import jax
 from jaxscope._checks import check_count
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError
-from jaxscope._format import plural
+from jaxscope._format import format_bytes, plural
 from jaxscope._hlo.view import HloView
-from jaxscope._profile.at_peak import ARGUMENT_KINDS, BufferNamer, line_memory
+from jaxscope._profile.at_peak import (
+    ARGUMENT_KINDS,
+    KINDS,
+    BufferNamer,
+    line_memory,
+)
 from jaxscope._profile.buffers import BufferDump, compile_with_dump
 from jaxscope._profile.compiling import lower, optimized_view, stage_call
+from jaxscope._profile.donation import donation_findings
 from jaxscope._profile.hlo_facts import ModuleFacts
 from jaxscope._profile.peak import find_peak
-from jaxscope._profile.records import Buffer
+from jaxscope._profile.records import Buffer, MemoryFinding
 from jaxscope._profile.source import SourceBlock, source_blocks
 from jaxscope._records import SourceLoc
+from jaxscope._source import loc_of_function, short_path
 from jaxscope._staging import staged
+from jaxscope.compat import libraries as _clib
 
 
 class MemoryView(Renderable):
@@ -37,7 +45,11 @@ class MemoryView(Renderable):
             temporaries live at that point of the schedule).
         peak_position, peak_op: the schedule position of the peak and the
             instruction running there; ``peak_source`` its line.
-        buffers: every ``Buffer`` live at the peak, largest first.
+        buffers: every ``Buffer`` at the peak, largest first: each with its own
+            size (``bytes``) and kind; their ``peak_bytes`` add up to ``peak_bytes``.
+        kinds: bytes at the peak per buffer kind (``argument``, ``donated``,
+            ``optimizer_state``, ``output``, ``residual``, ``temporary``,
+            ``constant``), largest kinds first; they add up to ``peak_bytes``.
         lines: ``LineMemory`` per source line (buffers its ops define), largest
             first; ``by_line`` keys them by ``(file, line)``.
         argument_bytes, output_bytes, alias_bytes: as XLA assigned them
@@ -47,6 +59,8 @@ class MemoryView(Renderable):
         timeline: bytes live at each position of the schedule.
         estimated: True when XLA gave no live ranges (temporaries counted whole).
         hlo: the optimized ``HloView``; ``analysis`` its ``memory_analysis()``.
+        findings: ``MemoryFinding`` s about donation: an argument returned updated
+            but not donated, a donated argument no output can reuse.
     """
 
     def __init__(
@@ -57,8 +71,10 @@ class MemoryView(Renderable):
         dump: BufferDump,
         function_name: str = "",
         input_names: tuple[str, ...] = (),
+        findings: Sequence[MemoryFinding] = (),
     ) -> None:
         self.hlo, self.module, self.function_name = hlo, module, function_name
+        self.findings = list(findings)
         peak = find_peak(dump)
         self.peak_bytes, self.peak_position = peak.bytes, peak.position
         self.temp_live_bytes, self.timeline = peak.temp, peak.live
@@ -79,6 +95,10 @@ class MemoryView(Renderable):
         self.buffers = BufferNamer(module, dump, input_names).buffers(peak)
         self.lines = line_memory(self.buffers, self.peak_bytes, self.code)
         self.by_line = {m.key: m for m in self.lines}
+        kinds: dict[str, int] = dict.fromkeys(KINDS, 0)
+        for b in self.buffers:
+            kinds[b.kind] = kinds.get(b.kind, 0) + b.peak_bytes
+        self.kinds = {k: v for k, v in kinds.items() if v}
         self.show_top = 15
 
     @property
@@ -123,7 +143,10 @@ class MemoryView(Renderable):
 
 
 def memory_of_lowered(
-    lowered: Any, function_name: str = "", input_names: tuple[str, ...] = ()
+    lowered: Any,
+    function_name: str = "",
+    input_names: tuple[str, ...] = (),
+    findings: Sequence[MemoryFinding] = (),
 ) -> MemoryView:
     """The ``MemoryView`` of an already lowered call (compiles it, never runs it).
 
@@ -137,6 +160,7 @@ def memory_of_lowered(
         dump=dump,
         function_name=function_name,
         input_names=input_names,
+        findings=findings,
     )
 
 
@@ -158,7 +182,22 @@ def memory_call(
         static_argnames=static_argnames,
         api_name=api_name,
     )
-    return memory_of_lowered(call.lowered, call.function_name, call.input_names)
+    findings: list[MemoryFinding] = []
+    if not (_clib.is_nnx_jit(fun) or _clib.is_equinox_filter_jit(fun)):
+        # the fixes are jax.jit's donate_argnames; nnx.jit / eqx.filter_jit donate
+        # their own way
+        try:
+            findings = donation_findings(
+                call.lowered,
+                call.input_names,
+                source=loc_of_function(fun),
+                function=call.function_name or "the function",
+            )
+        except Exception:  # a finding is extra: its failure never stops the view
+            findings = []
+    return memory_of_lowered(
+        call.lowered, call.function_name, call.input_names, findings
+    )
 
 
 def memory(
@@ -214,3 +253,51 @@ def largest_buffers_at_peak(target: Any, n: int = 10) -> list[Buffer]:
             "jax.jit(f).lower(*args)"
         )
     return memory_of_lowered(target).largest(n)
+
+
+#: a line holding this share of the peak in saved residuals is worth a checkpoint
+RESIDUAL_SHARE = 0.25
+
+
+def out_of_memory_facts(
+    view: MemoryView, limit: int = 3
+) -> tuple[list[str], list[str]]:
+    """For an out-of-memory report: ``(facts, fixes)`` from the compiled model of
+    the call. Facts: the peak by kind and its largest lines. Fixes, those that
+    apply: checkpoint the lines whose saved residuals hold a large share of the
+    peak, the donation findings, then a smaller batch and sharding."""
+    peak = view.peak_bytes
+    kinds = sorted(view.kinds.items(), key=lambda kv: -kv[1])
+    facts = [
+        f"memory peak {format_bytes(peak)} (compiled, never run): "
+        + ", ".join(f"{k} {format_bytes(n)}" for k, n in kinds)
+    ]
+    if view.lines:
+        facts.append(
+            "peak by line: "
+            + ", ".join(
+                f"{short_path(m.file)}:{m.line} {format_bytes(m.bytes)}"
+                for m in view.lines[:limit]
+            )
+        )
+    fixes: list[str] = []
+    saved: dict[tuple[str, int], int] = {}
+    for b in view.buffers:
+        if b.kind == "residual" and b.source is not None:
+            saved[b.source.key] = saved.get(b.source.key, 0) + b.peak_bytes
+    for (file, line), held in sorted(saved.items(), key=lambda kv: -kv[1])[:limit]:
+        if peak and held >= RESIDUAL_SHARE * peak:
+            fixes.append(
+                f"{short_path(file)}:{line} keeps {format_bytes(held)} for the "
+                "backward pass: wrap its layer in jax.checkpoint (nnx.remat, "
+                "eqx.filter_checkpoint) to recompute it instead"
+            )
+    fixes += [f.fix[0].upper() + f.fix[1:] for f in view.findings if f.bytes]
+    largest = view.largest(1)
+    if largest and largest[0].kind in ARGUMENT_KINDS:
+        fixes.append(
+            f"the largest buffer is the argument {largest[0].argument} "
+            f"({format_bytes(largest[0].bytes)}): shard it over devices "
+            "(jax.device_put with a NamedSharding) or pass a smaller batch"
+        )
+    return facts, fixes

@@ -14,20 +14,37 @@ FIXED_KINDS = ("parameter", "output")
 
 
 @dataclass(frozen=True, slots=True)
+class Held:
+    """One buffer at the peak: ``value`` (None: an allocation XLA named no value
+    in) of ``allocation``. ``bytes`` is the value's own size; ``counted`` what it
+    adds to the peak. They differ only in an argument or output allocation, which
+    XLA holds for the whole run: while the argument is dead or the output not yet
+    written (``live`` False) XLA lends its memory to temporaries, which count their
+    own bytes, and the owner counts what is left of the allocation."""
+
+    allocation: Allocation
+    value: Value | None
+    bytes: int
+    counted: int
+    live: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Peak:
     """``live[t]``: bytes live at schedule position ``t``; the peak is at ``position``.
 
     ``fixed`` is the argument and output allocations (live throughout), ``temp``
-    the temporaries live at the peak. ``at_peak`` is ``(allocation, value, bytes)``
-    of every buffer live there. ``estimated`` is True when the dump had no live
-    ranges and every temporary allocation was counted whole.
+    the temporaries live at the peak. ``at_peak`` holds every buffer there, each
+    counted once: their ``counted`` bytes add up to ``bytes``. ``estimated`` is
+    True when the dump had no live ranges and every temporary allocation was
+    counted whole.
     """
 
     position: int
     fixed: int
     temp: int
     live: tuple[int, ...]
-    at_peak: tuple[tuple[Allocation, Value | None, int], ...]
+    at_peak: tuple[Held, ...]
     estimated: bool = False
 
     @property
@@ -69,18 +86,39 @@ def _occupant(
     return max(live, key=lambda item: item[0])[1] if live else None
 
 
-def _fixed_value(
-    allocation: Allocation, dump: BufferDump, position: int
-) -> Value | None:
+def owner(allocation: Allocation, dump: BufferDump) -> Value | None:
+    """The value an argument or output allocation is for: the argument (defined
+    first), or the output (live to the end of the program; defined last)."""
     ranged = [
         (v, dump.ranges[v.name]) for v in allocation.values if v.name in dump.ranges
     ]
-    occupant = _occupant(ranged, position)
-    if occupant is not None:
-        return occupant
-    if allocation.kind == "output" and ranged:
-        return max(ranged, key=lambda item: item[1][0])[0]  # the value it will hold
-    return allocation.values[0] if allocation.values else None
+    if not ranged:
+        return allocation.values[0] if allocation.values else None
+    if allocation.kind == "parameter":
+        return min(ranged, key=lambda item: item[1][0])[0]
+    return max(ranged, key=lambda item: (item[1][1], item[1][0]))[0]
+
+
+def _fixed_held(allocation: Allocation, dump: BufferDump, position: int) -> list[Held]:
+    """The buffers of an argument or output allocation at ``position``: the values
+    live there at their own size (one per place: a bitcast shares its operand's),
+    and the allocation's owner, which counts what they leave of it."""
+    mine = owner(allocation, dump)
+    places: dict[tuple[int, int], list[tuple[Value, tuple[int, int]]]] = {}
+    for value in allocation.values:
+        live = dump.ranges.get(value.name)
+        if live is not None and value.size > 0:
+            places.setdefault((value.offset, value.size), []).append((value, live))
+    occupants = [v for values in places.values() if (v := _occupant(values, position))]
+    held = [Held(allocation, v, v.size, v.size) for v in occupants]
+    left = max(0, allocation.size - sum(v.size for v in occupants))
+    if mine is None:  # an allocation XLA placed no value in
+        return [Held(allocation, None, allocation.size, allocation.size)]
+    for i, h in enumerate(held):
+        if h.value is not None and h.value.name == mine.name:
+            held[i] = Held(allocation, mine, h.bytes, h.counted + left)
+            return held
+    return [*held, Held(allocation, mine, mine.size, left, live=False)]
 
 
 def find_peak(dump: BufferDump) -> Peak:
@@ -95,8 +133,8 @@ def find_peak(dump: BufferDump) -> Peak:
     )
     if temps and not slots:
         whole = sum(a.size for a in temps)
-        at_peak = [(a, _fixed_value(a, dump, 0), a.size) for a in fixed_allocations]
-        at_peak += [(a, v, v.size) for a in temps for v in a.values]
+        at_peak = [h for a in fixed_allocations for h in _fixed_held(a, dump, 0)]
+        at_peak += [Held(a, v, v.size, v.size) for a in temps for v in a.values]
         return Peak(0, fixed, whole, (fixed + whole,) * max(1, n), tuple(at_peak), True)
     diff = [0] * (n + 1)
     for (_, _, size), values in slots.items():
@@ -109,14 +147,12 @@ def find_peak(dump: BufferDump) -> Peak:
         running += diff[t]
         live.append(fixed + running)
     position = max(range(len(live)), key=lambda t: (live[t], -t))
-    at_peak: list[tuple[Allocation, Value | None, int]] = [
-        (a, _fixed_value(a, dump, position), a.size) for a in fixed_allocations
-    ]
+    at_peak = [h for a in fixed_allocations for h in _fixed_held(a, dump, position)]
     by_index = {a.index: a for a in dump.allocations}
     for (index, _, size), values in slots.items():
         occupant = _occupant(values, position)
         if occupant is not None:
-            at_peak.append((by_index[index], occupant, size))
+            at_peak.append(Held(by_index[index], occupant, size, size))
     return Peak(
         position=position,
         fixed=fixed,

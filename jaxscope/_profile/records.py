@@ -125,13 +125,23 @@ class FunctionTime:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Buffer:
-    """One buffer of a compiled program, live at the memory peak.
+    """One buffer of a compiled program at the memory peak.
 
-    ``kind`` is ``argument``, ``donated`` (an argument whose buffer the outputs
-    reuse), ``output`` or ``temporary``. ``name`` is XLA's value (``fusion.3``, or
-    ``tuple.1{0}`` for a tuple element), ``op`` the instruction defining it;
-    ``argument`` names the argument for ``argument`` / ``donated`` buffers.
-    ``live`` is ``(first, last)`` position in the program's schedule.
+    ``kind`` is what the buffer holds, never which allocation it shares:
+    ``argument``, ``donated`` (an argument whose buffer the outputs reuse),
+    ``optimizer_state`` (an argument named as one: ``opt_state``, an
+    ``nnx.Optimizer``'s state; ``donated`` says whether it is donated),
+    ``output`` (a value the program returns), ``residual`` (a forward value kept
+    for the backward pass), ``temporary`` or ``constant``. ``name`` is XLA's value
+    (``fusion.3``, or ``tuple.1{0}`` for a tuple element), ``op`` the instruction
+    defining it; ``argument`` names the argument of the argument kinds. ``live``
+    is its ``(first, last)`` position in the program's schedule.
+
+    ``bytes`` is the buffer's own size. ``peak_bytes`` is what it adds to the
+    peak: the same, except for an argument already dead or an output not yet
+    written at the peak (``live_at_peak`` False), whose allocation XLA holds for
+    the whole run and lends to temporaries meanwhile; it counts what they leave.
+    The ``peak_bytes`` of all buffers add up to ``MemoryView.peak_bytes``.
     """
 
     name: str
@@ -144,11 +154,15 @@ class Buffer:
     argument: str | None = None
     live: tuple[int, int] = (0, 0)
     allocation: int = -1
+    peak_bytes: int = 0
+    live_at_peak: bool = True
+    donated: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LineMemory:
-    """One source line's buffers live at the peak, and their bytes."""
+    """One source line's buffers at the peak: ``bytes`` adds their ``peak_bytes``
+    (so lines and arguments add up to the peak), ``kinds`` splits it by kind."""
 
     file: str
     line: int
@@ -162,3 +176,23 @@ class LineMemory:
     @property
     def key(self) -> tuple[str, int]:
         return (self.file, self.line)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryFinding:
+    """Something that costs memory silently, and its fix.
+
+    ``kind``: ``unused_checkpoint_name`` (a ``checkpoint_name`` no policy refers
+    to), ``policy_name_not_produced`` (a policy names a value the program never
+    names), ``checkpoint_saves_everything``, ``stacked_residuals`` (a scan's
+    residuals dominate the peak), ``not_donated`` (an argument an output of the
+    same shape and dtype could reuse), ``donation_unusable`` (a donated argument
+    no output can reuse). ``source`` is the line it is about; ``bytes`` what is at
+    stake (0 where unknown).
+    """
+
+    kind: str
+    message: str
+    fix: str
+    source: SourceLoc | None = None
+    bytes: int = 0

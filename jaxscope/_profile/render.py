@@ -19,6 +19,7 @@ from jaxscope._format import format_bytes, plural
 from jaxscope._profile.memory import MemoryView
 from jaxscope._profile.profile import SPLIT_NOTE, ProfileView
 from jaxscope._profile.records import Buffer, FunctionTime
+from jaxscope._profile.residuals import ResidualLine, ResidualsView
 from jaxscope._profile.source import SourceBlock
 from jaxscope._profile.text import (
     format_count,
@@ -126,9 +127,46 @@ def memory_summary(view: MemoryView) -> list[str]:
             f"XLA memory_analysis(): {format_bytes(total)} "
             "(arguments + outputs + temporaries - aliased)"
         )
+    if view.kinds:
+        ordered = sorted(view.kinds.items(), key=lambda kv: -kv[1])
+        out.append(
+            "at the peak: "
+            + ", ".join(
+                f"{_KIND_WORDS.get(k, k)} {format_bytes(n)}" for k, n in ordered
+            )
+        )
+    for finding in view.findings:
+        out.append(f"finding: {finding.message}")
+        out.append(f"  fix: {finding.fix}")
+    if any(not b.live_at_peak for b in view.largest(view.show_top)):
+        out.append(
+            "(later) / (read): an output written after the peak, an argument read "
+            "before it; XLA holds their memory and lends it to temporaries meanwhile"
+        )
     if view.estimated:
         out.append("note: XLA gave no live ranges; temporaries are counted whole")
     return out
+
+
+_KIND_WORDS = {
+    "argument": "arguments",
+    "donated": "donated arguments",
+    "optimizer_state": "optimizer state",
+    "output": "outputs",
+    "residual": "saved residuals",
+    "temporary": "temporaries",
+    "constant": "constants",
+}
+
+
+def kind_label(buffer: Buffer) -> str:
+    """A buffer's kind as the tables show it: an output not yet written or an
+    argument already read at the peak says so (XLA holds its memory)."""
+    if buffer.live_at_peak:
+        return buffer.kind
+    if buffer.kind == "output":
+        return "output (later)"
+    return f"{buffer.kind} (read)"
 
 
 def _flame_rows(root: FunctionTime) -> list[tuple[int, FunctionTime]]:
@@ -287,11 +325,11 @@ def _(view: MemoryView) -> Any:
             column, justify="right" if column in ("Bytes", "%") else "left"
         )
     for buffer in view.largest(view.show_top):
-        share = buffer.bytes / peak if peak else 0.0
+        share = buffer.peak_bytes / peak if peak else 0.0
         table.add_row(
             format_bytes(buffer.bytes),
             format_share(share),
-            plain(buffer.kind),
+            plain(kind_label(buffer)),
             plain(buffer.name),
             plain(buffer.shape),
             plain(_buffer_where(buffer)),
@@ -463,7 +501,7 @@ def _(view: ProfileView) -> str:
 
 def _buffers_detail(view: MemoryView, file: str, number: int) -> str:
     rows = [
-        f"<tr><td>{_e(b.name)}</td><td>{_e(b.kind)}</td><td>{_e(b.shape)}</td>"
+        f"<tr><td>{_e(b.name)}</td><td>{_e(kind_label(b))}</td><td>{_e(b.shape)}</td>"
         f"<td>{_e(format_bytes(b.bytes))}</td></tr>"
         for b in view.buffers_at(file, number)
     ]
@@ -480,11 +518,11 @@ def _(view: MemoryView) -> str:
         '<table class="jxp-top"><tr><th>Bytes</th><th>%</th><th>Kind</th><th>Buffer</th><th>Shape</th><th>Defined at</th></tr>'
     ]
     for buffer in view.largest(view.show_top):
-        share = buffer.bytes / peak if peak else 0.0
+        share = buffer.peak_bytes / peak if peak else 0.0
         table.append(
             f'<tr class="jxp-buf" style="{_bg(share, _BYTES_RGB)}">'
             f'<td class="jxp-num">{_e(format_bytes(buffer.bytes))}</td>'
-            f'<td class="jxp-num">{_e(format_share(share))}</td><td>{_e(buffer.kind)}</td>'
+            f'<td class="jxp-num">{_e(format_share(share))}</td><td>{_e(kind_label(buffer))}</td>'
             f"<td>{_e(buffer.name)}</td><td>{_e(buffer.shape)}</td>"
             f"<td>{_e(_buffer_where(buffer))}</td></tr>"
         )
@@ -502,4 +540,104 @@ def _(view: MemoryView) -> str:
         for b in view.source_blocks()
     )
     body = f'<div class="jxp-head">{head}</div>{spark}{"".join(table)}{blocks}'
+    return _wrap("memory", body, "6ch 9ch 9ch 9ch minmax(20ch,1fr)")
+
+
+# ------------------------------------------------------------------------ residuals
+
+
+def residuals_summary(view: ResidualsView) -> list[str]:
+    """The header lines of a residuals display."""
+    name = f" of {view.function_name}" if view.function_name else ""
+    saved = [r for r in view.residuals if r.argument is None]
+    args = [r for r in view.residuals if r.argument is not None]
+    if not view.residuals and not view.recomputed:
+        return [
+            f"js.residuals{name}: no backward pass found (no jax.grad, "
+            "value_and_grad or vjp inside); nothing is saved for one"
+        ]
+    out = [
+        f"js.residuals{name}: {plural(len(saved), 'value')} saved for the backward "
+        f"pass, {format_bytes(view.bytes)}; {plural(len(args), 'argument')} read "
+        "there too"
+    ]
+    if view.differentiated:
+        out.append(
+            "(it takes no gradient itself: differentiated here with respect to "
+            "every argument, as print_saved_residuals does)"
+        )
+    if view.recomputed:
+        out.append(
+            f"recomputed by jax.checkpoint: {plural(len(view.recomputed), 'equation')}, "
+            f"~{format_count(view.recompute_flops)} flops "
+            f"(policies: {', '.join(view.policies)})"
+        )
+    for finding in view.findings:
+        out.append(f"finding: {finding.message}")
+        out.append(f"  fix: {finding.fix}")
+    memory = view.memory
+    if memory is not None:
+        kept = memory.kinds.get("residual", 0)
+        out.append(
+            f"compiled: {format_bytes(kept)} of residuals live at the memory peak "
+            f"of {format_bytes(memory.peak_bytes)}"
+        )
+    return out
+
+
+def _residual_cells(line: ResidualLine) -> list[str]:
+    recomputed = (
+        f"{line.recomputed} ({format_count(line.recompute_flops)} flops)"
+        if line.recomputed
+        else ""
+    )
+    return [
+        _short(line.file, line.line),
+        str(len(line.residuals)) if line.residuals else "",
+        format_bytes(line.bytes) if line.residuals else "",
+        format_bytes(line.peak_bytes) if line.peak_bytes else "",
+        recomputed,
+        line.code,
+    ]
+
+
+_RESIDUAL_COLUMNS = ("Line", "Saved", "Bytes", "At peak", "Recomputed", "Line contents")
+
+
+@rich_renderable.register
+def _(view: ResidualsView) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+
+    parts: list[Any] = [plain("\n".join(residuals_summary(view)))]
+    if view.lines:
+        table = Table(
+            title="saved for the backward pass, by line",
+            title_justify="left",
+            box=None,
+            pad_edge=False,
+        )
+        for column in _RESIDUAL_COLUMNS:
+            numeric = column in ("Saved", "Bytes", "At peak")
+            table.add_column(
+                column,
+                justify="right" if numeric else "left",
+                no_wrap=column != "Line contents",
+            )
+        for line in view.lines[: view.show_top]:
+            table.add_row(*(plain(c) for c in _residual_cells(line)))
+        parts.append(table)
+    return Group(*parts)
+
+
+@html.register
+def _(view: ResidualsView) -> str:
+    head = _e("\n".join(residuals_summary(view)))
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{_e(c)}</td>" for c in _residual_cells(line)) + "</tr>"
+        for line in view.lines[: view.show_top]
+    )
+    columns = "".join(f"<th>{_e(c)}</th>" for c in _RESIDUAL_COLUMNS)
+    table = f'<table class="jxp-top"><tr>{columns}</tr>{rows}</table>' if rows else ""
+    body = f'<div class="jxp-head">{head}</div>{table}'
     return _wrap("memory", body, "6ch 9ch 9ch 9ch minmax(20ch,1fr)")

@@ -296,3 +296,56 @@ def jit_cache_size(fn: Any) -> int | None:
     except Exception:
         return None
     return value if isinstance(value, int) else None
+
+
+REMAT_PRIMITIVES = frozenset({"remat2", "checkpoint", "remat"})
+
+
+def remat_policies(closed: Any) -> list[Any]:
+    """The ``policy`` param of every ``jax.checkpoint`` equation of a jaxpr, nested
+    ones included, depth first in equation order (the order ``_jaxpr.builder``
+    walks). Relies on: the remat primitive's name and its ``policy`` param."""
+    found: list[Any] = []
+
+    def walk(jaxpr: Any) -> None:
+        for eqn in open_jaxpr(jaxpr)[0].eqns:
+            if primitive_name(eqn) in REMAT_PRIMITIVES:
+                found.append(eqn.params.get("policy"))
+            for _, sub in subjaxprs(eqn):
+                walk(sub)
+
+    walk(closed)
+    return found
+
+
+def policy_names(policy: Any) -> tuple[frozenset[str], frozenset[str]] | None:
+    """``(names it saves, names it offloads)`` of a checkpoint policy that goes by
+    ``checkpoint_name``; None for any other policy. ``save_any_names_but_these``
+    counts its names as saved ones (it refers to them).
+
+    Relies on: ``SaveOnlyTheseNames.saveable_names``, ``SaveAnyNamesButThese.names``
+    and the closure cells ``names_which_can_be_saved`` /
+    ``names_which_can_be_offloaded`` of ``save_and_offload_only_these_names``.
+    """
+    for attr in ("saveable_names", "names"):
+        names = getattr(policy, attr, None)
+        if isinstance(names, (set, frozenset)):
+            return frozenset(str(n) for n in names), frozenset()  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    code = getattr(policy, "__code__", None)
+    cells = getattr(policy, "__closure__", None)
+    if code is None or not cells:
+        return None
+    values = dict(zip(code.co_freevars, (c.cell_contents for c in cells), strict=False))
+    saved = values.get("names_which_can_be_saved")
+    offloaded = values.get("names_which_can_be_offloaded")
+    if saved is None and offloaded is None:
+        return None
+    return frozenset(map(str, saved or ())), frozenset(map(str, offloaded or ()))
+
+
+def saves_everything(policy: Any) -> bool:
+    """Whether a checkpoint policy is ``jax.checkpoint_policies.everything_saveable``
+    (the checkpoint then recomputes nothing and saves no memory)."""
+    import jax
+
+    return policy is jax.checkpoint_policies.everything_saveable

@@ -202,3 +202,33 @@ def test_jit_cache_size_counts_a_jit_wrappers_programs():
     f(jnp.ones(3))
     assert cj.jit_cache_size(f) == 2
     assert cj.jit_cache_size(lambda x: x) is None
+
+
+def test_remat_policies_and_their_names():
+    from jax.ad_checkpoint import checkpoint_name
+
+    from jaxscope.compat.jaxpr import policy_names, remat_policies, saves_everything
+
+    names = jax.checkpoint_policies
+    only_h = names.save_only_these_names("h")
+
+    def loss(x):
+        def f(x):
+            return jnp.sin(checkpoint_name(jnp.cos(x), "h"))
+
+        return jax.checkpoint(f, policy=only_h)(x).sum()
+
+    found = remat_policies(jax.make_jaxpr(jax.grad(loss))(jnp.ones(3)))
+    assert found == [only_h]
+    assert policy_names(only_h) == (frozenset({"h"}), frozenset())
+    offload = names.save_and_offload_only_these_names(
+        names_which_can_be_saved=["a"],
+        names_which_can_be_offloaded=["b"],
+        offload_src="device",
+        offload_dst="pinned_host",
+    )
+    assert policy_names(offload) == (frozenset({"a"}), frozenset({"b"}))
+    assert policy_names(names.dots_saveable) is None
+    assert policy_names(None) is None
+    assert saves_everything(names.everything_saveable)
+    assert not saves_everything(names.dots_saveable) and not saves_everything(None)

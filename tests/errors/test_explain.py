@@ -438,6 +438,11 @@ def test_out_of_memory_runtime_error(line_of):
     assert f"{short_path(__file__)}:{line_of(huge)}" in largest[0]
     assert largest[0].endswith("live at the memory peak")
     assert "jax.checkpoint" in report.hint and "js.memory" in report.hint
+    # the peak by kind and by line, from the same compiled model
+    peak = next(c for c in report.jax_context if c.startswith("memory peak "))
+    assert f"output {format_bytes(2**50)}" in peak
+    by_line = next(c for c in report.jax_context if c.startswith("peak by line: "))
+    assert f"{short_path(__file__)}:{line_of(huge)}" in by_line
 
 
 def test_error_while_transforming_points_at_the_original_operation(catch, line_of):

@@ -39,3 +39,9 @@ def sharded_profile():
 def mlp_memory():
     fn, args = programs.mlp()
     return memory(fn)(*args)
+
+
+@pytest.fixture(scope="session")
+def optax_memory():
+    fn, args = programs.optax_mlp()
+    return memory(fn)(*args)

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import optax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -53,6 +55,48 @@ def mlp() -> tuple[Any, tuple[Any, ...]]:
     x = jnp.ones((128, 256))
     y = jnp.zeros((128, 16))
     return jax.jit(mlp_step, donate_argnums=0), (params, x, y)
+
+
+# ------------------------------------------- optax MLP train step (as optax's docs)
+
+
+def optax_init(key, sizes):
+    params = []
+    for m, n in itertools.pairwise(sizes):
+        key, sub = jax.random.split(key)
+        w = jax.random.normal(sub, (m, n)) / jnp.sqrt(m)
+        params.append({"w": w, "b": jnp.zeros(n)})
+    return params
+
+
+def optax_predict(params, x):
+    for layer in params[:-1]:
+        x = jax.nn.relu(x @ layer["w"] + layer["b"])  # <- relu
+    last = params[-1]
+    return x @ last["w"] + last["b"]  # <- logits
+
+
+def optax_loss(params, x, y):
+    logits = optax_predict(params, x)
+    return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()  # <- xent
+
+
+optimizer = optax.adam(1e-3)
+
+
+def optax_step(params, opt_state, x, y):
+    loss, grads = jax.value_and_grad(optax_loss)(params, x, y)  # <- grad
+    updates, opt_state = optimizer.update(grads, opt_state, params)  # <- adam
+    params = optax.apply_updates(params, updates)  # <- apply
+    return params, opt_state, loss
+
+
+def optax_mlp() -> tuple[Any, tuple[Any, ...]]:
+    params = optax_init(jax.random.key(0), [16, 32, 10])
+    opt_state = optimizer.init(params)
+    x = jnp.ones((64, 16))
+    y = jnp.arange(64, dtype=jnp.int32) % 10
+    return jax.jit(optax_step), (params, opt_state, x, y)
 
 
 # ---------------------------------------------------------------------- scan RNN

@@ -105,3 +105,32 @@ def test_jaxprof_and_jaxmem_show_the_text_of_the_cell_that_ran(ip):
         text = magic(ip, name, line)["text/plain"]
         assert "h = jnp.tanh(x @ w)" in text.split("top lines", 1)[-1], name
         assert "unrelated" not in text and "b * 3" not in text, name
+
+
+GRAD_CELL = """\
+import jax
+import jax.numpy as jnp
+def loss(w, x):
+    h = jnp.tanh(x @ w)
+    return (h * h).sum()
+grad_step = jax.jit(jax.grad(loss))
+w = jnp.ones((32, 32)) / 32
+x = jnp.ones((16, 32))
+"""
+
+
+def test_jaxmem_residuals_by_cell_line(ip):
+    result = ip.run_cell(GRAD_CELL, store_history=True)
+    result.raise_error()
+    n = result.execution_count
+    data = magic(ip, "jaxmem", "--residuals grad_step(w, x)")
+    text, html = data["text/plain"], data["text/html"]
+    # tanh's output and its derivative's 1 - tanh², both f32[16,32]
+    assert text.startswith("js.residuals of loss: 2 values saved for the backward")
+    assert re.search(rf"In \[{n}\]:4\s+2\s+4 KiB.*h = jnp\.tanh\(x @ w\)", text)
+    assert "h = jnp.tanh(x @ w)" in html
+    view = ip.run_line_magic("jaxmem", "--residuals grad_step(w, x)")
+    assert sorted(r.what for r in view.residuals if r.argument is None) == [
+        "output of sub",
+        "output of tanh",
+    ]

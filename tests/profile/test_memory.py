@@ -31,7 +31,8 @@ def test_peak_agrees_with_memory_analysis(build):
     assert view.argument_bytes == view.analysis["argument_bytes"]
     assert view.temp_live_bytes <= view.temp_bytes
     assert max(view.timeline) == view.peak_bytes == view.timeline[view.peak_position]
-    assert sum(b.bytes for b in view.buffers) == view.peak_bytes
+    assert sum(b.peak_bytes for b in view.buffers) == view.peak_bytes
+    assert sum(view.kinds.values()) == view.peak_bytes
 
 
 def test_mlp_step_buffers_kinds_donation_and_lines(mlp_memory: MemoryView):
@@ -156,8 +157,9 @@ def test_peak_over_the_schedule_counts_each_temp_slot_once():
     assert peak.fixed == 76
     assert peak.live == (76, 140, 172, 172, 140)
     assert peak.position == 2 and peak.bytes == 172
-    names = sorted(v.name for _, v, _ in peak.at_peak if v is not None)
+    names = sorted(h.value.name for h in peak.at_peak if h.value is not None)
     assert names == ["a.2{}", "b.3{1}", "p.1{}", "tuple.1{}"]
+    assert sum(h.counted for h in peak.at_peak) == peak.bytes
 
 
 def test_library_arguments_are_named_as_the_user_wrote_them():
@@ -169,3 +171,117 @@ def test_library_arguments_are_named_as_the_user_wrote_them():
     names = {b.argument for b in view.arguments}
     assert {"x", "model.layers[0].weight", "model.layers[2].bias"} <= names
     assert view.peak_bytes == pytest.approx(xla_total(view), rel=0.05)
+
+
+_ITEMSIZE = {"pred": 1, "s8": 1, "u8": 1, "bf16": 2, "f16": 2, "s16": 2}
+_ITEMSIZE |= {"f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "u64": 8}
+
+
+def own_bytes(shape: str) -> int:
+    """The bytes of one array shaped ``f32[64,1,1]`` (a scalar: ``f32[]``)."""
+    dtype, dims = shape.rstrip("]").split("[")
+    count = 1
+    for d in filter(None, dims.split(",")):
+        count *= int(d)
+    return count * _ITEMSIZE[dtype]
+
+
+def test_optax_step_buffers_have_their_own_size_and_kind(optax_memory: MemoryView):
+    # XLA places temporaries (the cross-entropy's broadcasts and gathers) in the
+    # output allocations before the outputs are written; they are temporaries of
+    # their own size, never outputs of the allocation's size
+    view = optax_memory
+    arrays = [b for b in view.buffers if not b.shape.startswith("(")]
+    assert arrays
+    for b in arrays:
+        assert b.bytes == own_bytes(b.shape), b
+    fn, args = programs.optax_mlp()
+    outputs = jax.tree.leaves(jax.eval_shape(fn, *args))
+    kept = sorted(b.bytes for b in arrays if b.kind == "output")
+    assert kept == sorted(o.size * o.dtype.itemsize for o in outputs)
+    xent = line_of(programs.optax_loss, "xent")
+    on_xent = [b for b in view.buffers if b.source and b.source.line == xent]
+    # the loss is the line's one output; its broadcasts and gathers are temporaries
+    assert [b.shape for b in on_xent if b.kind == "output"] == ["f32[]"]
+    assert any(b.kind == "temporary" for b in on_xent)
+    # what the peak holds adds up, per buffer, per line (arguments aside) and per kind
+    assert sum(b.peak_bytes for b in view.buffers) == view.peak_bytes
+    line = view.by_line[(programs.__file__, xent)]
+    assert line.bytes == sum(b.peak_bytes for b in view.buffers_at(*line.key))
+    assert sum(view.kinds.values()) == view.peak_bytes
+    assert view.peak_bytes == pytest.approx(xla_total(view), rel=0.05)
+
+
+def test_buffers_at_the_peak_by_kind(optax_memory: MemoryView):
+    view = optax_memory
+    states = {b.argument for b in view.buffers if b.kind == "optimizer_state"}
+    assert "opt_state[0].mu[0]['w']" in states and "opt_state[0].count" in states
+    args = {b.argument for b in view.buffers if b.kind == "argument"}
+    assert args == {"x", "y"} | {f"params[{i}]['{k}']" for i in (0, 1) for k in "wb"}
+    # the relu activations and the softmax are kept for the backward pass
+    saved = {b.source.line for b in view.buffers if b.kind == "residual" and b.source}
+    relu = line_of(programs.optax_predict, "relu")
+    assert relu in saved
+    assert saved <= {relu, line_of(programs.optax_loss, "xent")}
+    assert view.kinds["residual"] == sum(
+        b.peak_bytes for b in view.buffers if b.kind == "residual"
+    )
+    # the optimizer's own temporaries are no residuals
+    adam = line_of(programs.optax_step, "adam")
+    assert all(
+        b.kind != "residual" for b in view.buffers if b.source and b.source.line == adam
+    )
+
+
+def test_no_residual_or_optimizer_state_where_there_is_none(mlp_memory: MemoryView):
+    fn, args = programs.transformer()
+    forward_only = memory(fn)(*args)
+    assert {b.kind for b in forward_only.buffers} <= {"argument", "output", "temporary"}
+    # params named params are parameters, never optimizer state
+    assert "optimizer_state" not in mlp_memory.kinds
+
+
+@pytest.mark.parametrize(
+    ("name", "is_state"),
+    [
+        ("opt_state[0].mu['w']", True),
+        ("optimizer.opt_state.0.mu.kernel", True),
+        ("state.opt_state[1].nu", True),
+        ("opt[0].count", True),
+        ("options['lr']", False),
+        ("optimal_w", False),
+        ("params['opt']", False),
+        ("model.adapter.kernel", False),
+    ],
+)
+def test_optimizer_state_is_told_by_the_argument_name(name: str, is_state: bool):
+    from jaxscope._profile.at_peak import is_optimizer_state
+
+    assert is_optimizer_state(name) is is_state
+
+
+def test_out_of_memory_facts_of_a_step_too_big_to_allocate():
+    # compile-only, from shapes: nothing of this size is ever allocated
+    from jaxscope._profile.memory import out_of_memory_facts
+
+    from . import remat_programs as rp
+
+    f32 = jnp.float32
+    params = {
+        "w1": jax.ShapeDtypeStruct((4096, 8192), f32),
+        "w2": jax.ShapeDtypeStruct((8192, 4), f32),
+    }
+    x = jax.ShapeDtypeStruct((1 << 16, 4096), f32)
+    view = memory(rp.tanh_step)(params, x)
+    assert view.peak_bytes > 2 * 2**30
+    facts, fixes = out_of_memory_facts(view)
+    assert facts[0].startswith("memory peak ") and "residual" in facts[0]
+    hidden = line_of(rp.tanh_loss, "hidden")
+    assert facts[1].startswith("peak by line: ")
+    assert f"tests/profile/remat_programs.py:{hidden} 2 GiB" in facts[1]
+    assert fixes[0].startswith(f"tests/profile/remat_programs.py:{hidden} keeps 2 GiB")
+    assert "jax.checkpoint" in fixes[0]
+    assert any("donate_argnames=('params',)" in f for f in fixes)
+    # no checkpoint advice where no residual holds much of the peak
+    fn, args = programs.transformer()
+    assert not any("checkpoint" in f for f in out_of_memory_facts(memory(fn)(*args))[1])
