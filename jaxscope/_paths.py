@@ -40,6 +40,23 @@ def display_filename(filename: str) -> str:
     return filename
 
 
+def cell_filename(cell: int) -> str | None:
+    """The name IPython compiled input cell ``cell`` under (``In [cell]``), or None.
+
+    Cells run without storing history share the number of the next stored one, so
+    several names may map to ``cell``: the latest compiled is the cell shown last.
+    """
+    shell = running_shell()
+    filename_map = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    if not filename_map:
+        return None
+    found = None
+    for name, number in list(filename_map.items()):
+        if number == cell:
+            found = name
+    return found
+
+
 _INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 
 

@@ -148,3 +148,15 @@ def test_a_reused_donated_array_is_reported_with_a_short_path():
     assert report.category == "donated"
     assert f" at {short_path(__file__)}:" in str(report)
     assert absolute_paths(shown(report)) == []
+
+
+def test_a_cell_number_reads_the_latest_cell_run_under_it(ip):
+    # a cell run without storing history shares its number with the next stored one
+    from jaxscope._profile.source import raw_file
+
+    ip.run_cell("unstored = 1")
+    ip.run_cell("stored = 2\nsecond_line = 3", store_history=True)
+    number = ip.execution_count - 1
+    import linecache
+
+    assert linecache.getline(raw_file(f"In [{number}]"), 2).strip() == "second_line = 3"

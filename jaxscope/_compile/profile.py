@@ -18,6 +18,8 @@ from typing import Any
 import jax
 import numpy as np
 
+# registers the profile with js.diff's readers
+from jaxscope._compile import facts as _diff_reader  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from jaxscope._compile.counts import EqnCounts, Key, count_eqns, ops_by_line
 from jaxscope._compile.diagnose import (
     CONSTANT_BYTES,

@@ -35,7 +35,8 @@ def diff(
     """What changed between two programs, by the user's source line.
 
     Three forms: ``js.diff(view_a, view_b)`` compares two views of the same kind
-    (``JaxprView``, ``HloView``, ``MemoryView``, ``ProgramShardingView``);
+    (``JaxprView``, ``HloView``, ``MemoryView``, ``ProgramShardingView``,
+    ``CompileProfile``);
     ``js.diff(f_old, f_new)(*args, **kwargs)`` traces (and, with ``hlo``, compiles)
     two functions on the same arguments; ``js.diff(f)(args_a, args_b)`` one function
     on two argument sets (each a tuple of positional arguments, or one argument),

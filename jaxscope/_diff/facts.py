@@ -179,7 +179,8 @@ def program_facts(view: Any) -> ProgramFacts:
     """The facts of ``view``, read by the reader registered for its type."""
     raise InvalidCallError(
         f"js.diff cannot compare a {type(view).__name__}; pass two views of the "
-        "same kind (JaxprView, HloView, MemoryView, ProgramShardingView), two "
+        "same kind (JaxprView, HloView, MemoryView, ProgramShardingView, "
+        "CompileProfile), two "
         "functions (js.diff(f_old, f_new)(*args)) or one function "
         "(js.diff(f)(args_a, args_b))"
     )
@@ -212,7 +213,7 @@ def jaxpr_inputs(view: JaxprView) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _line_of(loc: SourceLoc | None) -> tuple[str, str]:
+def line_of(loc: SourceLoc | None) -> tuple[str, str]:
     if loc is None:
         return ("", "")
     return (str(loc), loc.function or "")
@@ -346,7 +347,7 @@ def _(view: HloView) -> ProgramFacts:
         if op.opcode in _BOOKKEEPING:
             continue
         n_ops += 1
-        key = _line_of(op.source)
+        key = line_of(op.source)
         line = acc.get(key)
         if line is None:
             line = acc[key] = {
@@ -406,7 +407,7 @@ def _(view: HloView) -> ProgramFacts:
     )
 
 
-def _code_of(loc: SourceLoc | None) -> str:
+def code_of(loc: SourceLoc | None) -> str:
     """The text of ``loc``'s line (IPython cells included), or ``""``."""
     if loc is None:
         return ""
@@ -444,14 +445,14 @@ def memory_facts(view: MemoryView) -> ProgramFacts:
 def sharding_facts(view: ProgramShardingView) -> ProgramFacts:
     acc: dict[str, LineFacts] = {}
     for c in view.collectives:
-        where, function = _line_of(c.source)
+        where, function = line_of(c.source)
         line = acc.get(where) or LineFacts(where=where, function=function, loc=c.source)
         counts = dict(line.collectives)
         counts[c.kind] = counts.get(c.kind, 0) + 1
         acc[where] = LineFacts(
             where=where,
             function=function,
-            code=line.code or _code_of(c.source),
+            code=line.code or code_of(c.source),
             loc=c.source,
             collectives=counts,
             collective_bytes=line.collective_bytes + c.total_bytes,

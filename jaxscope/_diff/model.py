@@ -23,7 +23,7 @@ from jaxscope._diff.align import align
 from jaxscope._diff.facts import EqnSig, LineFacts, ProgramFacts
 from jaxscope._display import Renderable, printable
 from jaxscope._format import format_bytes, plural
-from jaxscope._profile.text import format_count
+from jaxscope._profile.text import format_count, format_seconds
 
 #: The numbers a diff compares, in the order summaries list them.
 NUMBERS = (
@@ -35,7 +35,12 @@ NUMBERS = (
     "peak_bytes",
     "collectives",
     "collective_bytes",
+    "trace_seconds",
+    "compile_seconds",
 )
+#: Measured durations vary between two runs of one program: they are shown, and count
+#: as a change only under a tolerance the caller gives (``compile_seconds=0.5``).
+TIMINGS = frozenset({"trace_seconds", "compile_seconds"})
 _BYTES = frozenset({"bytes_accessed", "temp_bytes", "peak_bytes", "collective_bytes"})
 _LABELS = {
     "equations": "equations",
@@ -46,6 +51,8 @@ _LABELS = {
     "peak_bytes": "peak memory",
     "collectives": "collectives",
     "collective_bytes": "collective bytes",
+    "trace_seconds": "trace time",
+    "compile_seconds": "XLA compile time",
 }
 # A line's number and the total whose tolerance it takes when it has none of its own.
 _ALIASES = {"bytes": "bytes_accessed"}
@@ -56,6 +63,8 @@ def format_number(name: str, value: float) -> str:
     """``1.5 MiB`` for byte counts, ``2.15G`` for flops, ``12`` for counts."""
     if name in _BYTES:
         return format_bytes(int(value))
+    if name in TIMINGS:
+        return format_seconds(value)
     return format_count(value)
 
 
@@ -225,7 +234,8 @@ class ProgramDiff(Renderable):
         return {
             name: pair
             for name, pair in self.totals.items()
-            if _differs(pair, self.tolerances.get(name, 0.0))
+            if (name not in TIMINGS or name in self.tolerances)
+            and _differs(pair, self.tolerances.get(name, 0.0))
         }
 
     @property

@@ -10,6 +10,7 @@ import linecache
 import re
 from collections.abc import Iterable, Mapping
 
+from jaxscope._paths import cell_filename
 from jaxscope._records import SourceLoc
 from jaxscope._source import running_shell
 
@@ -24,12 +25,10 @@ def cell_lines(cell: int) -> list[str]:
     shell = running_shell()
     if shell is None:
         return []
-    filename_map = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
-    for filename, number in list(filename_map.items()):
-        if number == cell:
-            lines = linecache.getlines(filename)
-            if lines:
-                return lines
+    filename = cell_filename(cell)
+    lines = linecache.getlines(filename) if filename else []
+    if lines:
+        return lines
     history = getattr(shell, "user_ns", {}).get("In")
     if isinstance(history, list) and 0 <= cell < len(history):
         text = history[cell]

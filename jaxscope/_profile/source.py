@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from jaxscope._source import running_shell
+from jaxscope._paths import cell_filename
 
 MAX_BLOCK_LINES = 120
 CONTEXT = 2
@@ -59,15 +59,9 @@ def raw_file(file: str) -> str:
     """The name Python's ``linecache`` knows a shown file by: an IPython cell's
     compiled file name for ``In [N]``, the file itself otherwise."""
     cell = _CELL.match(file)
-    shell = running_shell()
-    filename_map = getattr(getattr(shell, "compile", None), "_filename_map", None)
-    if cell is None or not filename_map:
+    if cell is None:
         return file
-    number = int(cell.group(1))
-    for name, index in filename_map.items():
-        if index == number:
-            return name
-    return file
+    return cell_filename(int(cell.group(1))) or file
 
 
 def source_blocks(

@@ -356,3 +356,20 @@ def test_bad_options_get_one_line():
         js.diff(mlp, hlo="yes")
     with pytest.raises(js.InvalidCallError, match="two argument sets"):
         js.diff(mlp)((1,), (2,), extra=3)
+
+
+def test_two_compile_profiles_compare_equations_and_ops_by_line(line_of):
+    x = jnp.ones(4)
+    ten = js.compile_profile(unrolled, static_argnums=1)(x, 10)
+    twenty = js.compile_profile(unrolled, static_argnums=1)(x, 20)
+    d = js.diff(ten, twenty)
+    body = _line(d, unrolled, "# <- loop body", line_of)
+    assert body.numbers["equations"] == (20.0, 40.0)
+    assert [c.kind for c in body.changes] == ["added"] * 20
+    assert d.totals["equations"][1] == d.totals["equations"][0] + 20
+    # stage seconds are shown, and count as a change only under a tolerance
+    assert "compile_seconds" in d.totals and "compile_seconds" not in d.changed_totals
+    again = js.compile_profile(unrolled, static_argnums=1)(x, 10)
+    assert js.diff(ten, again).empty
+    timed = js.diff(ten, again, tolerances={"compile_seconds": 0.0})
+    assert timed.empty == (ten.stages.compile == again.stages.compile)
