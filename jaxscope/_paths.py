@@ -5,6 +5,7 @@ protocol can use it without loading the core."""
 from __future__ import annotations
 
 import functools
+import linecache
 import os
 import re
 import sys
@@ -41,20 +42,29 @@ def display_filename(filename: str) -> str:
 
 
 def cell_filename(cell: int) -> str | None:
-    """The name IPython compiled input cell ``cell`` under (``In [cell]``), or None.
+    """The name IPython compiled input cell ``cell`` (``In [cell]``) under, or None.
 
-    Cells run without storing history share the number of the next stored one, so
-    several names may map to ``cell``: the latest compiled is the cell shown last.
+    Several names may map to one number: a magic compiles its expression under the
+    running cell's number, and cells run without storing history share the next
+    stored one's. The cell is the one whose text is the history's ``In[cell]``; the
+    first compiled where the history does not say.
     """
     shell = running_shell()
     filename_map = getattr(getattr(shell, "compile", None), "_filename_map", None)
     if not filename_map:
         return None
-    found = None
-    for name, number in list(filename_map.items()):
-        if number == cell:
-            found = name
-    return found
+    names = [name for name, number in list(filename_map.items()) if number == cell]
+    history = getattr(shell, "user_ns", {}).get("In")
+    text = (
+        history[cell]
+        if isinstance(history, list) and 0 <= cell < len(history)
+        else None
+    )
+    if isinstance(text, str) and text.strip() and len(names) > 1:
+        for name in names:
+            if "".join(linecache.getlines(name)).strip() == text.strip():
+                return name
+    return names[0] if names else None
 
 
 _INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")

@@ -160,3 +160,14 @@ def test_a_cell_number_reads_the_latest_cell_run_under_it(ip):
     import linecache
 
     assert linecache.getline(raw_file(f"In [{number}]"), 2).strip() == "second_line = 3"
+
+
+def test_a_cell_number_reads_the_cell_not_a_magics_expression_run_in_it(ip):
+    from jaxscope._profile.source import raw_file
+
+    ip.run_cell("import jax.numpy as jnp\nx = jnp.ones(3)", store_history=True)
+    ip.run_cell("a = 1\nb = 2\nv = %jaxpr jnp.sin(x)", store_history=True)
+    number = ip.execution_count - 1
+    import linecache
+
+    assert linecache.getline(raw_file(f"In [{number}]"), 2).strip() == "b = 2"
