@@ -21,6 +21,7 @@ from jaxscope._exceptions import JaxscopeError
 from jaxscope._format import truncate
 from jaxscope._host import aval_text, host_array, is_key
 from jaxscope._jaxpr.params import eqn_line
+from jaxscope._source import typed_lines
 from jaxscope._stepper.breakpoints import file_matches
 from jaxscope._stepper.render import frames_text, location_text, stat_text
 from jaxscope._stepper.stepper import Stepper
@@ -104,7 +105,7 @@ def payload(
         "files": [{"file": f, "lines": n} for f, n in files.items()],
         "source": {
             "file": file or "",
-            "lines": [[n, text] for n, text in lines],
+            "lines": [[n, text] for n, text in typed_lines(file, lines)],
             "eqn_lines": sorted(eqn_lines),
         },
         "breakpoints": bp_lines,
