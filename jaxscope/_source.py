@@ -255,3 +255,28 @@ def program(scope: ProgramScope | None) -> Iterator[None]:
         yield
     finally:
         _PROGRAM.reset(token)
+
+
+_CELL_NAME = re.compile(r"^In \[(\d+)\]$")
+
+
+def typed_lines(
+    file: str | None, lines: Sequence[tuple[int, str]]
+) -> list[tuple[int, str]]:
+    """``lines`` of ``file`` as the user typed them: IPython compiles a cell's magics
+    as rewritten code (``%jaxstep f(x)`` runs as ``get_ipython().run_line_magic(...)``),
+    which is what ``linecache`` holds; in a cell ``In [N]`` whose typed input has as many
+    lines as its compiled code, each line is the typed one. Other files are unchanged."""
+    cell = _CELL_NAME.match(file or "")
+    history = getattr(running_shell(), "history_manager", None)
+    typed_cells = getattr(history, "input_hist_raw", None)
+    compiled_cells = getattr(history, "input_hist_parsed", None)
+    if cell is None or not typed_cells or not compiled_cells:
+        return list(lines)
+    number = int(cell.group(1))
+    if not 0 < number < min(len(typed_cells), len(compiled_cells)):
+        return list(lines)
+    typed = str(typed_cells[number]).splitlines()
+    if len(typed) != len(str(compiled_cells[number]).splitlines()):
+        return list(lines)
+    return [(n, typed[n - 1] if 0 < n <= len(typed) else text) for n, text in lines]

@@ -10,7 +10,7 @@ from jaxscope._display import plain, printable, rich_renderable
 from jaxscope._format import truncate
 from jaxscope._jaxpr.params import eqn_line
 from jaxscope._records import EqnInfo
-from jaxscope._source import short_loc, short_path
+from jaxscope._source import short_loc, short_path, typed_lines
 from jaxscope._stepper.stepper import Frame, NanFinding, Stepper, ValueSummary
 from jaxscope._stepper.values import NanInInput
 
@@ -66,6 +66,8 @@ def location_text(stepper: Stepper) -> str:
         names = f"; names of {user.function}" if user is not None else ""
         lines.append(f"  (in library code: {library}{names})")
     src = stepper.source_line()
+    if src is not None and info.source is not None:
+        [(_, src)] = typed_lines(info.source.file, [(info.source.line, src)])
     if src is not None:
         lines.append(f"    {src.strip()}")
     arrow = "<-" if stepper.stopped_after else "->"
@@ -94,6 +96,7 @@ def listing_text(stepper: Stepper, context: int = 5) -> str:
     file, lines = stepper.source_context(context)
     if not lines:
         return "no source available for the current equation"
+    lines = typed_lines(file, lines)
     info = stepper.current
     current = info.source.line if info is not None and info.source is not None else -1
     bps = {b.rsplit(":", 1)[-1] for b in stepper.breakpoints["lines"]}
@@ -315,6 +318,7 @@ def _source_html(stepper: Stepper) -> str:
     file, lines = stepper.source_context(3)
     if not lines:
         return ""
+    lines = typed_lines(file, lines)
     info = stepper.current
     current = info.source.line if info is not None and info.source is not None else -1
     shown = short_path(file) if file else file

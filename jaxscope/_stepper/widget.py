@@ -21,9 +21,11 @@ from jaxscope._exceptions import JaxscopeError
 from jaxscope._format import truncate
 from jaxscope._host import aval_text, host_array, is_key
 from jaxscope._jaxpr.params import eqn_line
+from jaxscope._source import typed_lines
 from jaxscope._stepper.breakpoints import file_matches
 from jaxscope._stepper.render import frames_text, location_text, stat_text
 from jaxscope._stepper.stepper import Stepper
+from jaxscope.compat.kernel import comm_open_unparented
 
 _STATIC = Path(__file__).resolve().parent.parent / "_static"
 _COMMANDS = (
@@ -104,7 +106,7 @@ def payload(
         "files": [{"file": f, "lines": n} for f, n in files.items()],
         "source": {
             "file": file or "",
-            "lines": [[n, text] for n, text in lines],
+            "lines": [[n, text] for n, text in typed_lines(file, lines)],
             "eqn_lines": sorted(eqn_lines),
         },
         "breakpoints": bp_lines,
@@ -145,6 +147,14 @@ class StepperWidget(anywidget.AnyWidget):
         self.shown_file: str | None = None
         self.state = payload(stepper)
         self.on_msg(self._on_message)
+
+    def open(self) -> None:
+        """Announce the model with no parent request: a live front-end opens it all the
+        same, while nbclient (``nbconvert --execute``) keeps no state for it, so the
+        exported notebook shows the static transcript rather than a widget that needs
+        its kernel and a CDN."""
+        with comm_open_unparented():
+            super().open()
 
     def command(
         self,

@@ -180,6 +180,24 @@ def test_saved_notebook_reopens_with_graph_and_stepper_transcript(tmp_path, chro
         saved = _outputs(nb_path)
         assert any(STEPPER_MIME in o.get("data", {}) for o in saved)
         assert any(WIDGET_MIME in o.get("data", {}) for o in saved)
+
+        # The browser tab reloaded, the kernel alive: the stepper comes back live, as
+        # ipywidgets restores the kernel's models (not the "kernel ended" transcript).
+        _open(page, first, "nb.ipynb")
+        live.wait_for(timeout=60_000)
+        status = live.locator(".status").inner_text()
+        live.locator("button.cmd-next").click()
+        page.wait_for_function(
+            "(s) => document.querySelector('.jaxscope-lab-stepper .jxs-step .status')"
+            ".textContent !== s",
+            arg=status,
+            timeout=60_000,
+        )
+        assert (
+            page.locator(".jaxscope-stepper-transcript").filter(visible=True).count()
+            == 0
+        )
+        first.idle_kernel()
         first.stop()
 
         second.start(tmp_path / "lab2.log")

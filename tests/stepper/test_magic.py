@@ -60,7 +60,7 @@ def test_jaxstep_widget_option_shows_a_widget(shell):
     data = cap.outputs[0].data
     assert "application/vnd.jupyter.widget-view+json" in data
     assert data["text/plain"].startswith("Stepper of f (start)")
-    assert "<table>" in data["text/html"]
+    assert "<table" in data["text/html"]
     assert not shell.user_ns["_jaxstep"].done
 
 
@@ -92,3 +92,22 @@ def test_jaxstep_help_shows_usage_and_options(shell, capsys):
     out = capsys.readouterr().out
     assert "%jaxstep [-b BREAKS] [--nan] [--inf] [--prompt] [--widget]" in out
     assert "pdb-like prompt" in out
+
+
+def test_views_show_the_magic_line_as_the_user_typed_it(shell):
+    # A cell defining the function and stepping it: IPython compiles the magic line as
+    # get_ipython().run_line_magic(...); every view shows the typed `%jaxstep` line.
+    from jaxscope._stepper.render import listing_text
+
+    cell = "def g(x):\n    return jnp.sin(x) * 2.0\n%jaxstep --widget g(x)\n"
+    widget = shell.run_cell(cell, store_history=True).result
+    data, _ = widget._repr_mimebundle_()
+    views = {
+        "text/plain": data["text/plain"],
+        "text/html": data["text/html"],
+        "listing": listing_text(widget.stepper, 3),
+        "widget": "\n".join(text for _, text in widget.state["source"]["lines"]),
+    }
+    for where, text in views.items():
+        assert "run_line_magic" not in text, where
+        assert "%jaxstep --widget g(x)" in text, where

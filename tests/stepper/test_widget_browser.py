@@ -302,5 +302,80 @@ def test_text_contrast_in_jupyterlab_themes(require_chromium, two_files, dark):
                 assert found["ratio"] >= 4.5, (selector, found)
                 if dark and selector.startswith(".line"):
                     assert found["bgLum"] < 0.2  # dark highlights, not light ones
+            # The buttons are the graph viewer's: the theme's background and text, a
+            # rounded border of the theme's colour; not the browser's native grey.
+            button = page.evaluate(_CONTRAST, "button.cmd-step")
+            assert button["ratio"] >= 4.5, button
+            assert (button["bgLum"] < 0.2) if dark else (button["bgLum"] > 0.9), button
+            look = page.evaluate(
+                "() => { const b = getComputedStyle(document.querySelector('button.cmd-step'));"
+                " const w = getComputedStyle(document.querySelector('.jxs-step'));"
+                " return [b.borderTopLeftRadius, b.borderTopColor, w.getPropertyValue('--jxs-border').trim(),"
+                " b.backgroundColor, w.backgroundColor]; }"
+            )
+            assert look[0] == "4px", look
+            assert look[3] == look[4], look  # the widget's own background
+        finally:
+            browser.close()
+
+
+# A widget output in JupyterLab: ipywidgets lays the view out in a flex box whose
+# ancestors hide what overflows (.jp-OutputArea-output, .lm-Widget).
+_LAB_OUTPUT = """
+() => {
+  const root = document.getElementById('root');
+  const area = document.createElement('div');
+  area.style.cssText = 'width:600px;overflow:hidden';
+  const box = document.createElement('div');
+  box.style.cssText = 'display:flex;flex-direction:column;overflow:hidden';
+  root.replaceWith(area);
+  area.append(box);
+  box.append(root);
+}
+"""
+
+
+def test_wide_values_table_scrolls_inside_a_lab_output(require_chromium):
+    # Many wide values: the table scrolls inside its own pane, whose scrollbars are on
+    # screen beside the source (not under forty rows, where the table looks clipped).
+    from playwright.sync_api import sync_playwright
+
+    def many(x):
+        for _ in range(30):
+            x = jnp.tanh(x) * 1.01
+        return x
+
+    s = js.step(many)(jnp.arange(64.0).reshape(8, 8) / 7.0)
+    for _ in range(50):
+        s.next()
+    state = json.loads(json.dumps(payload(s)))
+    assert len(state["values"]) > 30
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=require_chromium)
+        try:
+            page = _page(browser, state, width=900)
+            page.evaluate(_LAB_OUTPUT)
+            box = page.evaluate(
+                """() => {
+                  const area = document.getElementById('root').parentElement.parentElement;
+                  const values = document.querySelector('.values');
+                  const src = document.querySelector('.src');
+                  const last = [...document.querySelectorAll('th')].pop();
+                  const a = area.getBoundingClientRect(), v = values.getBoundingClientRect();
+                  values.scrollLeft = values.scrollWidth;
+                  const l = last.getBoundingClientRect();
+                  return {areaRight: a.right, valuesRight: v.right, lastRight: l.right,
+                          valuesHeight: v.height, srcHeight: src.getBoundingClientRect().height,
+                          scroll: values.scrollWidth, client: values.clientWidth};
+                }"""
+            )
+            assert box["scroll"] > box["client"]  # the table is wider than its pane
+            assert (
+                box["valuesRight"] <= box["areaRight"] + 1
+            )  # the pane fits the output
+            # Scrolled to its end, the last column is inside the output, not clipped.
+            assert box["lastRight"] <= box["areaRight"] + 1
+            # The pane is no taller than the source pane: its scrollbar is on screen.
+            assert box["valuesHeight"] <= max(box["srcHeight"], 400) + 2, box
         finally:
             browser.close()

@@ -6,7 +6,9 @@
 // HTML. This renderer ranks just ahead of it in each notebook: it hands the output to
 // the widget renderer and shows its view once there is one, and the transcript when
 // that renderer finds no model or is still loading after a grace period, or when the
-// output is untrusted (where Lab would not run a widget either).
+// output is untrusted (where Lab would not run a widget either). While the transcript
+// shows, fresh widget renderers are tried for a while: after a page reload the live
+// kernel's models come back a moment later, and the stepper with them.
 import { Panel, Widget } from "@lumino/widgets";
 
 export const STEPPER_MIME = "application/vnd.jaxscope.stepper+json";
@@ -17,6 +19,12 @@ const RANK = -20;
 // How long a widget may say "Loading widget..." before the transcript shows instead;
 // a reopened notebook's widget manager may never settle, and a live one is quicker.
 const GRACE_MS = 1500;
+// After a page reload with the kernel alive, ipywidgets restores the kernel's models a
+// moment after the outputs render, and a renderer that looked too early keeps saying
+// "model not found": a fresh one is tried after each of these delays (about half a
+// minute in all) while the transcript shows; a kernel that is really gone costs a few
+// hidden attempts.
+const RETRY_MS = [1000, 2000, 3000, 5000, 8000, 12000];
 
 function widgetGone(inner) {
   return inner.isDisposed || inner.isHidden || /^\s*Error displaying widget/.test(inner.node.textContent || "");
@@ -41,9 +49,11 @@ class StepperRenderer extends Panel {
     this._modelId = null;
     this._observer = null;
     this._timer = null;
+    this._retry = null;
   }
 
   async renderModel(model) {
+    this._clearRetry();
     this._fillTranscript(model);
     const view = model.data[WIDGET_MIME];
     const modelId = view && view.model_id;
@@ -54,6 +64,11 @@ class StepperRenderer extends Panel {
       return;
     }
     if (this._inner !== null && this._modelId === modelId && !widgetGone(this._inner)) return;
+    await this._attach(model, modelId, 0);
+  }
+
+  async _attach(model, modelId, attempt) {
+    this._retry = null;
     this._dropInner();
     const inner = this._rendermime.createRenderer(WIDGET_MIME);
     this._inner = inner;
@@ -62,16 +77,24 @@ class StepperRenderer extends Panel {
     this.insertWidget(0, inner);
     this._transcript.hide();
     let graceOver = false;
+    const retry = () => {
+      if (this._retry === null && attempt < RETRY_MS.length && !this.isDisposed) {
+        this._retry = setTimeout(() => this._attach(model, modelId, attempt + 1), RETRY_MS[attempt]);
+      }
+    };
     const update = () => {
       if (this._inner !== inner) return;
       if (widgetGone(inner)) {
         this._dropInner();
         this._transcript.show();
+        retry();
       } else if (widgetShown(inner)) {
         inner.node.style.display = "";
         this._transcript.hide();
+        this._clearRetry();
       } else if (graceOver) {
         this._transcript.show();
+        retry();
       }
     };
     this._timer = setTimeout(() => {
@@ -84,6 +107,11 @@ class StepperRenderer extends Panel {
     this._observer.observe(inner.node, { childList: true, characterData: true, subtree: true, attributes: true });
     await inner.renderModel(model);
     update();
+  }
+
+  _clearRetry() {
+    if (this._retry !== null) clearTimeout(this._retry);
+    this._retry = null;
   }
 
   _dropInner() {
@@ -113,6 +141,7 @@ class StepperRenderer extends Panel {
   }
 
   dispose() {
+    this._clearRetry();
     this._dropInner();
     super.dispose();
   }

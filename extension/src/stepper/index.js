@@ -2,7 +2,8 @@
 // come from (the current line highlighted; click a line with equations to toggle a
 // breakpoint), and a values table. Colours come from JupyterLab's theme variables
 // (with light fallbacks, and dark ones under prefers-color-scheme: dark), so the
-// widget reads in light and dark themes alike.
+// widget reads in light and dark themes alike; the buttons look like the graph
+// viewer's. The values table scrolls in a pane as tall as the source's.
 // Plain ES module, no dependencies; build.mjs bundles it into jaxscope/_static/stepper.js.
 
 function h(tag, attrs, ...children) {
@@ -36,7 +37,12 @@ body[data-jp-theme-light="false"] .jxs-step{--jxs-bad:#ff8a80;--jxs-bp:#ff6e6e}
 @media (prefers-color-scheme: dark){
   body:not([data-jp-theme-light]) .jxs-step{--jxs-fg:#e8e8e8;--jxs-muted:#b0b0b0;--jxs-bg:#1e1e1e;
     --jxs-head-bg:#333;--jxs-head-fg:#e8e8e8;--jxs-border:#555;--jxs-bad:#ff8a80;--jxs-bp:#ff6e6e}}
-.jxs-step .bar button{margin-right:4px;padding:2px 10px;cursor:pointer}
+.jxs-step .bar{display:flex;flex-wrap:wrap;gap:4px}
+.jxs-step .bar button{font:inherit;padding:1px 10px;border:1px solid var(--jxs-border);border-radius:4px;
+  background:var(--jxs-bg);color:var(--jxs-fg);cursor:pointer}
+.jxs-step .bar button:hover:not(:disabled){background:var(--jxs-head-bg)}
+.jxs-step .bar button:focus-visible{outline:2px solid var(--jxs-accent);outline-offset:1px}
+.jxs-step .bar button:disabled{color:var(--jxs-muted);cursor:default;opacity:.6}
 .jxs-step .status{margin:4px 0;white-space:pre-wrap;overflow-wrap:anywhere}
 .jxs-step .error{color:var(--jxs-bad)}
 .jxs-step .panes{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}
@@ -54,10 +60,12 @@ body[data-jp-theme-light="false"] .jxs-step{--jxs-bad:#ff8a80;--jxs-bp:#ff6e6e}
 .jxs-step .line.pinned{background:color-mix(in srgb,var(--jxs-bp) 14%,var(--jxs-bg))}
 .jxs-step .line .bp{flex:none;width:1.2em;color:var(--jxs-bp)}
 .jxs-step .line .no{flex:none;width:3.5em;color:var(--jxs-muted);text-align:right;margin-right:6px}
-.jxs-step .values{flex:1 1 360px;min-width:0;max-width:100%;overflow:auto}
+.jxs-step .values{flex:1 1 360px;min-width:0;max-width:100%;max-height:360px;overflow:auto;
+  border:1px solid var(--jxs-border)}
 .jxs-step table{border-collapse:collapse}
-.jxs-step th{background:var(--jxs-head-bg);color:var(--jxs-head-fg)}
+.jxs-step th{background:var(--jxs-head-bg);color:var(--jxs-head-fg);position:sticky;top:0;white-space:nowrap}
 .jxs-step td,.jxs-step th{padding:1px 6px;border-bottom:1px solid var(--jxs-border);text-align:left}
+.jxs-step td.label{white-space:nowrap}
 .jxs-step td.preview{max-width:40em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .jxs-step tr.nan td{color:var(--jxs-bad)}
 .jxs-step tr.var{cursor:pointer}
