@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ from jaxscope._probe.select import Selector, Target, phase
 from jaxscope._records import SourceLoc
 from jaxscope._source import loc_of_function, short_loc
 from jaxscope._staging import Staged, stage, staged, static_args
+from jaxscope._stepper.locals import LocalsLog, record_locals
 from jaxscope._stepper.plan import Node, Plan, Program
 from jaxscope._stepper.values import ValueSummary, summarize_value
 from jaxscope.compat import jaxpr as _cj
@@ -126,12 +128,22 @@ def stage_program(
     kwargs: dict[str, Any],
     statics: tuple[tuple[Any, ...], tuple[Any, ...]],
     api_name: str,
+    locals_log: LocalsLog | None = None,
 ) -> tuple[Staged, list[Any], Plan]:
-    """The staged call, its input leaves and the plan of its program."""
+    """The staged call, its input leaves and the plan of its program; with
+    ``locals_log``, the user's locals are recorded as the function traces (the
+    names ``at=`` resolves, as the stepper shows them)."""
     nums, names = statics
-    staged_call = stage(
-        fun, args, kwargs, static_argnums=nums, static_argnames=names, api_name=api_name
-    )
+    with record_locals(locals_log) if locals_log is not None else nullcontext():
+        staged_call = stage(
+            fun,
+            args,
+            kwargs,
+            static_argnums=nums,
+            static_argnames=names,
+            api_name=api_name,
+            fresh=locals_log is not None,
+        )
     leaves = jax.tree_util.tree_leaves(staged_call.inputs)
     for leaf in leaves:
         if isinstance(leaf, jax.ShapeDtypeStruct):
@@ -275,8 +287,9 @@ def _probe(
     statics: tuple[tuple[Any, ...], tuple[Any, ...]],
 ) -> ProbeView:
     api = "js.probe"
-    staged_call, leaves, top = stage_program(fun, args, kwargs, statics, api)
-    targets = Selector(top).resolve(at, api)
+    log = LocalsLog()
+    staged_call, leaves, top = stage_program(fun, args, kwargs, statics, api, log)
+    targets = Selector(top, log).resolve(at, api)
     selected = {t.node.path for t in targets}
     wanted: dict[tuple[int, ...], list[int]] = {}
     for t in targets:

@@ -20,6 +20,7 @@ from jaxscope._probe.rewrite import body_label
 from jaxscope._records import EqnInfo, SourceLoc
 from jaxscope._source import short_loc
 from jaxscope._stepper.breakpoints import file_matches, parse_location
+from jaxscope._stepper.locals import LocalsLog, leaf_names
 from jaxscope._stepper.names import user_names_of
 from jaxscope._stepper.plan import Node, Plan, iter_nodes
 from jaxscope.compat import jaxpr as _cj
@@ -145,10 +146,58 @@ def _scopes(info: EqnInfo) -> str:
 class Selector:
     """Resolves ``at`` specs against one program (its reachable equations)."""
 
-    def __init__(self, top: Plan) -> None:
+    def __init__(self, top: Plan, locals_log: LocalsLog | None = None) -> None:
         self.top = top
         self.nodes = list(reachable(top))
+        self.locals_log = locals_log
         self._names: dict[str, list[tuple[Node, int]]] | None = None
+        #: a pytree name's targets labelled by their leaves: ``grads['w']``
+        self._leaf_labels: dict[str, list[str]] = {}
+
+    def _traced_names(self) -> dict[str, list[tuple[Node, int]]]:
+        """``{name: [(node, output)]}`` from the locals the user's Python held as it
+        traced: a pytree's leaves as ``grads['w']``, and under its bare name too."""
+        if self.locals_log is None:
+            return {}
+        by_var: dict[Any, tuple[Node, int]] = {}
+        for node in self.nodes:  # exact values: a gradient the user named included
+            for j, var in enumerate(node.outvars):
+                if not _cj.is_dropvar(var):
+                    by_var.setdefault(var, (node, j))
+        found: dict[str, list[tuple[Node, int]]] = {}
+
+        def add(name: str, hit: tuple[Node, int]) -> None:
+            hits = found.setdefault(name, [])
+            if hit not in hits:
+                hits.append(hit)
+
+        for snapshots in self.locals_log.frames.values():
+            for snapshot in snapshots:
+                for name, binding in snapshot.names.items():
+                    leaves = [
+                        a
+                        for a in binding.atoms
+                        if a is not None and not _cj.is_literal(a)
+                    ]
+                    hits = [by_var[a] for a in leaves if a in by_var]
+                    if not hits or len(hits) != len(leaves):
+                        continue  # an argument, or a value the program dropped
+                    if len(binding.atoms) == 1:
+                        add(name, hits[0])
+                        continue
+                    for leaf, atom in zip(
+                        leaf_names(name, binding), binding.atoms, strict=True
+                    ):
+                        if (
+                            atom is not None
+                            and not _cj.is_literal(atom)
+                            and atom in by_var
+                        ):
+                            add(leaf, by_var[atom])
+                            if by_var[atom] not in found.get(name, []):
+                                add(name, by_var[atom])
+                                self._leaf_labels.setdefault(name, []).append(leaf)
+        return found
 
     def names(self) -> dict[str, list[tuple[Node, int]]]:
         """``{user name: [(node, output)]}`` over the reachable equations."""
@@ -169,6 +218,8 @@ class Selector:
                             hit = _primal(node, j)
                             if hit not in found.get(name, []):
                                 found.setdefault(name, []).append(hit)
+            for name, hits in self._traced_names().items():
+                found[name] = hits  # what the Python held is exact; the source a guess
             self._names = found
         return self._names
 
@@ -202,6 +253,11 @@ class Selector:
             )
         name = spec.strip()
         hits = self.names().get(name)
+        labels = self._leaf_labels.get(name, [])
+        if hits and len(labels) == len(hits):
+            return [
+                Target(label, n, o) for label, (n, o) in zip(labels, hits, strict=True)
+            ]
         if hits:
             return _labelled(name, hits)
         scope = self._scope(name)

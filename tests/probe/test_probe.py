@@ -197,3 +197,17 @@ def test_a_value_inside_a_cond_branch_is_refused_in_one_line():
 
     with pytest.raises(js.InvalidCallError, match="inside cond branches"):
         js.probe(f, at=lambda e: e.primitive == "log")(jnp.ones(3))
+
+
+def test_names_bound_under_value_and_grad_in_an_nnx_step_read_their_values(libs):
+    # `pred` inside the loss under nnx.value_and_grad, and `loss, grads = ...`: the
+    # names the user's Python held as it traced, not a guess from the source
+    step, args = libs.CASES["nnx"](1.0, False)
+    view = js.probe(step, at=["pred", "loss", "grads"])(*args)
+    model, _, x, y = args
+    pred = model(x)
+    np.testing.assert_allclose(view["pred"], pred, rtol=1e-5)
+    np.testing.assert_allclose(view["loss"], ((pred - y) ** 2).mean(), rtol=1e-5)
+    leaves = [k for k in view.keys() if k.startswith("grads[")]
+    assert leaves and all("linear" in k or "shift" in k for k in leaves)
+    assert {v.phase for v in view.values if v.name == "pred"} == {"forward"}
