@@ -208,6 +208,6 @@ def test_names_bound_under_value_and_grad_in_an_nnx_step_read_their_values(libs)
     pred = model(x)
     np.testing.assert_allclose(view["pred"], pred, rtol=1e-5)
     np.testing.assert_allclose(view["loss"], ((pred - y) ** 2).mean(), rtol=1e-5)
-    leaves = [k for k in view.keys() if k.startswith("grads[")]
+    leaves = [k for k in view if k.startswith("grads[")]
     assert leaves and all("linear" in k or "shift" in k for k in leaves)
     assert {v.phase for v in view.values if v.name == "pred"} == {"forward"}
