@@ -43,8 +43,12 @@ def diff(
     with the causes worded as the recompile watcher words them. Nothing is run.
 
     Args:
-        a, b: two views, two functions, or one function.
-        static_argnums, static_argnames: as ``js.jaxpr`` takes them (function forms).
+        a: a view, or a function (the old one, or the only one).
+        b: a view of the same kind as ``a``, the new function, or None (one
+            function on two argument sets).
+        static_argnums: positional arguments passed as Python values, as
+            ``js.jaxpr`` takes them (function forms).
+        static_argnames: keyword arguments passed as Python values (function forms).
         hlo: also compare the optimized HLO (ops, flops, bytes, collectives per
             line); compiles each program once (function forms).
         tolerances: relative tolerances per number (``{"flops": 0.02}``) under which
