@@ -198,3 +198,69 @@ def leaf_names(name: str, binding: Binding) -> list[str]:
     skeleton = jax.tree_util.tree_unflatten(binding.treedef, list(range(n)))  # pyright: ignore[reportUnknownMemberType]
     paths = jax.tree_util.tree_flatten_with_path(skeleton)[0]  # pyright: ignore
     return [name + jax.tree_util.keystr(path) for path, _ in paths]  # pyright: ignore
+
+
+class _Mismatch(Exception):
+    """Two traces of one call that are not the same program."""
+
+
+def same_vars(first: Any, second: Any) -> dict[Any, Any] | None:
+    """``{variable of second: variable of first}`` for two traces of one call (two
+    ``ClosedJaxpr``s), walked side by side, nested jaxprs included; None where the
+    two programs differ (a trace that depends on state that changed between them)."""
+    mapping: dict[Any, Any] = {}
+
+    def pair(a: list[Any], b: list[Any]) -> None:
+        if len(a) != len(b):
+            raise _Mismatch
+        for va, vb in zip(a, b, strict=True):
+            if not _cj.is_literal(vb):
+                mapping[vb] = va
+
+    def walk(a: Any, b: Any) -> None:
+        ja, jb = _cj.open_jaxpr(a)[0], _cj.open_jaxpr(b)[0]
+        if len(ja.eqns) != len(jb.eqns):
+            raise _Mismatch
+        pair([*ja.constvars, *ja.invars], [*jb.constvars, *jb.invars])
+        for ea, eb in zip(ja.eqns, jb.eqns, strict=True):
+            if _cj.primitive_name(ea) != _cj.primitive_name(eb):
+                raise _Mismatch
+            pair(list(ea.outvars), list(eb.outvars))
+            subs_a, subs_b = _cj.subjaxprs(ea), _cj.subjaxprs(eb)
+            if len(subs_a) != len(subs_b):
+                raise _Mismatch
+            for (_, sa), (_, sb) in zip(subs_a, subs_b, strict=True):
+                walk(sa, sb)
+
+    try:
+        walk(first, second)
+    except _Mismatch:
+        return None
+    return mapping
+
+
+def renamed(log: LocalsLog, mapping: dict[Any, Any]) -> LocalsLog:
+    """``log`` with its jaxpr variables replaced by ``mapping``'s (see ``same_vars``);
+    a variable it lacks (of a trace the program dropped) stays, and reads as unset."""
+
+    def var(atom: Any) -> Any:
+        if atom is None or _cj.is_literal(atom):
+            return atom
+        return mapping.get(atom, atom)
+
+    out = LocalsLog(count=log.count)
+    for key, snapshots in log.frames.items():
+        out.frames[key] = [
+            Snapshot(
+                s.order,
+                s.line,
+                s.event,
+                tuple(var(v) for v in s.epoch),
+                {
+                    name: Binding(b.treedef, tuple(var(a) for a in b.atoms), b.consts)
+                    for name, b in s.names.items()
+                },
+            )
+            for s in snapshots
+        ]
+    return out

@@ -47,6 +47,8 @@ from jaxscope._stepper.locals import (
     latest,
     leaf_names,
     record_locals,
+    renamed,
+    same_vars,
     value_of,
 )
 from jaxscope._stepper.names import add_path, alias, user_names_of
@@ -102,12 +104,15 @@ class Stepper(Renderable):
         input_names: Sequence[str] = (),
         locals_log: LocalsLog | None = None,
         outputs: Callable[[Any], tuple[Any, tuple[str, ...]]] | None = None,
+        read_locals: Callable[[], LocalsLog] | None = None,
     ) -> None:
         self._outputs = outputs
+        #: reads the user's locals when names are first asked for (a second trace)
+        self._read_locals = read_locals
         #: the library state (``model.bn.mean``) the real call would write back
         self.state_updates: tuple[str, ...] = ()
         self.function_name = function_name
-        self._locals = locals_log if locals_log is not None else LocalsLog()
+        self._locals_log = locals_log
         #: which user frame names are read in (``up``/``down``): 0 is the innermost
         self._frame_offset = 0
         self.defined_at = defined_at
@@ -259,6 +264,17 @@ class Stepper(Renderable):
                     seen.add(key)
                     chain.append((raw, is_library_file(raw.file)))
         return chain
+
+    @property
+    def _locals(self) -> LocalsLog:
+        """The user's locals as the traced Python bound them, read on first use."""
+        if self._locals_log is None:
+            read, self._read_locals = self._read_locals, None
+            try:
+                self._locals_log = read() if read is not None else LocalsLog()
+            except Exception:  # names then come from the source, as without a log
+                self._locals_log = LocalsLog()
+        return self._locals_log
 
     def _named_frames(self) -> list[RawFrame]:
         """The user's frames whose locals were read while tracing, innermost first."""
@@ -689,6 +705,7 @@ def _stepper_of(
     staged: Staged,
     leaves: list[Any],
     locals_log: LocalsLog | None = None,
+    read_locals: Callable[[], LocalsLog] | None = None,
 ) -> Stepper:
     traced = staged.traced
     return Stepper(
@@ -700,6 +717,7 @@ def _stepper_of(
         input_names=staged.input_names,
         locals_log=locals_log,
         outputs=staged.outputs,
+        read_locals=read_locals,
     )
 
 
@@ -710,9 +728,19 @@ def _start(
     statics: Statics,
 ) -> Stepper:
     """A ``Stepper`` of ``fun(*args, **kwargs)``, paused before its first equation."""
-    log = LocalsLog()
-    staged, leaves = _stage(fun, args, kwargs, statics, locals_log=log)
-    return _stepper_of(fun, staged, leaves, log)
+    staged, leaves = _stage(fun, args, kwargs, statics)
+    first = staged.traced.jaxpr
+
+    def read_locals() -> LocalsLog:
+        # Reading locals needs a line tracer while JAX traces, which slows all of
+        # Python's tracing (about 2x on 3.11): only a stepper asked for names pays,
+        # with a second trace whose variables are matched to the first's.
+        log = LocalsLog()
+        second, _ = _stage(fun, args, kwargs, statics, locals_log=log)
+        mapping = same_vars(first, second.traced.jaxpr)
+        return renamed(log, mapping) if mapping is not None else LocalsLog()
+
+    return _stepper_of(fun, staged, leaves, read_locals=read_locals)
 
 
 def _non_finite(values: Any) -> tuple[bool, bool]:
