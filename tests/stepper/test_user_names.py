@@ -153,3 +153,27 @@ def test_scan_carry_is_not_named_after_the_initial_value():
     s.step()
     assert s.frames[-1].label == "scan body"
     assert "init" not in s.user_names.values()
+
+
+def test_names_cost_a_second_trace_only_when_asked_for():
+    # reading locals slows all of tracing: a stepper that shows no names never does
+    traced = []
+
+    def f(x):
+        traced.append(1)
+        h = jnp.sin(x) * 2.0
+        return h.sum()
+
+    stepper = js.step(f)(jnp.ones(3))
+    assert stepper.run().result == pytest.approx(float(jnp.sin(1.0) * 6.0))
+    assert len(traced) == 1
+    stepper = js.step(f)(jnp.ones(3)).run(
+        until=lambda e, v: e.primitive == "reduce_sum"
+    )
+    assert len(traced) == 2
+    assert stepper.namespace()["h"].tolist() == pytest.approx(
+        [float(jnp.sin(1.0) * 2)] * 3
+    )
+    assert len(traced) == 3  # the names' own trace, once
+    stepper.namespace()
+    assert len(traced) == 3
