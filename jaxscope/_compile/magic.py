@@ -61,7 +61,7 @@ class CompileMagics(JaxscopeMagics):
     def _cell(self, line: str, cell: str) -> Any:
         __tracebackhide__ = True
         if line.strip():
-            self._bad_cell_line(line)
+            self._cell_line(line)
             return None
         from jaxscope._compile.cell import collect_compiles
         from jaxscope._source import running_cell_number
@@ -91,11 +91,25 @@ class CompileMagics(JaxscopeMagics):
         return None
 
     @usage_errors
-    def _bad_cell_line(self, line: str) -> None:
+    @usage_errors
+    def _cell_line(self, line: str) -> None:
+        """``%%jaxcompile``'s line: ``-h`` prints its help; anything else is an error
+        (the cell is the code; ``--top`` and a call belong to ``%jaxcompile``)."""
+        if line.split() and all(t in ("-h", "--help") for t in line.split()):
+            print(_CELL_HELP)
+            return
         raise InvalidCallError(
-            f"%%jaxcompile takes no options, got {line.strip()!r}; put the code "
-            "in the cell (its result is also kept in _jaxcompile)"
+            "%%jaxcompile takes no options (the cell is the code; its result is also "
+            f"kept in _jaxcompile): unrecognized arguments: {line.strip()}"
         )
+
+
+_CELL_HELP = """%%jaxcompile [-h]
+
+Run the cell and show every compile it triggered (jitted functions, eager ops,
+libraries' jits), by function and by line, with the totals and named diagnoses.
+The result is also kept in _jaxcompile. For one call compiled cold, by source
+line, use %jaxcompile CALL."""
 
 
 MAGICS = CompileMagics
