@@ -794,34 +794,10 @@ def find_nan(
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
 ) -> Callable[..., NanFinding | NanInInput | None]:
-    """The first equation of ``fun(*args)`` that produces a NaN (or Inf), or None.
-
-    A NaN (or, with ``inf=True``, an Inf) already in an argument is reported as a
-    ``NanInInput`` naming the argument's path (``params['w']``): nothing in the
-    program produced it.
-
-    The result records the equation (``eqn``, ``source``, ``primitive``), whether it
-    was a ``"nan"`` or an ``"inf"``, summaries of its inputs and outputs, and the frame
-    stack (loop iterations included) where it happened.
-
-    The program is first run compiled: when its outputs hold no NaN (and no Inf),
-    there is nothing to hunt and the answer is None at once. ``inf=None`` (the
-    default) hunts an Inf only when one reaches the outputs, so an Inf that a
-    ``jnp.where`` or a schedule discards (``where(x > 0, log(x), 0)``) is not taken
-    for the culprit; ``inf=True`` stops at the first Inf anywhere, ``inf=False``
-    never does.
-
-    Args:
-        fun: the function (``jax.jit``, ``nnx.jit`` and ``eqx.filter_jit`` ones too).
-        inf: hunt Infs too: None (when one reaches the outputs), True or False.
-        static_argnums: positional arguments passed as Python values.
-        static_argnames: keyword arguments passed as Python values.
-
-    Example:
-        >>> import jax.numpy as jnp, jaxscope as js
-        >>> js.find_nan(lambda x: jnp.log(x) * 2)(jnp.array([1.0, -1.0])).primitive
-        'log'
-    """
+    """``js.find_nan``'s interpreted mode (``mode="interpreted"``): the first equation
+    of ``fun(*args)`` that produces a NaN (or Inf), found by stepping the program,
+    or None. The public function, its arguments and its example are
+    ``jaxscope.find_nan`` (``_probe.nan``), which calls this one."""
     check_flag(
         inf,
         "inf",
