@@ -173,7 +173,8 @@ def test_constant_passed_as_argument_as_the_fix_says_is_not_diagnosed():
 def test_small_numpy_constant_is_not_diagnosed():
     table = np.arange(16, dtype=np.float32)
     cp = js.compile_profile(lambda x: x * table)(jnp.ones(16))
-    assert cp.totals.constant_bytes == table.nbytes
+    # embedded (JAX 0.10) or written into the program as a literal (JAX 0.9)
+    assert cp.totals.constant_bytes in (0, table.nbytes)
     assert cp.diagnoses == ()
 
 

@@ -25,7 +25,9 @@ def _assert_same(got, want):
             continue
         a, b = np.asarray(a), np.asarray(b)
         assert a.dtype == b.dtype and a.shape == b.shape
-        np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7)
+        # op by op against XLA's fused run: float32 gradients near zero differ in
+        # their last bits (2e-7 on JAX 0.9)
+        np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-6)
 
 
 class MLP(nnx.Module):
