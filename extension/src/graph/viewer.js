@@ -4,7 +4,7 @@
 // own modules. Layout: dagre (layout.js) run lazily per expanded container, in a Web
 // Worker when large (engine.js), cached until a descendant is expanded or collapsed.
 
-import { ROOT, checkFormat, decode } from "./decode.js";
+import { ROOT, checkFormat, decode, decodeSteps } from "./decode.js";
 import { clip, cssKind, el, svg, svgText } from "./dom.js";
 import { LayoutEngine } from "./engine.js";
 import { Hierarchy } from "./hierarchy.js";
@@ -12,6 +12,7 @@ import { layoutGraph } from "./layout.js";
 import { DetailPanel } from "./panel.js";
 import { PanZoom, installResize } from "./panzoom.js";
 import { resultList, search, stepIndex } from "./search.js";
+import { runSliced, SLICE_MS } from "./slice.js";
 import { toolbar } from "./toolbar.js";
 
 // Layouts of at most this many nodes + edges run inline (a few ms: less than a post).
@@ -28,7 +29,8 @@ const PAN_SCREENS = [1.5, 2.5];
 const MAX_HEIGHT = 760;
 const PAD = 10;
 const HEADER = 22;
-// Graphs of more nodes build their grouping model after the frame shows.
+// Graphs of more nodes are decoded and grouped after the frame shows, in slices of
+// SLICE_MS (slice.js): no main-thread task of the first view runs long, at any size.
 const STAGED_MIN = 2000;
 
 // What the frame shows of a payload before it is decoded: its title and counts.
@@ -52,7 +54,8 @@ export class GraphViewer {
     const staged = (data.nodes || []).length > STAGED_MIN;
     this.g = staged ? summary(data) : decode(data);
     this.h = null; // the grouping model, made once the frame shows (start)
-    this.engine = new LayoutEngine(this.opts.inlineMax ?? INLINE_MAX);
+    this.engine = this.opts.engine || new LayoutEngine();
+    this.engine.inlineMax = this.opts.inlineMax ?? INLINE_MAX;
     this.expanded = new Set([ROOT]);
     this.layouts = new Map();
     this.epochs = new Map();
@@ -69,20 +72,22 @@ export class GraphViewer {
     this.ready = this.start(data, staged);
   }
 
-  // The frame (toolbar, an empty canvas) shows first; a large graph's grouping
-  // model and first layout follow in tasks of their own, so the page stays live.
+  // The frame (toolbar, an empty canvas) shows first; a large graph is decoded and
+  // grouped in slices (tasks of at most SLICE_MS), its first layouts run in the worker,
+  // so the page stays live however large the graph.
   async start(data, staged) {
-    const tick = () => (staged ? new Promise((r) => setTimeout(r)) : null);
     if (staged) {
-      this.setBusy(true);
-      await tick();
-      this.g = decode(data);
+      this.setBusy(true, "reading the graph\u2026");
+      const ms = this.opts.sliceMs ?? SLICE_MS;
+      this.g = await runSliced(decodeSteps(data), ms);
       this.panel.g = this.g;
-      await tick();
+      const h = new Hierarchy(this.g, { ...this.opts, deferred: true });
+      await runSliced(h.build(), ms);
+      this.h = h;
+    } else {
+      this.h = new Hierarchy(this.g, this.opts);
     }
-    this.h = new Hierarchy(this.g, this.opts);
     this.opened = this.defaultExpansion();
-    await tick();
     return this.firstView();
   }
 
@@ -406,9 +411,9 @@ export class GraphViewer {
     return pending.then((done) => { if (done) finish(); }, (err) => this.fail(err));
   }
 
-  setBusy(on) {
+  setBusy(on, what) {
     if (on) this.root.dataset.busy = "1"; else delete this.root.dataset.busy;
-    this.busy.textContent = on ? "laying out\u2026" : "";
+    this.busy.textContent = on ? what || "laying out\u2026" : "";
   }
 
   fail(err) {
