@@ -75,18 +75,22 @@ test("decoding in slices pauses and gives what decode gives", async () => {
 
 test("a payload split into JSON parts joins back to itself, pausing between parts", async () => {
   const data = step();
-  const msg = split(data, 2000);
+  // strings that look like the JSON around them
+  data.strings.push('a "quoted", [bracketed] {braced} \\ string', "\\", '"', "]", "caf\u00e9 \ud83d\ude00");
+  data.title = '"],"nodes":[';
+  const msg = split(JSON.stringify(data), 2000);
   assert.ok(msg.parts.nodes.length > 5 && msg.parts.edges.length > 5);
   assert.equal(msg.parts.strings, undefined); // under 2,000 characters: in the head
   assert.ok(Math.max(...msg.parts.nodes.map((t) => t.length)) < 4000);
-  assert.equal(JSON.parse(msg.head).nodes, undefined);
+  assert.deepEqual(JSON.parse(msg.head).nodes, []);
   let pauses = 0;
   assert.deepEqual(await runSliced(join(msg), 0, () => pauses++), data);
   assert.ok(pauses >= msg.parts.nodes.length);
-  // small arrays and non-arrays stay in the head
-  const small = split({ format: 1, title: "t", nodes: [[0, 1, -1]], sources: { "a.py": {} } });
-  assert.deepEqual(small.parts, {});
-  assert.deepEqual(runSync(join(small)), { format: 1, title: "t", nodes: [[0, 1, -1]], sources: { "a.py": {} } });
+  // small arrays and objects stay in the head
+  const small = { format: 1, title: "t", nodes: [[0, 1, -1], [0, 2, 0]], sources: { "a.py": { 3: "x = [1, 2]" } } };
+  assert.deepEqual(split(JSON.stringify(small), 1).parts, { nodes: ["[[0,1,-1]]", "[[0,2,0]]"] });
+  assert.deepEqual(split(JSON.stringify(small)).parts, {});
+  assert.deepEqual(runSync(join(split(JSON.stringify(small), 1))), small);
 });
 
 test("a packed block (gzip, base64) reads back, whole or in parts", async () => {

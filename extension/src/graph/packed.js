@@ -1,8 +1,8 @@
 // The payload as an HTML output carries it (pack_payload in jaxscope/_graph/render.py:
 // JSON, gzip, base64), read without a long main-thread task: the layout worker
-// decodes, inflates and parses it, then sends its large arrays back as JSON text in
-// parts (`split`), which the page parses a few at a time between paints (`join`, in
-// slices: see slice.js). Pure: no DOM, so node's test runner checks it.
+// decodes and inflates it and cuts its large arrays into JSON parts (`split`), which
+// the page parses a few at a time between paints (`join`, in slices: see slice.js).
+// Pure: no DOM, so node's test runner checks it.
 
 import { due } from "./slice.js";
 
@@ -30,23 +30,52 @@ export async function unpack(b64) {
 }
 
 /**
- * A payload as its top-level fields' JSON (`head`) and each large array's elements in
- * JSON parts of about `chars` characters (`parts[key]`), in order.
+ * A payload's JSON text as its top-level fields (`head`, each large array left
+ * empty) and each large array's elements in JSON parts of about `chars` characters
+ * (`parts[key]`, in order). A scan of the text: nothing is parsed here.
  */
-export function split(data, chars = PART_CHARS) {
-  const head = { ...data };
+export function split(text, chars = PART_CHARS) {
   const parts = {};
-  for (const [key, value] of Object.entries(data)) {
-    if (!Array.isArray(value) || value.length < 2) continue;
-    const sample = Math.min(value.length, 64);
-    const each = JSON.stringify(value.slice(0, sample)).length / sample;
-    const per = Math.max(1, Math.floor(chars / Math.max(each, 1)));
-    if (per >= value.length) continue;
-    parts[key] = [];
-    for (let i = 0; i < value.length; i += per) parts[key].push(JSON.stringify(value.slice(i, i + per)));
-    delete head[key];
+  let head = "";
+  let copied = 0; // text before this is in `head`
+  let depth = 0;
+  let inString = false;
+  let stringAt = -1;
+  let key = ""; // the last string closed at depth 1 (a key, before its value)
+  let arrayAt = -1;
+  let from = -1;
+  let pieces = null;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // a backslash escapes the next character
+      else if (c === 34) {
+        inString = false;
+        if (depth === 1) key = text.slice(stringAt, i + 1);
+      }
+    } else if (c === 34) {
+      inString = true;
+      stringAt = i;
+    } else if (c === 91 || c === 123) {
+      depth++;
+      if (depth === 2 && c === 91) { arrayAt = i; from = i + 1; pieces = []; }
+    } else if (c === 93 || c === 125) {
+      if (depth === 2 && pieces) {
+        if (pieces.length) {
+          pieces.push(text.slice(from, i));
+          parts[JSON.parse(key)] = pieces.map((p) => "[" + p + "]");
+          head += text.slice(copied, arrayAt) + "[]";
+          copied = i + 1;
+        }
+        pieces = null;
+      }
+      depth--;
+    } else if (c === 44 && depth === 2 && pieces && i - from >= chars) {
+      pieces.push(text.slice(from, i));
+      from = i + 1;
+    }
   }
-  return { head: JSON.stringify(head), parts };
+  return { head: head + text.slice(copied), parts };
 }
 
 /** `split` undone, in steps that pause where a slice is spent (see slice.js). */
@@ -64,7 +93,7 @@ export function* join(msg) {
   return data;
 }
 
-/** What the worker answers to a packed payload: `split` of its JSON. */
+/** What the worker answers to a packed payload: `split` of its JSON text. */
 export async function readInWorker(b64, chars) {
-  return split(await unpack(b64), chars);
+  return split(await inflate(b64), chars);
 }
