@@ -58,7 +58,7 @@ export function* decodeSteps(data) {
       parent: n[2] < 0 ? ROOT : "g" + n[2], primitive: str(n[3]), inputs: pairs(n[4]),
       outputs: pairs(n[5]), params: pairs(n[6]), source: loc(n[7]), scope: str(n[8]),
     };
-    if ((k & 255) === 255 && due()) yield;
+    if ((k & 63) === 63 && due()) yield;
   }
   const edges = [];
   const E = data.edges || [];

@@ -68,7 +68,7 @@ export class Hierarchy {
         first.set(p, n.index);
         p = this.item.get(p).parent;
       }
-      if ((n.index & 255) === 255 && due()) yield;
+      if ((n.index & 127) === 127 && due()) yield;
     }
     // Program order: a container's nodes come in order; its (few) groups, sorted by
     // their first node, are merged in.
@@ -79,7 +79,7 @@ export class Hierarchy {
     }
     for (const n of g.nodes) {
       this.children.get(n.parent).push(n.id);
-      if ((n.index & 255) === 255 && due()) yield;
+      if ((n.index & 127) === 127 && due()) yield;
     }
     const firstOf = (id) => first.get(id) ?? 1e12;
     for (const [c, gids] of kidGroups) {
@@ -143,7 +143,7 @@ export class Hierarchy {
     this.ancestors = new Array(nodes.length);
     for (let k = 0; k < nodes.length; k++) {
       this.ancestors[k] = chainOf(this.parent.get(nodes[k].id) ?? ROOT);
-      if ((k & 255) === 255 && due()) yield;
+      if ((k & 127) === 127 && due()) yield;
     }
     yield* this.liftEdges();
   }
@@ -192,7 +192,7 @@ export class Hierarchy {
       for (let i = 0; i < list.length; i++) {
         const id = list[i];
         if (id[0] === "n" && this.item.get(id).kind === kind) io.push(id);
-        if ((i & 255) === 255 && due()) yield;
+        if ((i & 127) === 127 && due()) yield;
       }
       if (io.length < IO_MIN) continue;
       const taken = new Set(io);
@@ -202,7 +202,7 @@ export class Hierarchy {
       for (let i = 0; i < list.length; i++) {
         if (i === at) rest.push(box);
         if (!taken.has(list[i])) rest.push(list[i]);
-        if ((i & 255) === 255 && due()) yield;
+        if ((i & 127) === 127 && due()) yield;
       }
       list = rest;
     }
@@ -243,7 +243,7 @@ export class Hierarchy {
     const out = [];
     let i = 0;
     while (i < list.length) {
-      if ((i & 255) === 255 && due()) yield;
+      if ((i & 127) === 127 && due()) yield;
       const head = this.numbered(list[i]);
       if (!head) { out.push(list[i++]); continue; }
       const members = [i];
@@ -384,7 +384,7 @@ export class Hierarchy {
     const fanout = new Map();
     let count = 0;
     for (const e of this.g.edges) {
-      if ((++count & 255) === 0 && due()) yield;
+      if ((++count & 127) === 0 && due()) yield;
       const a = this.ancestors[e.src];
       // A negative destination is a group (an operand its equation consumes itself).
       const b = e.dst >= 0 ? this.ancestors[e.dst] : [...this.containersOf("g" + (-1 - e.dst)), "g" + (-1 - e.dst)];
@@ -413,7 +413,7 @@ export class Hierarchy {
       this.lifted.get(c).push({ a, b, type: e.type, var: e.var });
     };
     for (const { lca, from, to, inner, e } of lifted) {
-      if ((++count & 255) === 0 && due()) yield;
+      if ((++count & 127) === 0 && due()) yield;
       if (this.aux.has(e.src) && this.leafLike(from) && to[0] !== "n") {
         if (inner === null) continue;
         const stub = `x${e.src}@${to}`;
@@ -443,7 +443,7 @@ export class Hierarchy {
     this.inn = Array.from({ length: n }, () => []);
     let count = 0;
     for (const e of this.g.edges) {
-      if ((++count & 255) === 0 && due()) yield;
+      if ((++count & 127) === 0 && due()) yield;
       if (e.dst < 0) continue;
       this.out[e.src].push(e.dst);
       this.inn[e.dst].push(e.src);

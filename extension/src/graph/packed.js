@@ -7,7 +7,7 @@
 import { due } from "./slice.js";
 
 // About this many characters of JSON per part: a few milliseconds to parse.
-export const PART_CHARS = 1 << 18;
+export const PART_CHARS = 1 << 17;
 
 /** The bytes of base64 text (the engine's own decoder where it has one). */
 export function fromBase64(b64) {

@@ -5,7 +5,7 @@
 // graphs, node's tests). Pure: no DOM.
 
 /** The longest a slice of work runs before it yields to the page (ms). */
-export const SLICE_MS = 25;
+export const SLICE_MS = 16;
 
 const now = () => (typeof performance !== "undefined" ? performance.now() : Date.now());
 let deadline = Infinity;
@@ -29,8 +29,9 @@ export function runSync(steps) {
   }
 }
 
-// A new task without setTimeout's clamping to 4 ms once timers nest.
-function nextTask() {
+/** A new task (the page may paint and handle input before it), without setTimeout's
+ * clamping to 4 ms once timers nest. */
+export function nextTask() {
   const s = globalThis.scheduler;
   if (s && typeof s.postTask === "function") return s.postTask(() => {}, { priority: "user-visible" });
   if (typeof MessageChannel === "function") {
@@ -44,10 +45,12 @@ function nextTask() {
 }
 
 /**
- * Run a generator in slices of at most `ms` between its pauses, a new task for each;
- * resolves to its return value. `onPause` (tests) is called at each pause.
+ * Run a generator in slices of at most `ms` between its pauses, a new task for each
+ * (the first too: the caller's task may have run a while); resolves to its return
+ * value. `onPause` (tests) is called at each pause.
  */
 export async function runSliced(steps, ms = SLICE_MS, onPause) {
+  await nextTask();
   for (;;) {
     deadline = now() + ms;
     let r;

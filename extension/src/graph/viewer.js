@@ -12,7 +12,7 @@ import { layoutGraph } from "./layout.js";
 import { DetailPanel } from "./panel.js";
 import { PanZoom, installResize } from "./panzoom.js";
 import { resultList, search, stepIndex } from "./search.js";
-import { runSliced, SLICE_MS } from "./slice.js";
+import { nextTask, runSliced, SLICE_MS } from "./slice.js";
 import { toolbar } from "./toolbar.js";
 
 // Layouts of at most this many nodes + edges run inline (a few ms: less than a post).
@@ -84,6 +84,7 @@ export class GraphViewer {
       const h = new Hierarchy(this.g, { ...this.opts, deferred: true });
       await runSliced(h.build(), ms);
       this.h = h;
+      await nextTask(); // the first view's layouts in a task of their own
     } else {
       this.h = new Hierarchy(this.g, this.opts);
     }
@@ -134,7 +135,7 @@ export class GraphViewer {
     const gen = ++this.gen;
     try {
       for (;;) {
-        const pending = this.prepare(gen);
+        const pending = this.prepare(gen, true);
         if (pending) this.setBusy(true);
         if (pending && !(await pending)) return;
         if (this.missing().length) continue;
@@ -144,6 +145,8 @@ export class GraphViewer {
           this.expanded.delete(id);
           this.invalidate(id);
         }
+        await nextTask();
+        if (gen !== this.gen) return;
       }
     } catch (err) {
       this.fail(err);
@@ -364,13 +367,16 @@ export class GraphViewer {
   }
 
   // Lays out what the view needs. Returns null when that was done inline, else a
-  // promise of whether it finished (false: a newer update took over).
-  prepare(gen) {
+  // promise of whether it finished (false: a newer update took over). `sliced` (the
+  // first view): inline layouts yield to the page every SLICE_MS.
+  prepare(gen, sliced) {
     const todo = this.missing();
+    let start = performance.now();
+    const spent = () => sliced && performance.now() - start > SLICE_MS;
     let i = 0;
     for (; i < todo.length; i++) {
       const input = this.layoutInput(todo[i]);
-      if (!this.engine.inline(input)) break;
+      if (!this.engine.inline(input) || spent()) break;
       this.store(todo[i], input, this.oriented(todo[i], input));
     }
     if (i === todo.length) return null;
@@ -378,6 +384,10 @@ export class GraphViewer {
       for (; i < todo.length; i++) {
         const c = todo[i];
         if (this.layouts.has(c)) continue;
+        if (spent()) {
+          await nextTask();
+          start = performance.now();
+        }
         const epoch = this.epochs.get(c) || 0;
         const input = this.layoutInput(c);
         const out = await this.orientedAsync(c, input);
