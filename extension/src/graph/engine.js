@@ -9,6 +9,10 @@ import { layoutGraph } from "./layout.js";
 import { join, unpack } from "./packed.js";
 import { runSliced } from "./slice.js";
 
+// Packed blocks of at most this many base64 characters are read inline: about 1 MB
+// of JSON, parsed in a few milliseconds.
+const READ_INLINE_MAX = 1 << 17;
+
 export class LayoutEngine {
   constructor(inlineMax) {
     this.inlineMax = inlineMax;
@@ -40,9 +44,10 @@ export class LayoutEngine {
     return !this.worker || input.nodes.length + input.edges.length <= this.inlineMax;
   }
 
-  /** The payload of a packed block (gzip+base64 JSON), read in the worker if any. */
+  /** The payload of a packed block (gzip+base64 JSON), read in the worker if any
+   * and the block is large (a small one parses in less time than a message takes). */
   read(b64) {
-    if (!this.worker) return unpack(b64);
+    if (!this.worker || b64.length <= READ_INLINE_MAX) return unpack(b64);
     const id = this.seq++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { packed: b64, resolve, reject });
