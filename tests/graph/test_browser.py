@@ -618,6 +618,31 @@ def test_layout_without_web_workers(gpage, tmp_path):
     assert gpage.locator(".jsg-node[data-primitive=sin]").count() == 100
 
 
+# A page whose policy stops the worker after it was made: it reports an error later.
+_FAILING_WORKER = """window.Worker = class {
+  constructor() { setTimeout(() => this.onerror && this.onerror(new Event('error')), 50); }
+  postMessage() {}
+  terminate() {}
+};"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("worker", ["none", "failing"])
+def test_a_large_payload_is_read_without_a_worker_too(gpage, tmp_path, worker):
+    # the packed payload of a 20k-equation step is read in the worker; without one
+    # (or once it fails) the page reads it itself
+    gpage.add_init_script(
+        "delete window.Worker" if worker == "none" else _FAILING_WORKER
+    )
+    f, args = _named_scope_step(230)
+    view = js.graph(f)(*args)
+    _open_static(gpage, tmp_path, view)
+    _settled(gpage)
+    assert gpage.evaluate(f"{API}.layoutInWorker()") is False
+    assert any(x.startswith("layer0") for x in _group_labels(gpage))
+    assert gpage.evaluate(f"{API}.search('layer117')") >= 1
+
+
 # Time to a painted frame after an action started from a page task (as a click is),
 # and the longest main-thread task meanwhile (the 'longtask' entries over 50 ms).
 TIMED_ACTION = """async ([what, arg]) => {
