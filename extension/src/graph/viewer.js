@@ -10,6 +10,7 @@ import { LayoutEngine } from "./engine.js";
 import { Hierarchy } from "./hierarchy.js";
 import { layoutGraph } from "./layout.js";
 import { DetailPanel } from "./panel.js";
+import { goToSource } from "./goto.js";
 import { PanZoom, installResize } from "./panzoom.js";
 import { resultList, search, stepIndex } from "./search.js";
 import { toolbar } from "./toolbar.js";
@@ -218,6 +219,7 @@ export class GraphViewer {
     this.pz = new PanZoom(this.svg, this.viewport, this.canvas);
     this.panel = new DetailPanel(panel, this.g, {
       highlightLine: (file, line) => this.highlightLine(file, line),
+      goToSource: (file, line) => this.goToSource(file, line),
       goTo: (id) => this.goTo(id),
     });
     this.renderCrumbs();
@@ -755,6 +757,15 @@ export class GraphViewer {
     return leaves.length;
   }
 
+  // Jump to the cell or file of a source line (goto.js), its nodes highlighted.
+  goToSource(file, line) {
+    this.highlightLine(file, line);
+    const done = goToSource(this.root, file, line);
+    this.count.textContent = done.text;
+    if (done.copy) this.panel.showCopy(done.copy);
+    return done.text;
+  }
+
   // ---------------------------------------------------------------------- panel
   showGroup(id) {
     this.panel.showGroup(this.h.item.get(id), this.h.leavesOf(id));
@@ -878,6 +889,7 @@ export class GraphViewer {
       step: (d) => this.step(d),
       select: (i) => this.goTo("n" + i),
       highlightLine: (f, l) => this.highlightLine(f, l),
+      goToSource: (f, l) => this.goToSource(f, l),
       groups: () => this.g.groups.map((g) => ({ id: g.id, label: g.label, size: g.size, kind: g.kind })),
       visible: () => Number(this.root.dataset.visible),
       focus: (id) => this.focusItem(id),
