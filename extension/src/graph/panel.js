@@ -142,6 +142,14 @@ export class DetailPanel {
     if (consumers && consumers.length) this.add(this.neighbours("consumers", consumers, "jsg-consumers"));
     if (n.kind === "eqn") this.add(this.table("params", n.params, "jsg-params"));
     this.add(this.sourceSection(n.source));
+    const stack = n.stack >= 0 && this.g.stacks ? this.g.stacks[n.stack] : null;
+    if (stack && stack.length) {
+      const box = el("div", "jsg-section jsg-stack");
+      box.appendChild(el("div", "jsg-section-title", "call stack (innermost first)"));
+      for (const f of stack.slice(0, LIST_MAX)) box.appendChild(el("div", "jsg-frame-fn", f));
+      if (stack.length > LIST_MAX) box.appendChild(el("div", "jsg-empty", `\u2026 ${stack.length - LIST_MAX} more`));
+      this.add(box);
+    }
   }
 
   // A group or an artificial layer: what crosses its boundary (the values it reads

@@ -12,7 +12,7 @@ import { layoutGraph } from "./layout.js";
 import { DetailPanel } from "./panel.js";
 import { goToSource } from "./goto.js";
 import { PanZoom, installResize } from "./panzoom.js";
-import { resultList, search, stepIndex } from "./search.js";
+import { SEARCHED, resultList, search, stepIndex, suggest } from "./search.js";
 import { toolbar } from "./toolbar.js";
 
 // Layouts of at most this many nodes + edges run inline (a few ms: less than a post).
@@ -789,7 +789,28 @@ export class GraphViewer {
     this.panel.add(el("div", "jsg-panel-title", `search: ${query}`));
     this.resultList = resultList(found, (id) => this.h.item.get(id), (id) => this.pathOf(id), (k) => this.showResult(k));
     this.panel.add(this.resultList);
+    if (!found.length) this.noMatch(query);
     return found;
+  }
+
+  // What was searched, and terms of this graph that find something.
+  noMatch(query) {
+    this.panel.add(el("div", "jsg-empty jsg-no-match", `Nothing matches \u201c${query.trim()}\u201d in ${SEARCHED}.`));
+    const terms = suggest(this.g, query);
+    if (!terms.length) return;
+    const box = el("div", "jsg-section jsg-suggest");
+    box.appendChild(el("div", "jsg-section-title", "try"));
+    for (const { term, count } of terms) {
+      const a = el("a", "jsg-result", `${term}  (${count} match${count === 1 ? "" : "es"})`);
+      a.href = "#";
+      a.addEventListener("click", (ev) => {
+        ev.preventDefault();
+        this.search.value = term;
+        this.runSearch(term);
+      });
+      box.appendChild(a);
+    }
+    this.panel.add(box);
   }
 
   // The labels of the groups holding an item, outermost first (artificial boxes left out).
