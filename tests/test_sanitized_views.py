@@ -41,6 +41,11 @@ def layers(x):
     return x
 
 
+def wide(x):
+    # One equation of a very long line: a concatenate of 60 operands.
+    return jnp.concatenate([x * float(i) for i in range(60)])
+
+
 def _params():
     return {"w1": jnp.ones((8, 16)) / 8, "w2": jnp.ones((16, 4)) / 16}
 
@@ -71,6 +76,7 @@ def views() -> dict[str, str]:
         "graph": js.graph(layers)(x),
     }
     shown.update(_message_views())
+    shown["jaxpr wide"] = js.jaxpr(wide)(jnp.ones(4))
     return {name: view._repr_mimebundle_()["text/html"] for name, view in shown.items()}
 
 
@@ -282,12 +288,11 @@ def test_a_stylesheet_that_stays_still_wins_where_state_changes(browser):
 @pytest.mark.notebook
 @pytest.mark.slow
 def test_the_views_keep_their_layout_in_an_untrusted_jupyterlab_notebook(
-    tmp_path, views, require_chromium
+    tmp_path, views, browser
 ):
     """Lab's own sanitizer, on a notebook it did not sign (one received from someone
     else): the views' HTML is sanitized, and keeps its layout and theme colours."""
     import nbformat
-    from playwright.sync_api import sync_playwright
 
     from tests.export.test_jupyterlab import Lab, _open
 
@@ -309,9 +314,8 @@ def test_the_views_keep_their_layout_in_an_untrusted_jupyterlab_notebook(
     lab = Lab(tmp_path / "home", root)
     try:
         lab.start(tmp_path / "lab.log")
-        with sync_playwright() as p:
-            b = p.chromium.launch(executable_path=require_chromium)
-            page = b.new_page(viewport={"width": 1300, "height": 1000})
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        try:
             _open(page, lab, "received.ipynb")
             assert not page.evaluate(
                 "() => window.jupyterapp.shell.currentWidget.content.model"
@@ -345,6 +349,12 @@ def test_the_views_keep_their_layout_in_an_untrusted_jupyterlab_notebook(
                 " + parseFloat(getComputedStyle(e).paddingLeft))"
             )
             assert indents[1] >= indents[0] + 10, indents
+            # A long line's source annotation stays in view (not scrolled away).
+            code = page.locator(".jp-Cell", has_text="# jaxpr wide").locator(
+                ".jxs-code"
+            )
+            assert code.locator(".jxs-e .jxs-l").count() >= 60
+            assert code.evaluate(_HIDDEN_NOTES, ".jxs-e .jxs-l") == []
             shots = os.environ.get("JAXSCOPE_SCREENSHOT_DIR")
             if shots:  # for a change's review: the untrusted notebook as Lab shows it
                 page.keyboard.press("Escape")  # the kernel dialog: no kernel needed
@@ -359,6 +369,47 @@ def test_the_views_keep_their_layout_in_an_untrusted_jupyterlab_notebook(
                         path=f"{shots}/lab-untrusted-{theme.lower()}.png",
                         full_page=True,
                     )
-            b.close()
+        finally:
+            page.close()
     finally:
         lab.stop()
+
+
+# The annotations that are cut off (by a scrolling box, or the page) in `box`.
+_HIDDEN_NOTES = """(box, notes) => {
+  const hidden = [];
+  for (const n of box.querySelectorAll(notes)) {
+    const r = n.getBoundingClientRect();
+    let left = 0, right = window.innerWidth;
+    for (let p = n.parentElement; p; p = p.parentElement) {
+      if (getComputedStyle(p).overflowX === 'visible') continue;
+      const c = p.getBoundingClientRect();
+      left = Math.max(left, c.left); right = Math.min(right, c.right);
+    }
+    if (r.width === 0 || r.left < left - 0.5 || r.right > right + 0.5) hidden.push(n.textContent);
+  }
+  return hidden;
+}"""
+
+
+@pytest.mark.parametrize("sanitized", [False, True])
+def test_long_lines_keep_their_source_annotation_in_view(browser, sanitized):
+    x = jnp.ones(4)
+    shown = {"jaxpr": js.jaxpr(wide)(x), "hlo": js.hlo(wide)(x)}
+    for kind, view in shown.items():
+        page_html = view._repr_mimebundle_()["text/html"]
+        if sanitized:
+            page_html = stripped(page_html)
+        context, page = _load(
+            browser, f"<div style='width:900px'>{page_html}</div>", scripts=True
+        )
+        try:
+            box, notes = {
+                "jaxpr": (".jxs-code", ".jxs-e .jxs-l"),
+                "hlo": (".jxh-code", ".jxh-op .jxh-at"),
+            }[kind]
+            assert page.locator(f"{box} {notes}").count() >= 60, kind
+            hidden = page.locator(box).evaluate(_HIDDEN_NOTES, notes)
+            assert hidden == [], (kind, hidden[:3])
+        finally:
+            context.close()

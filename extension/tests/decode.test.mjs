@@ -149,5 +149,7 @@ test("the checked-in payload example (tests/graph/test_payload_contract.py write
   assert.equal(dot.parent, "g1");
   assert.ok(g.sources["model.py"][String(dot.source.line)].includes("x @ w"));
   assert.ok(g.edges.every((e) => e.src >= 0 && e.src < g.nodes.length && e.type));
+  assert.deepEqual(g.stacks[dot.stack], ["loss", "step"]);
+  assert.ok(g.nodes.every((n) => (n.kind === "eqn") === (n.stack >= 0)));
   assert.throws(() => decode({ ...data, format: FORMAT + 1 }), /is not 1/);
 });

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { decode } from "../src/graph/decode.js";
-import { matches, search, stepIndex } from "../src/graph/search.js";
-import { Payload } from "./payload.mjs";
+import { matches, search, stepIndex, suggest } from "../src/graph/search.js";
+import { Payload, chain } from "./payload.mjs";
 
 function program() {
   const p = new Payload("f");
@@ -78,4 +78,42 @@ test("search finds groups by their labels, ranked before the nodes inside", () =
   assert.equal(calls.length, 3 + 3 + 6); // 3 blocks, 3 qkv groups, 6 nodes
   assert.deepEqual(calls.map((id) => id[0]), [..."gggggg", ..."nnnnnn"]);
   assert.deepEqual(search(g, "%nothing"), []);
+});
+
+// An optimizer update as optax runs it: its equations' stacks hold optax's functions.
+function adamStep() {
+  const p = new Payload("train_step");
+  p.node({ kind: 1, label: "g", outputs: [["g", "f32[3]"]] });
+  const user = [p.s("train_step")];
+  const adam = [p.s("optax/_src/transform.py:scale_by_adam.<locals>.update_fn"), p.s("flax/nnx/training/optimizer.py:Optimizer.update"), ...user];
+  p.node({ label: "mul", inputs: [["g", "f32[3]"]], outputs: [["m", "f32[3]"]], source: ["/home/u/train.py", 9, "train_step"] });
+  p.node({ label: "sqrt", inputs: [["m", "f32[3]"]], outputs: [["v", "f32[3]"]], source: ["/home/u/train.py", 9, "train_step"] });
+  p.node({ label: "add", inputs: [["v", "f32[3]"]], outputs: [["u", "f32[3]"]], source: ["/home/u/train.py", 10, "train_step"] });
+  // input: no stack; two adam equations (one run); the last one the user's alone
+  return decode(p.json({ stacks: [adam, user], nodeStacks: [-1, 1, 0, 2, 1, 1] }));
+}
+
+test("a function or library module on an equation's call stack matches it", () => {
+  const g = adamStep();
+  assert.deepEqual(g.nodes.map((n) => n.stack), [-1, 0, 0, 1]);
+  assert.deepEqual(search(g, "scale_by_adam"), ["n1", "n2"]);
+  assert.deepEqual(search(g, "adam"), ["n1", "n2"]);
+  assert.deepEqual(search(g, "optax"), ["n1", "n2"]);
+  assert.deepEqual(search(g, "Optimizer.update"), ["n1", "n2"]);
+  assert.deepEqual(search(g, "adamw"), []);
+  // a stack match ranks below a primitive's
+  assert.deepEqual(search(g, "sqrt"), ["n2"]);
+});
+
+test("a query that finds nothing is offered terms that do", () => {
+  const g = adamStep();
+  assert.deepEqual(suggest(g, "adamw"), [
+    { term: "adam", count: 2 }, { term: "flax", count: 2 }, { term: "optax", count: 2 },
+  ]);
+  assert.deepEqual(suggest(g, "zzzz"), [{ term: "flax", count: 2 }, { term: "optax", count: 2 }]);
+  assert.deepEqual(suggest(g, "%zz"), []);
+  // a payload without stacks (written before they were added) still searches
+  const old = decode(chain(3).json());
+  assert.deepEqual(search(old, "adam"), []);
+  assert.deepEqual(suggest(old, "sinh"), [{ term: "sin", count: 3 }]);
 });

@@ -444,6 +444,7 @@ class _Builder:
                     params=info.params,  # a record's, never changed: shared
                     source=info.source,
                     scope=info.scope,
+                    frames=info.frames,
                 )
             )
             # the node consumes its inputs and produces its outputs (wires' work,

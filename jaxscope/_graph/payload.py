@@ -7,9 +7,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from jaxscope._gc import gc_paused
-from jaxscope._graph.records import AUX_MIN_GROUPS, GraphModel
+from jaxscope._graph.records import AUX_MIN_GROUPS, GraphModel, GraphNode
 from jaxscope._graph.sources import source_snippets
+from jaxscope._paths import short_path
 from jaxscope._records import SourceLoc
+from jaxscope.compat.source import is_library_file
 
 
 class _Strings:
@@ -51,6 +53,41 @@ def _loc(s: _Strings, loc: SourceLoc | None) -> list[int]:
     return [s(loc.file), loc.line, s(loc.function or "")]
 
 
+def _stacks(s: _Strings, nodes: list[GraphNode]) -> tuple[list[list[int]], list[int]]:
+    """``(stacks, nodeStacks)``: each distinct call stack once, as string indices of
+    its frames innermost first (``function`` for the user's code,
+    ``"package/module.py:function"`` for a library's), and the stack of each node,
+    run-length encoded (``stack, count, ...``; -1: none)."""
+    table: list[list[int]] = []
+    seen: dict[int, int] = {}  # id(frames) -> its row; the tuples live in nodes
+    rows: dict[tuple[int, ...], int] = {}  # stacks that differ in lines only: one row
+    texts: dict[tuple[str, str], int] = {}
+    runs: list[int] = []
+    for n in nodes:
+        frames = n.frames
+        k = seen.get(id(frames), -1) if frames else -1
+        if k < 0 and frames:
+            row: list[int] = []
+            for f in frames:
+                key = (f.file, f.function or "")
+                t = texts.get(key)
+                if t is None:
+                    text = key[1]
+                    if is_library_file(f.file):
+                        text = f"{short_path(f.file)}:{text}"
+                    t = texts[key] = s(text)
+                row.append(t)
+            k = rows.setdefault(tuple(row), len(table))
+            if k == len(table):
+                table.append(row)
+            seen[id(frames)] = k
+        if runs and runs[-2] == k:
+            runs[-1] += 1
+        else:
+            runs.extend((k, 1))
+    return table, runs
+
+
 def to_payload(graph: GraphModel) -> dict[str, Any]:
     """The compact JSON the browser viewer reads (see ``_payload``)."""
     with gc_paused():
@@ -81,7 +118,9 @@ def _payload(graph: GraphModel) -> dict[str, Any]:
     - ``aux``: sorted node indices of auxiliary nodes, those consumed in
       ``auxMinGroups`` or more distinct groups (a weight or mask shared by many
       layers): draw a copy in each consuming group rather than long edges;
-    - ``auxMinGroups``: that threshold (``AUX_MIN_GROUPS``).
+    - ``auxMinGroups``: that threshold (``AUX_MIN_GROUPS``);
+    - ``stacks`` and ``nodeStacks``: each equation's whole call stack, for search
+      (see ``_stacks``).
     """
     s = _Strings()
     group_pos = {g.id: k for k, g in enumerate(graph.groups)}
@@ -122,6 +161,7 @@ def _payload(graph: GraphModel) -> dict[str, Any]:
     for e in graph.edges:
         dst = node_pos[e.dst] if e.dst in node_pos else -1 - group_pos[e.dst]
         edges.extend((node_pos[e.src], dst, s(e.var), s(e.type)))
+    stacks, node_stacks = _stacks(s, graph.nodes)
     locs = [n.source for n in graph.nodes if n.source is not None]
     locs += [g.source for g in graph.groups if g.source is not None]
     snippets = source_snippets(locs, raw_files=graph.raw_files)
@@ -138,4 +178,6 @@ def _payload(graph: GraphModel) -> dict[str, Any]:
             file: {str(line): text for line, text in table.items()}
             for file, table in snippets.items()
         },
+        "stacks": stacks,
+        "nodeStacks": node_stacks,
     }

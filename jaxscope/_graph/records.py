@@ -31,6 +31,9 @@ class GraphNode:
     source: SourceLoc | None = None
     scope: str = ""
     aux: bool = False
+    frames: tuple[SourceLoc, ...] = field(default=(), compare=False)
+    """An equation's call stack, innermost first, libraries' frames included (the
+    ``EqnInfo``'s own tuple, shared by the equations of one traceback)."""
 
 
 @fast_init

@@ -126,6 +126,9 @@ _CSS = """
 #ID .jxs-code{flex:3;overflow-x:auto;white-space:pre;min-width:0}
 #ID .jxs-src{flex:2;max-height:40em;overflow:auto;border-left:2px solid #ddd;padding-left:8px}
 #ID .jxs-e,#ID .jxs-s{cursor:pointer;border-radius:2px}
+#ID .jxs-e{display:flex;align-items:baseline}
+#ID .jxs-q{min-width:0;white-space:pre-wrap;overflow-wrap:anywhere}
+#ID .jxs-e>.jxs-l{flex-shrink:0}
 #ID .jxs-e:hover,#ID .jxs-s:hover,#ID .jxs-hl{background:rgba(255,200,0,.2)}
 #ID .jxs-pin{background:rgba(255,180,0,.3);box-shadow:inset 3px 0 0 #f5a000}
 #ID .jxs-o{color:#00838f}#ID .jxs-p{color:#8e24aa;font-weight:bold}
@@ -250,13 +253,15 @@ def _eqn_row(
 
 
 def _eqn_spans(info: EqnInfo, refs: dict[str, str] | None = None) -> str:
-    """An equation line's outputs, primitive, params and inputs, as styled spans."""
+    """An equation line's outputs, primitive, params and inputs, as styled spans in
+    one that wraps: a long line wraps beside its source annotation, which stays in
+    view (the row is a flex box), rather than pushing it out of the code column."""
     outs, prim, params, ins = eqn_parts(info, nested=False, refs=refs)
     return (
-        f'<span class="jxs-o">{_esc(outs)}</span> = '
+        f'<span class="jxs-q"><span class="jxs-o">{_esc(outs)}</span> = '
         f'<span class="jxs-p">{_esc(prim)}</span>'
         f'<span class="jxs-a">{_esc(params)}</span> '
-        f'<span class="jxs-i">{_esc(ins)}</span>'
+        f'<span class="jxs-i">{_esc(ins)}</span></span>'
     )
 
 

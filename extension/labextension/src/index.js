@@ -11,6 +11,10 @@
 // kernel's models come back a moment later, and the stepper with them.
 import { Panel, Widget } from "@lumino/widgets";
 
+// The event of ../../src/graph/goto.js (not imported: that would bundle the viewer's
+// package into this plugin's chunk); extension/tests/goto.test.mjs checks they agree.
+export const SOURCE_EVENT = "jaxscope:source";
+
 export const STEPPER_MIME = "application/vnd.jaxscope.stepper+json";
 const WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
 // ipywidgets' widget renderer ranks -10 (@jupyter-widgets/jupyterlab-manager).
@@ -175,4 +179,86 @@ const plugin = {
   },
 };
 
-export default plugin;
+// The graph viewer's source links ("go to the cell", "open the file") dispatch
+// SOURCE_EVENT from the output (../../src/graph/goto.js); in Lab they select the cell
+// whose execution count is N in the notebook holding the output, and open a file
+// under the server's root with the document manager at the line. Anything else is
+// left to the viewer (it scrolls to a prompt on the page or shows the path to copy).
+
+function notebookHolding(app, target) {
+  for (const w of app.shell.widgets("main")) {
+    const nb = w.content;
+    if (w.node.contains(target) && nb && nb.widgets && "activeCellIndex" in nb) return w;
+  }
+  return null;
+}
+
+function selectCell(app, panel, n, line) {
+  const nb = panel.content;
+  const index = nb.widgets.findIndex((c) => c.model.type === "code" && c.model.executionCount === n);
+  if (index < 0) return false;
+  const cell = nb.widgets[index];
+  app.shell.activateById(panel.id);
+  nb.mode = "command";
+  nb.activeCellIndex = index;
+  if (nb.deselectAll) nb.deselectAll();
+  if (cell.editor && line > 0) cell.editor.setCursorPosition({ line: line - 1, column: 0 });
+  if (nb.scrollToCell) nb.scrollToCell(cell, "center");
+  else cell.node.scrollIntoView({ block: "center" });
+  return true;
+}
+
+/** `file` relative to the server's root (page config `serverRoot`), else null. */
+export function underRoot(file, root) {
+  if (!root || !file.startsWith("/")) return null;
+  const base = root.endsWith("/") ? root : root + "/";
+  return file.startsWith(base) ? file.slice(base.length) : null;
+}
+
+function serverRoot() {
+  const node = document.getElementById("jupyter-config-data");
+  try {
+    return node ? JSON.parse(node.textContent || "{}").serverRoot || "" : "";
+  } catch {
+    return "";
+  }
+}
+
+function openFile(app, path, line) {
+  return app.commands.execute("docmanager:open", { path }).then((w) => {
+    const editor = w && w.content && w.content.editor;
+    if (!editor || !(line > 0)) return;
+    const go = () => {
+      editor.setCursorPosition({ line: line - 1, column: 0 });
+      if (editor.revealPosition) editor.revealPosition({ line: line - 1, column: 0 });
+    };
+    (w.context && w.context.ready ? w.context.ready : Promise.resolve()).then(go, () => {});
+  });
+}
+
+const sourceLinks = {
+  id: "jaxscope:source-links",
+  description: "Takes the graph viewer's source links to the notebook cell or the file.",
+  autoStart: true,
+  activate: (app) => {
+    document.addEventListener(SOURCE_EVENT, (ev) => {
+      const { file, line, cell } = ev.detail || {};
+      if (typeof file !== "string") return;
+      if (cell !== null && cell !== undefined) {
+        const panel = notebookHolding(app, ev.target);
+        if (panel && selectCell(app, panel, cell, line)) {
+          ev.preventDefault();
+          ev.detail.result = `selected ${file} (line ${line})`;
+        }
+        return;
+      }
+      const path = underRoot(file, serverRoot());
+      if (path === null) return;
+      ev.preventDefault();
+      ev.detail.result = `opened ${path} at line ${line}`;
+      openFile(app, path, line).catch(() => {});
+    });
+  },
+};
+
+export default [plugin, sourceLinks];

@@ -56,9 +56,16 @@ export function* decodeSteps(data) {
     nodes[k] = {
       id: "n" + k, index: k, kind: KINDS[n[0]] || "eqn", label: str(n[1]),
       parent: n[2] < 0 ? ROOT : "g" + n[2], primitive: str(n[3]), inputs: pairs(n[4]),
-      outputs: pairs(n[5]), params: pairs(n[6]), source: loc(n[7]), scope: str(n[8]),
+      outputs: pairs(n[5]), params: pairs(n[6]), source: loc(n[7]), scope: str(n[8]), stack: -1,
     };
     if ((k & 63) === 63 && due()) yield;
+  }
+  // Each equation's call stack (payload `stacks`, `nodeStacks` run-length encoded):
+  // `stacks[k]` lists its frames innermost first, "fn" or "package/module.py:fn".
+  const stacks = (data.stacks || []).map((row) => row.map(str));
+  const runs = data.nodeStacks || [];
+  for (let i = 0, k = 0; i + 1 < runs.length; i += 2) {
+    for (let j = 0; j < runs[i + 1] && k < nodes.length; j++, k++) nodes[k].stack = runs[i];
   }
   const edges = [];
   const E = data.edges || [];
@@ -67,7 +74,7 @@ export function* decodeSteps(data) {
     if ((i & 1023) === 1020 && due()) yield;
   }
   return {
-    title: data.title || "", groups, nodes, edges, sources: data.sources || {},
+    title: data.title || "", groups, nodes, edges, sources: data.sources || {}, stacks,
     aux: Array.isArray(data.aux) ? data.aux : null, auxMinGroups: data.auxMinGroups || 0,
   };
 }

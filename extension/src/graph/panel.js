@@ -2,6 +2,7 @@
 // producers and consumers, source lines with a snippet of the code).
 
 import { el } from "./dom.js";
+import { cellNumber } from "./goto.js";
 
 // The most neighbours and source lines listed in one section.
 const LIST_MAX = 30;
@@ -10,7 +11,8 @@ export class DetailPanel {
   /**
    * @param node the panel's element
    * @param g the decoded payload
-   * @param actions {highlightLine(file, line), goTo(id)}: what its links do
+   * @param actions {highlightLine(file, line), goToSource(file, line), goTo(id)}:
+   *   what its links do
    */
   constructor(node, g, actions) {
     this.node = node;
@@ -49,6 +51,7 @@ export class DetailPanel {
     link.title = "highlight every node from this line";
     link.addEventListener("click", (ev) => { ev.preventDefault(); this.actions.highlightLine(source.file, source.line); });
     box.appendChild(link);
+    box.appendChild(this.goToLink(source.file, source.line, true));
     const lines = this.g.sources[source.file];
     if (lines) {
       const pre = el("pre", "jsg-snippet");
@@ -65,6 +68,30 @@ export class DetailPanel {
     return box;
   }
 
+  // The link that jumps to the cell (In [N]) or the file of a source line.
+  goToLink(file, line, long) {
+    const cell = cellNumber(file) !== null;
+    const text = long ? (cell ? "\u2197 go to the cell" : "\u2197 open the file") : "\u2197";
+    const a = el("a", "jsg-goto", text);
+    a.href = "#";
+    a.title = cell ? `scroll to ${file} and select it` : `open ${file} at line ${line}`;
+    a.addEventListener("click", (ev) => { ev.preventDefault(); this.actions.goToSource(file, line); });
+    return a;
+  }
+
+  // "file:line" to copy, where the page cannot open the file (selected, read-only).
+  showCopy(text) {
+    const old = this.node.querySelector(".jsg-copy");
+    if (old) old.remove();
+    const box = el("input", "jsg-copy");
+    box.readOnly = true;
+    box.value = text;
+    box.title = "copy this path";
+    this.node.insertBefore(box, this.node.firstChild);
+    box.focus();
+    box.select();
+  }
+
   linesSection(leaves) {
     const counts = new Map();
     for (const i of leaves) {
@@ -78,10 +105,13 @@ export class DetailPanel {
     const list = [...counts].sort((a, b) => b[1] - a[1]).slice(0, LIST_MAX);
     for (const [key, n] of list) {
       const [file, line] = key.split("\u0000");
+      const row = el("div", "jsg-line-row");
       const a = el("a", "jsg-line-link", `${file}:${line}  (${n})`);
       a.href = "#";
+      a.title = "highlight every node from this line";
       a.addEventListener("click", (ev) => { ev.preventDefault(); this.actions.highlightLine(file, Number(line)); });
-      box.appendChild(a);
+      row.append(a, this.goToLink(file, Number(line), false));
+      box.appendChild(row);
     }
     if (!list.length) box.appendChild(el("div", "jsg-empty", "unknown"));
     return box;
@@ -112,6 +142,14 @@ export class DetailPanel {
     if (consumers && consumers.length) this.add(this.neighbours("consumers", consumers, "jsg-consumers"));
     if (n.kind === "eqn") this.add(this.table("params", n.params, "jsg-params"));
     this.add(this.sourceSection(n.source));
+    const stack = n.stack >= 0 && this.g.stacks ? this.g.stacks[n.stack] : null;
+    if (stack && stack.length) {
+      const box = el("div", "jsg-section jsg-stack");
+      box.appendChild(el("div", "jsg-section-title", "call stack (innermost first)"));
+      for (const f of stack.slice(0, LIST_MAX)) box.appendChild(el("div", "jsg-frame-fn", f));
+      if (stack.length > LIST_MAX) box.appendChild(el("div", "jsg-empty", `\u2026 ${stack.length - LIST_MAX} more`));
+      this.add(box);
+    }
   }
 
   // A group or an artificial layer: what crosses its boundary (the values it reads

@@ -15,12 +15,19 @@ function lineText(g, loc) {
   return (lines && lines[String(loc.line)]) || "";
 }
 
+/** Per call stack of `g` (payload `stacks`), whether query `q` is in one of its
+ *  frames' function or library module ("scale_by_adam", "optax"). */
+function stackHits(g, q) {
+  return (g.stacks || []).map((frames) => frames.some((f) => f.toLowerCase().includes(q)));
+}
+
 /**
  * How well node `n` matches query `q` (lower case): 0 no match; higher is better.
  * "%e": variable e only; "12": source line 12; otherwise label or primitive (exact 4,
- * substring 3), exact variable name (3), function, file:line or source text (1).
+ * substring 3), exact variable name (3), function, file:line, a function or library
+ * module on its call stack (`hits`, from stackHits) or source text (1).
  */
-function nodeRank(n, q, g) {
+function nodeRank(n, q, g, hits) {
   const s = n.source;
   if (q[0] === "%") {
     const v = q.slice(1);
@@ -32,6 +39,7 @@ function nodeRank(n, q, g) {
   if (label.includes(q) || prim.includes(q)) return 3;
   if (n.inputs.some((p) => lower(p[0]) === q) || n.outputs.some((p) => lower(p[0]) === q)) return 3;
   if (s && (lower(`${s.file}:${s.line}`).includes(q) || lower(s.fn).includes(q))) return 1;
+  if (hits && n.stack >= 0 && hits[n.stack]) return 1;
   if (lower(lineText(g, s)).includes(q)) return 1;
   return 0;
 }
@@ -64,8 +72,9 @@ export function search(g, query) {
     const r = groupRank(grp, q, g);
     if (r) hits.push([2 * r + 1, grp.index, grp.id]);
   }
+  const onStack = /^(%|\d+$)/.test(q) ? null : stackHits(g, q);
   for (const n of g.nodes) {
-    const r = nodeRank(n, q, g);
+    const r = nodeRank(n, q, g, onStack);
     if (r) hits.push([2 * r, n.index, n.id]);
   }
   hits.sort((a, b) => b[0] - a[0] || a[1] - b[1]);
@@ -76,7 +85,43 @@ export function search(g, query) {
 export function matches(nodes, query, g) {
   const q = query.trim().toLowerCase();
   if (!q) return [];
-  return nodes.filter((n) => nodeRank(n, q, g || {})).map((n) => n.index);
+  const onStack = g ? stackHits(g, q) : null;
+  return nodes.filter((n) => nodeRank(n, q, g || {}, onStack)).map((n) => n.index);
+}
+
+// What a search looks at, said when it finds nothing.
+export const SEARCHED =
+  "group and node labels, primitives, variables (%name), source lines (a number), file:line, " +
+  "the source text, and the functions and library modules on each equation's call stack";
+
+/**
+ * Terms that find something, for a query that found nothing: the longest start of
+ * the query that does ("adam" for "adamw", whose optax.adamw only builds the
+ * transformations the step runs), then the libraries on the call stacks ("optax").
+ * Each is `{term, count}`; at most `max`.
+ */
+export function suggest(g, query, max = 4) {
+  const q = query.trim().toLowerCase();
+  const out = [];
+  if (!q || q[0] === "%" || /^\d+$/.test(q)) return out;
+  for (let k = q.length - 1; k >= 3; k--) {
+    const n = search(g, q.slice(0, k)).length;
+    if (n) { out.push({ term: q.slice(0, k), count: n }); break; }
+  }
+  const libraries = new Set();
+  for (const frames of g.stacks || []) {
+    for (const f of frames) {
+      const colon = f.indexOf(":");
+      if (colon > 0 && f.indexOf("/") > 0 && f.indexOf("/") < colon) libraries.add(f.slice(0, f.indexOf("/")));
+    }
+  }
+  for (const lib of [...libraries].sort()) {
+    if (out.length >= max) break;
+    if (out.some((t) => t.term === lib)) continue;
+    const n = search(g, lib).length;
+    if (n) out.push({ term: lib, count: n });
+  }
+  return out;
 }
 
 /** The result after `current` (d = +1) or before it (d = -1) among n, wrapping. */

@@ -10,8 +10,9 @@ import { LayoutEngine } from "./engine.js";
 import { Hierarchy } from "./hierarchy.js";
 import { layoutGraph } from "./layout.js";
 import { DetailPanel } from "./panel.js";
+import { goToSource } from "./goto.js";
 import { PanZoom, installResize } from "./panzoom.js";
-import { resultList, search, stepIndex } from "./search.js";
+import { SEARCHED, resultList, search, stepIndex, suggest } from "./search.js";
 import { nextTask, runSliced, SLICE_MS } from "./slice.js";
 import { toolbar } from "./toolbar.js";
 
@@ -226,6 +227,7 @@ export class GraphViewer {
     this.pz = new PanZoom(this.svg, this.viewport, this.canvas);
     this.panel = new DetailPanel(panel, this.g, {
       highlightLine: (file, line) => this.highlightLine(file, line),
+      goToSource: (file, line) => this.goToSource(file, line),
       goTo: (id) => this.goTo(id),
     });
     this.renderCrumbs();
@@ -770,6 +772,15 @@ export class GraphViewer {
     return leaves.length;
   }
 
+  // Jump to the cell or file of a source line (goto.js), its nodes highlighted.
+  goToSource(file, line) {
+    this.highlightLine(file, line);
+    const done = goToSource(this.root, file, line);
+    this.count.textContent = done.text;
+    if (done.copy) this.panel.showCopy(done.copy);
+    return done.text;
+  }
+
   // ---------------------------------------------------------------------- panel
   showGroup(id) {
     this.panel.showGroup(this.h.item.get(id), this.h.leavesOf(id));
@@ -793,7 +804,28 @@ export class GraphViewer {
     this.panel.add(el("div", "jsg-panel-title", `search: ${query}`));
     this.resultList = resultList(found, (id) => this.h.item.get(id), (id) => this.pathOf(id), (k) => this.showResult(k));
     this.panel.add(this.resultList);
+    if (!found.length) this.noMatch(query);
     return found;
+  }
+
+  // What was searched, and terms of this graph that find something.
+  noMatch(query) {
+    this.panel.add(el("div", "jsg-empty jsg-no-match", `Nothing matches \u201c${query.trim()}\u201d in ${SEARCHED}.`));
+    const terms = suggest(this.g, query);
+    if (!terms.length) return;
+    const box = el("div", "jsg-section jsg-suggest");
+    box.appendChild(el("div", "jsg-section-title", "try"));
+    for (const { term, count } of terms) {
+      const a = el("a", "jsg-result", `${term}  (${count} match${count === 1 ? "" : "es"})`);
+      a.href = "#";
+      a.addEventListener("click", (ev) => {
+        ev.preventDefault();
+        this.search.value = term;
+        this.runSearch(term);
+      });
+      box.appendChild(a);
+    }
+    this.panel.add(box);
   }
 
   // The labels of the groups holding an item, outermost first (artificial boxes left out).
@@ -893,6 +925,7 @@ export class GraphViewer {
       step: (d) => this.step(d),
       select: (i) => this.goTo("n" + i),
       highlightLine: (f, l) => this.highlightLine(f, l),
+      goToSource: (f, l) => this.goToSource(f, l),
       groups: () => this.g.groups.map((g) => ({ id: g.id, label: g.label, size: g.size, kind: g.kind })),
       visible: () => Number(this.root.dataset.visible),
       focus: (id) => this.focusItem(id),
