@@ -12,6 +12,7 @@ benchmarks compare it with JAX), and the HTML output's size, raw and gzip-compre
 Browser side (headless Chromium, the static HTML export, a new page per round, the
 median of the rounds), each time taken to a painted frame (two
 ``requestAnimationFrame`` after the update):
+- frame: navigation start to the viewer's frame (toolbar, empty canvas) in the page;
 - first view: navigation start to the first painted view (<= 2 s at 20k);
 - open: expand the largest collapsed top-level box (<= 0.5 s), then the first
   artificial layer inside it (<= 0.5 s);
@@ -248,7 +249,12 @@ TIMED = """async ([what, arg]) => {
 # Before the page's own scripts: the long tasks until the first view is drawn.
 OBSERVE_FIRST = """window.__firstLong = [];
 new PerformanceObserver((l) => window.__firstLong.push(
-    ...l.getEntries().map((e) => [e.startTime, e.duration]))).observe({type: 'longtask'});"""
+    ...l.getEntries().map((e) => [e.startTime, e.duration]))).observe({type: 'longtask'});
+new MutationObserver((_, obs) => {
+    if (!document.querySelector('.jaxscope-graph')) return;
+    window.__frameAt = performance.now();
+    obs.disconnect();
+}).observe(document, {childList: true, subtree: true});"""
 FIRST_LONG = """() => {
     const ready = Number(document.querySelector('.jaxscope-graph').dataset.readyAt);
     return window.__firstLong.filter((e) => e[0] < ready).map((e) => e[1]);
@@ -276,7 +282,16 @@ def browser(
         return
     baseline = os.environ.get("GRAPH_BASELINE", "")
     versions = ["after", "before"] if baseline else ["after"]
-    keys = ("first", "firstlong", "open", "layer", "search", "goto", "longtask")
+    keys = (
+        "frame",
+        "first",
+        "firstlong",
+        "open",
+        "layer",
+        "search",
+        "goto",
+        "longtask",
+    )
     times = {(c, v): {k: [] for k in keys} for c in pages for v in versions}
     info: dict[tuple[str, str], str] = {}
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
@@ -316,6 +331,7 @@ def browser(
                 if checked and pages[label]["n"] <= 20_000
                 else None
             )
+            yield harness.value(f"{tag}: frame shown", t["frame"])
             yield harness.value(f"{tag}: first view", t["first"], budget=first_budget)
             yield harness.value(
                 f"{tag}: longest task in the first view",
@@ -358,6 +374,7 @@ def load_and_use(
         page.close()
         return None, f"error: never ready: {'; '.join(errors) or exc}"
     out = {"first": page.evaluate(SETUP) / 1e3}
+    out["frame"] = page.evaluate("window.__frameAt") / 1e3
     out["firstlong"] = max(page.evaluate(FIRST_LONG), default=0.0) / 1e3
     page.evaluate("window.__long = []")
     ms, size, visible = page.evaluate(OPEN, False)

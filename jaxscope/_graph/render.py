@@ -4,7 +4,8 @@ The HTML needs no widget manager and no server: the built viewer (``_static/grap
 is inlined (gzip, base64; the browser's ``DecompressionStream`` inflates it) and
 imported from a ``blob:`` URL, and the graph travels as its JSON payload, gzip and
 base64 too (``pack_payload``: a tenth of the JSON's size, and base64 holds no
-character that could close the tag). The viewer writes every user string with
+character that could close the tag), which the viewer's worker reads
+(``mountPacked``), so that no main-thread task runs long at 100,000 equations. The viewer writes every user string with
 ``textContent``.
 """
 
@@ -113,12 +114,13 @@ def standalone_html(
         "const js=await inflate(root.querySelector('.jaxscope-graph-js').textContent);"
         "const url=URL.createObjectURL(new Blob([js],{type:'text/javascript'}));"
         "const mod=await import(url);URL.revokeObjectURL(url);"
-        "const graph=JSON.parse(await inflate("
-        "root.querySelector('.jaxscope-graph-data').textContent));"
-        # the page paints between parsing and mounting (two tasks, not one long one)
-        "await new Promise(r=>setTimeout(r));"
-        "const mount=root.querySelector('.jaxscope-graph-mount');mount.textContent='';"
-        f"mod.mountStatic(mount,graph,{opts});"
+        "const data=root.querySelector('.jaxscope-graph-data').textContent;"
+        "const mount=root.querySelector('.jaxscope-graph-mount');"
+        # the viewer reads the payload in its worker (no long task on the page); a
+        # bundle without mountPacked parses it here
+        f"if(mod.mountPacked)mod.mountPacked(mount,data,{opts});"
+        "else{const graph=JSON.parse(await inflate(data));mount.textContent='';"
+        f"mod.mountStatic(mount,graph,{opts});}}"
         "</script></div>"
     )
 

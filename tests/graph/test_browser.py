@@ -618,6 +618,31 @@ def test_layout_without_web_workers(gpage, tmp_path):
     assert gpage.locator(".jsg-node[data-primitive=sin]").count() == 100
 
 
+# A page whose policy stops the worker after it was made: it reports an error later.
+_FAILING_WORKER = """window.Worker = class {
+  constructor() { setTimeout(() => this.onerror && this.onerror(new Event('error')), 50); }
+  postMessage() {}
+  terminate() {}
+};"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("worker", ["none", "failing"])
+def test_a_large_payload_is_read_without_a_worker_too(gpage, tmp_path, worker):
+    # the packed payload of a 20k-equation step is read in the worker; without one
+    # (or once it fails) the page reads it itself
+    gpage.add_init_script(
+        "delete window.Worker" if worker == "none" else _FAILING_WORKER
+    )
+    f, args = _named_scope_step(230)
+    view = js.graph(f)(*args)
+    _open_static(gpage, tmp_path, view)
+    _settled(gpage)
+    assert gpage.evaluate(f"{API}.layoutInWorker()") is False
+    assert any(x.startswith("layer0") for x in _group_labels(gpage))
+    assert gpage.evaluate(f"{API}.search('layer117')") >= 1
+
+
 # Time to a painted frame after an action started from a page task (as a click is),
 # and the longest main-thread task meanwhile (the 'longtask' entries over 50 ms).
 TIMED_ACTION = """async ([what, arg]) => {
@@ -973,3 +998,40 @@ def test_a_group_shows_what_crosses_its_boundary_and_what_it_holds(gpage, tmp_pa
     eqns = sum(1 for n in view.nodes if n.group == group.id and n.kind == "eqn")
     reach = panel.locator(".jsg-reach").inner_text()
     assert f"{eqns} equations" in reach and "flops" in reach
+
+
+# Before the page's scripts: every main-thread task over 50 ms, and when the viewer's
+# frame first shows.
+_FIRST_VIEW_PROBE = """
+window.__long = [];
+new PerformanceObserver((l) => window.__long.push(
+    ...l.getEntries().map((e) => [e.startTime, e.duration]))).observe({type: 'longtask'});
+new MutationObserver((_, obs) => {
+  if (document.querySelector('.jaxscope-graph')) {
+    window.__frameAt = performance.now();
+    obs.disconnect();
+  }
+}).observe(document, {childList: true, subtree: true});
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layers", [230, 1150], ids=["20k", "100k"])
+def test_the_first_view_runs_no_long_main_thread_task(gpage, tmp_path, layers):
+    # a plain-JAX training step of ~87 equations per layer: 20k and 100k equations.
+    # Reading the payload, grouping and laying out run in the worker or in slices,
+    # with the frame shown first; nothing blocks the page for 200 ms (its input would
+    # wait), on this shared 2-core machine too.
+    f, args = _named_scope_step(layers)
+    view = js.graph(f)(*args)
+    assert len(view.nodes) > layers * 80
+    gpage.add_init_script(_FIRST_VIEW_PROBE)
+    _open_static(gpage, tmp_path, view)
+    _settled(gpage)
+    gpage.wait_for_timeout(100)  # the observer reports after the task
+    ready = float(gpage.get_attribute(".jaxscope-graph", "data-ready-at") or "nan")
+    frame, tasks = gpage.evaluate("[window.__frameAt, window.__long]")
+    assert frame < ready
+    longest = max((d for start, d in tasks if start < ready), default=0.0)
+    assert longest < 200, (longest, tasks)
+    assert any(x.startswith("layer0") for x in _group_labels(gpage))

@@ -5,35 +5,35 @@
 // self-contained viewer that nbconvert, VS Code and others show); this renderer reads
 // it from there with DOMParser (which runs no script) and mounts the same viewer as
 // the HTML does, from this extension's bundle. It is "safe": it draws data, runs no
-// code from the output, so it also draws untrusted notebooks.
+// code from the output, so it also draws untrusted notebooks. A packed payload is read
+// in the viewer's worker (mountPacked), so a large graph blocks no main-thread task.
 import { Widget } from "@lumino/widgets";
 // The viewer as esbuild bundled it (its layout worker inlined as a string through an
 // esbuild-only virtual module that webpack cannot read); graph.js is built from
 // ../../src/graph, whose hashes BUILD.json records.
-import { mountStatic } from "../../../jaxscope/_static/graph.js";
+import { mountPacked, mountStatic } from "../../../jaxscope/_static/graph.js";
 import "../../../jaxscope/_static/graph.css";
 
 export const GRAPH_MIME = "application/vnd.jaxscope.graph+json";
 
-/** The graph payload embedded in the output's text/html (a promise), or null. */
+/**
+ * The graph payload embedded in the output's text/html: `{packed}` (gzip-compressed
+ * JSON in base64, read by the viewer), `{graph}` (plain JSON, parsed), or null.
+ */
 export function graphData(data) {
   const html = data["text/html"];
   if (typeof html !== "string") return null;
   const doc = new DOMParser().parseFromString(html, "text/html");
   const block = doc.querySelector("script.jaxscope-graph-data");
   if (!block) return null;
-  return readPayload(block).catch(() => null);
-}
-
-// The block's text: JSON, or (data-encoding="gzip+base64") gzip-compressed JSON in base64.
-async function readPayload(block) {
   const text = block.textContent;
-  if (!block.dataset.encoding) return JSON.parse(text);
-  if (block.dataset.encoding !== "gzip+base64") throw new Error("unknown encoding");
-  const s = atob(text), bytes = new Uint8Array(s.length);
-  for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-  return JSON.parse(await new Response(stream).text());
+  if (block.dataset.encoding === "gzip+base64") return { packed: text };
+  if (block.dataset.encoding) return null;
+  try {
+    return { graph: JSON.parse(text) };
+  } catch (err) {
+    return null;
+  }
 }
 
 function plainText(data) {
@@ -52,15 +52,14 @@ class GraphRenderer extends Widget {
 
   async renderModel(model) {
     const data = model.data;
-    const pending = graphData(data);
-    const graph = pending === null ? null : await pending;
+    const source = graphData(data);
     this.node.textContent = "";
-    if (graph === null) {
+    if (source === null) {
       this.node.appendChild(plainText(data));
       return;
     }
     const height = Number((data[GRAPH_MIME] || {}).height) || 520;
-    this._pending = { graph, height };
+    this._pending = { source, data, height };
     // The viewer measures its box: mount once the output is in the page.
     if (this.isAttached) this._mount();
   }
@@ -72,14 +71,22 @@ class GraphRenderer extends Widget {
 
   _mount() {
     if (this._pending === null) return;
-    const { graph, height } = this._pending;
+    const { source, data, height } = this._pending;
     this._pending = null;
     const mount = document.createElement("div");
     mount.className = "jaxscope-graph-mount";
     mount.style.height = `${height}px`;
     this.node.textContent = "";
     this.node.appendChild(mount);
-    mountStatic(mount, graph, { height });
+    if (source.graph) {
+      mountStatic(mount, source.graph, { height });
+      return;
+    }
+    // the data could not be read (a damaged output): its plain text instead
+    mountPacked(mount, source.packed, { height }).catch(() => {
+      this.node.textContent = "";
+      this.node.appendChild(plainText(data));
+    });
   }
 }
 

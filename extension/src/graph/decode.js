@@ -1,6 +1,8 @@
 // The payload of jaxscope._graph.to_payload (format 1; its docstring is the contract)
 // decoded into plain records. Pure: no DOM, so node's test runner checks it.
 
+import { due, runSync } from "./slice.js";
+
 /** The id of the top level (the container of everything). */
 export const ROOT = "R";
 /** The payload format this viewer reads. */
@@ -26,6 +28,11 @@ export function checkFormat(data) {
  * @throws {Error} when the payload names a format other than FORMAT.
  */
 export function decode(data) {
+  return runSync(decodeSteps(data));
+}
+
+/** `decode` as steps that pause where a slice is spent (see slice.js). */
+export function* decodeSteps(data) {
   checkFormat(data);
   const S = data.strings || [];
   const str = (i) => S[i] ?? "";
@@ -42,11 +49,17 @@ export function decode(data) {
     lines: g[11] && g[11].length ? { file: str(g[11][0]), first: g[11][1], last: g[11][2] } : null,
     function: g[12] === undefined ? "" : str(g[12]),
   }));
-  const nodes = (data.nodes || []).map((n, k) => ({
-    id: "n" + k, index: k, kind: KINDS[n[0]] || "eqn", label: str(n[1]),
-    parent: n[2] < 0 ? ROOT : "g" + n[2], primitive: str(n[3]), inputs: pairs(n[4]),
-    outputs: pairs(n[5]), params: pairs(n[6]), source: loc(n[7]), scope: str(n[8]), stack: -1,
-  }));
+  const N = data.nodes || [];
+  const nodes = new Array(N.length);
+  for (let k = 0; k < N.length; k++) {
+    const n = N[k];
+    nodes[k] = {
+      id: "n" + k, index: k, kind: KINDS[n[0]] || "eqn", label: str(n[1]),
+      parent: n[2] < 0 ? ROOT : "g" + n[2], primitive: str(n[3]), inputs: pairs(n[4]),
+      outputs: pairs(n[5]), params: pairs(n[6]), source: loc(n[7]), scope: str(n[8]), stack: -1,
+    };
+    if ((k & 63) === 63 && due()) yield;
+  }
   // Each equation's call stack (payload `stacks`, `nodeStacks` run-length encoded):
   // `stacks[k]` lists its frames innermost first, "fn" or "package/module.py:fn".
   const stacks = (data.stacks || []).map((row) => row.map(str));
@@ -58,6 +71,7 @@ export function decode(data) {
   const E = data.edges || [];
   for (let i = 0; i + 3 < E.length; i += 4) {
     edges.push({ src: E[i], dst: E[i + 1], var: str(E[i + 2]), type: str(E[i + 3]) });
+    if ((i & 1023) === 1020 && due()) yield;
   }
   return {
     title: data.title || "", groups, nodes, edges, sources: data.sources || {}, stacks,

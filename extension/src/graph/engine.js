@@ -1,10 +1,17 @@
 // Runs layouts (layout.js) in a Web Worker started from the bundled source (a blob:
 // URL: no second file, works offline). Small graphs are laid out inline, where
 // posting costs more than the layout; every layout is inline where the page forbids
-// blob: workers.
+// blob: workers. The worker also reads packed payloads (packed.js), so a large graph's
+// JSON is parsed off the main thread and reaches the page in parts.
 
 import WORKER_SOURCE from "virtual:worker";
 import { layoutGraph } from "./layout.js";
+import { join, unpack } from "./packed.js";
+import { runSliced } from "./slice.js";
+
+// Packed blocks of at most this many base64 characters are read inline: about 1 MB
+// of JSON, parsed in a few milliseconds.
+const READ_INLINE_MAX = 1 << 17;
 
 export class LayoutEngine {
   constructor(inlineMax) {
@@ -37,6 +44,17 @@ export class LayoutEngine {
     return !this.worker || input.nodes.length + input.edges.length <= this.inlineMax;
   }
 
+  /** The payload of a packed block (gzip+base64 JSON), read in the worker if any
+   * and the block is large (a small one parses in less time than a message takes). */
+  read(b64) {
+    if (!this.worker || b64.length <= READ_INLINE_MAX) return unpack(b64);
+    const id = this.seq++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { packed: b64, resolve, reject });
+      this.worker.postMessage({ id, packed: b64 });
+    }).then((parts) => (parts.head === undefined ? parts : runSliced(join(parts))));
+  }
+
   run(input) {
     if (this.inline(input)) return Promise.resolve(layoutGraph(input));
     const id = this.seq++;
@@ -53,6 +71,7 @@ export class LayoutEngine {
     const jobs = [...this.pending.values()];
     this.pending.clear();
     for (const job of jobs) {
+      if (job.packed !== undefined) { unpack(job.packed).then(job.resolve, job.reject); continue; }
       try { job.resolve(layoutGraph(job.input)); } catch (err) { job.reject(err); }
     }
   }

@@ -3,6 +3,7 @@
 // from the leaf edges. Pure: no DOM, so node's test runner checks it.
 
 import { ROOT } from "./decode.js";
+import { due, runSync } from "./slice.js";
 
 // A level with more than CHUNK_MAX items is split into artificial layers of
 // CHUNK_SIZE (program order), laid out only when opened: first its runs of loose
@@ -33,7 +34,10 @@ const NUMBERED = /^(.*?)(\d+)(\D*)$/;
  * layer, "x<k>@<container>" a stub of auxiliary node k inside a consuming container.
  */
 export class Hierarchy {
-  /** @param g a decoded payload; @param opts {chunkMax, chunkSize} (tests, benchmarks) */
+  /**
+   * @param g a decoded payload; @param opts {chunkMax, chunkSize} (tests, benchmarks),
+   * `deferred`: built later by running `build()` (in slices: see slice.js)
+   */
   constructor(g, opts) {
     opts = opts || {};
     this.g = g;
@@ -44,6 +48,12 @@ export class Hierarchy {
     this.children = new Map(); // container id -> item ids (program order)
     this.stubs = new Map(); // container id -> ids of its aux stubs
     this.nChunks = 0;
+    if (!opts.deferred) runSync(this.build());
+  }
+
+  /** Builds the model: steps that pause where a slice is spent (see slice.js). */
+  *build() {
+    const g = this.g;
     this.item.set(ROOT, { id: ROOT, kind: "root", label: g.title || "graph", size: g.nodes.length });
     this.children.set(ROOT, []);
     for (const grp of g.groups) {
@@ -58,6 +68,7 @@ export class Hierarchy {
         first.set(p, n.index);
         p = this.item.get(p).parent;
       }
+      if ((n.index & 127) === 127 && due()) yield;
     }
     // Program order: a container's nodes come in order; its (few) groups, sorted by
     // their first node, are merged in.
@@ -66,7 +77,10 @@ export class Hierarchy {
       if (!kidGroups.has(grp.parent)) kidGroups.set(grp.parent, []);
       kidGroups.get(grp.parent).push(grp.id);
     }
-    for (const n of g.nodes) this.children.get(n.parent).push(n.id);
+    for (const n of g.nodes) {
+      this.children.get(n.parent).push(n.id);
+      if ((n.index & 127) === 127 && due()) yield;
+    }
     const firstOf = (id) => first.get(id) ?? 1e12;
     for (const [c, gids] of kidGroups) {
       gids.sort((a, b) => firstOf(a) - firstOf(b));
@@ -79,29 +93,41 @@ export class Hierarchy {
       }
       while (i < nodes.length) merged.push(nodes[i++]);
       this.children.set(c, merged);
+      if (due()) yield;
     }
-    for (const [c, list] of [...this.children]) this.structure(c, list);
-    this.link();
+    for (const [c, list] of [...this.children]) {
+      yield* this.structure(c, list);
+      if (due()) yield;
+    }
+    yield* this.link();
     // A level whose edges span far (a training step's inputs feeding every layer and
     // its backward pass) costs dagre a dummy node per rank crossed: split it finer.
     // Its structure first (shorter series, every run of loose equations), artificial
     // layers only if that is not enough.
     for (let pass = 0; pass < 2; pass++) {
-      const heavy = [...this.children.keys()].filter((c) => this.spanCost(c) > SPAN_BUDGET);
+      const heavy = [];
+      for (const c of [...this.children.keys()]) {
+        if (this.spanCost(c) > SPAN_BUDGET) heavy.push(c);
+        if (due()) yield;
+      }
       if (!heavy.length) break;
       for (const c of heavy) {
         const list = this.children.get(c);
-        if (pass === 0) this.structure(c, list, true);
-        else this.children.set(c, this.makeChunks(list, Math.max(8, Math.ceil(Math.sqrt(list.length)))));
+        if (pass === 0) yield* this.structure(c, list, true);
+        else this.children.set(c, yield* this.makeChunks(list, Math.max(8, Math.ceil(Math.sqrt(list.length)))));
+        if (due()) yield;
       }
-      this.link();
+      yield* this.link();
     }
-    this.adjacency();
+    yield* this.adjacency();
   }
 
-  link() {
+  *link() {
     this.parent = new Map();
-    for (const [c, list] of this.children) for (const id of list) this.parent.set(id, c);
+    for (const [c, list] of this.children) {
+      for (const id of list) this.parent.set(id, c);
+      if (due()) yield;
+    }
     // ancestors of each leaf, outermost first (root excluded): one array per
     // container, shared by the leaves in it (read only)
     const chains = new Map([[ROOT, []]]);
@@ -113,8 +139,13 @@ export class Hierarchy {
       }
       return chain;
     };
-    this.ancestors = this.g.nodes.map((n) => chainOf(this.parent.get(n.id) ?? ROOT));
-    this.liftEdges();
+    const nodes = this.g.nodes;
+    this.ancestors = new Array(nodes.length);
+    for (let k = 0; k < nodes.length; k++) {
+      this.ancestors[k] = chainOf(this.parent.get(nodes[k].id) ?? ROOT);
+      if ((k & 127) === 127 && due()) yield;
+    }
+    yield* this.liftEdges();
   }
 
   // Items plus the program-order distance each edge spans (a stub sits by its consumer).
@@ -133,56 +164,66 @@ export class Hierarchy {
   // outputs in a box each, long runs of loose equations beside groups in a box each
   // (labelled by their source lines), numbered series of groups collapsed; artificial
   // layers only where that leaves more than chunkMax items. `heavy`: a level whose
-  // edges span far (see the constructor), structured more eagerly.
-  structure(c, list, heavy) {
+  // edges span far (see the constructor), structured more eagerly. These steps pause
+  // where a slice is spent (see slice.js): a level may hold 100,000 items.
+  *structure(c, list, heavy) {
     let out = list;
-    if (c === ROOT) out = this.ioBoxes(out);
-    if (out.some((id) => id[0] !== "n") && (heavy || out.length > LEVEL_READABLE)) out = this.wrapRuns(out);
-    out = this.series(out, heavy ? 4 : SERIES_MIN);
+    if (c === ROOT) out = yield* this.ioBoxes(out);
+    if (out.some((id) => id[0] !== "n") && (heavy || out.length > LEVEL_READABLE)) out = yield* this.wrapRuns(out);
+    out = yield* this.series(out, heavy ? 4 : SERIES_MIN);
     this.children.set(c, out);
-    this.chunkLevel(c, out);
+    yield* this.chunkLevel(c, out);
   }
 
   // A new artificial container of `members` (program order), structured in turn.
-  box(kind, label, members, extra) {
+  *box(kind, label, members, extra) {
     const id = "a" + this.nChunks++;
     let size = 0;
     for (const m of members) size += m[0] === "n" ? 1 : this.item.get(m).size;
     this.item.set(id, { id, kind, label, size, first: this.firstIndex(members[0]), ...(extra || {}) });
     this.children.set(id, members);
-    this.chunkLevel(id, members);
+    yield* this.chunkLevel(id, members);
     return id;
   }
 
-  ioBoxes(list) {
+  *ioBoxes(list) {
     for (const kind of ["input", "output"]) {
-      const io = list.filter((id) => id[0] === "n" && this.item.get(id).kind === kind);
+      const io = [];
+      for (let i = 0; i < list.length; i++) {
+        const id = list[i];
+        if (id[0] === "n" && this.item.get(id).kind === kind) io.push(id);
+        if ((i & 127) === 127 && due()) yield;
+      }
       if (io.length < IO_MIN) continue;
       const taken = new Set(io);
       const at = list.indexOf(io[0]);
-      const box = this.box("io", kind === "input" ? "inputs" : "outputs", io);
-      list = [...list.slice(0, at).filter((id) => !taken.has(id)), box, ...list.slice(at).filter((id) => !taken.has(id))];
+      const box = yield* this.box("io", kind === "input" ? "inputs" : "outputs", io);
+      const rest = [];
+      for (let i = 0; i < list.length; i++) {
+        if (i === at) rest.push(box);
+        if (!taken.has(list[i])) rest.push(list[i]);
+        if ((i & 127) === 127 && due()) yield;
+      }
+      list = rest;
     }
     return list;
   }
 
   // Runs of RUN_MIN or more loose equations (a tree_map'd optimizer update) in a box.
-  wrapRuns(list) {
+  *wrapRuns(list) {
     const out = [];
     let run = [];
-    const flush = () => {
+    for (let i = 0; i <= list.length; i++) {
+      const id = list[i];
+      if (i < list.length && id[0] === "n" && this.item.get(id).kind === "eqn") { run.push(id); continue; }
       if (run.length >= RUN_MIN) {
         const range = this.lineRange(run, true);
-        out.push(this.box("chunk", range.label, run, { lines: range }));
-      } else out.push(...run);
+        out.push(yield* this.box("chunk", range.label, run, { lines: range }));
+      } else for (const r of run) out.push(r);
       run = [];
-    };
-    for (const id of list) {
-      const it = this.item.get(id);
-      if (id[0] === "n" && it.kind === "eqn") run.push(id);
-      else { flush(); out.push(id); }
+      if (i < list.length) out.push(id);
+      if (due()) yield;
     }
-    flush();
     return out;
   }
 
@@ -198,10 +239,11 @@ export class Hierarchy {
   // Consecutive groups numbered one after another (up or down), a few loose
   // equations allowed between them, become one collapsed series when there are at
   // least `min` of them; a series longer than SERIES_PAGE opens on pages.
-  series(list, min) {
+  *series(list, min) {
     const out = [];
     let i = 0;
     while (i < list.length) {
+      if ((i & 127) === 127 && due()) yield;
       const head = this.numbered(list[i]);
       if (!head) { out.push(list[i++]); continue; }
       const members = [i];
@@ -227,10 +269,10 @@ export class Hierarchy {
           const page = groups.slice(p, p + SERIES_PAGE);
           const from = p === 0 ? 0 : span.indexOf(page[0]);
           const to = p + SERIES_PAGE >= groups.length ? span.length : span.indexOf(groups[p + SERIES_PAGE]);
-          kids.push(this.box("series", label(page[0], page[page.length - 1], 0), span.slice(from, to), { blocks: page.length }));
+          kids.push(yield* this.box("series", label(page[0], page[page.length - 1], 0), span.slice(from, to), { blocks: page.length }));
         }
       }
-      out.push(this.box("series", label(groups[0], groups[groups.length - 1], groups.length), kids, { blocks: groups.length }));
+      out.push(yield* this.box("series", label(groups[0], groups[groups.length - 1], groups.length), kids, { blocks: groups.length }));
       i = end;
     }
     return out;
@@ -240,30 +282,28 @@ export class Hierarchy {
   // has groups, runs of loose equations longer than chunkSize first (the groups are
   // its structure), then the whole level if that is not enough; where it has none, all
   // of it, and layers of layers as needed.
-  chunkLevel(c, list) {
+  *chunkLevel(c, list) {
     if (list.length <= this.chunkMax) return;
     let out = list;
     if (list.some((id) => id[0] !== "n")) {
       out = [];
       let run = [];
-      const flush = () => {
-        if (run.length > this.chunkSize) out.push(...this.makeChunks(run));
-        else out.push(...run);
+      for (let i = 0; i <= list.length; i++) {
+        const id = list[i];
+        if (i < list.length && id[0] === "n") { run.push(id); continue; }
+        if (run.length > this.chunkSize) for (const k of yield* this.makeChunks(run)) out.push(k);
+        else for (const r of run) out.push(r);
         run = [];
-      };
-      for (const id of list) {
-        if (id[0] === "n") run.push(id);
-        else { flush(); out.push(id); }
+        if (i < list.length) out.push(id);
       }
-      flush();
     } else {
-      out = this.makeChunks(list);
+      out = yield* this.makeChunks(list);
     }
-    while (out.length > this.chunkMax) out = this.makeChunks(out);
+    while (out.length > this.chunkMax) out = yield* this.makeChunks(out);
     this.children.set(c, out);
   }
 
-  makeChunks(list, size) {
+  *makeChunks(list, size) {
     const step = size || this.chunkSize;
     const chunks = [];
     for (let i = 0; i < list.length; i += step) {
@@ -277,6 +317,7 @@ export class Hierarchy {
       this.item.set(id, { id, kind: "chunk", label, lines: range, size, first: this.firstIndex(members[0]) });
       this.children.set(id, members);
       chunks.push(id);
+      if (due()) yield;
     }
     // chunks with the same label (one source line, a loop) are told apart by position
     const seen = new Map();
@@ -338,10 +379,12 @@ export class Hierarchy {
   // For each container: the edges between its direct children, lifted from leaf edges.
   // An auxiliary node (a weight or mask feeding many groups) gets no long edges: each
   // consuming group holds a stub of it wired to its consumers there.
-  liftEdges() {
+  *liftEdges() {
     const lifted = [];
     const fanout = new Map();
+    let count = 0;
     for (const e of this.g.edges) {
+      if ((++count & 127) === 0 && due()) yield;
       const a = this.ancestors[e.src];
       // A negative destination is a group (an operand its equation consumes itself).
       const b = e.dst >= 0 ? this.ancestors[e.dst] : [...this.containersOf("g" + (-1 - e.dst)), "g" + (-1 - e.dst)];
@@ -370,6 +413,7 @@ export class Hierarchy {
       this.lifted.get(c).push({ a, b, type: e.type, var: e.var });
     };
     for (const { lca, from, to, inner, e } of lifted) {
+      if ((++count & 127) === 0 && due()) yield;
       if (this.aux.has(e.src) && this.leafLike(from) && to[0] !== "n") {
         if (inner === null) continue;
         const stub = `x${e.src}@${to}`;
@@ -393,11 +437,13 @@ export class Hierarchy {
     return id[0] === "n" || this.item.get(id).kind === "io";
   }
 
-  adjacency() {
+  *adjacency() {
     const n = this.g.nodes.length;
     this.out = Array.from({ length: n }, () => []);
     this.inn = Array.from({ length: n }, () => []);
+    let count = 0;
     for (const e of this.g.edges) {
+      if ((++count & 127) === 0 && due()) yield;
       if (e.dst < 0) continue;
       this.out[e.src].push(e.dst);
       this.inn[e.dst].push(e.src);

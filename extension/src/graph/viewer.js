@@ -4,7 +4,7 @@
 // own modules. Layout: dagre (layout.js) run lazily per expanded container, in a Web
 // Worker when large (engine.js), cached until a descendant is expanded or collapsed.
 
-import { ROOT, checkFormat, decode } from "./decode.js";
+import { ROOT, checkFormat, decode, decodeSteps } from "./decode.js";
 import { clip, cssKind, el, svg, svgText } from "./dom.js";
 import { LayoutEngine } from "./engine.js";
 import { Hierarchy } from "./hierarchy.js";
@@ -13,6 +13,7 @@ import { DetailPanel } from "./panel.js";
 import { goToSource } from "./goto.js";
 import { PanZoom, installResize } from "./panzoom.js";
 import { SEARCHED, resultList, search, stepIndex, suggest } from "./search.js";
+import { nextTask, runSliced, SLICE_MS } from "./slice.js";
 import { toolbar } from "./toolbar.js";
 
 // Layouts of at most this many nodes + edges run inline (a few ms: less than a post).
@@ -29,7 +30,8 @@ const PAN_SCREENS = [1.5, 2.5];
 const MAX_HEIGHT = 760;
 const PAD = 10;
 const HEADER = 22;
-// Graphs of more nodes build their grouping model after the frame shows.
+// Graphs of more nodes are decoded and grouped after the frame shows, in slices of
+// SLICE_MS (slice.js): no main-thread task of the first view runs long, at any size.
 const STAGED_MIN = 2000;
 
 // What the frame shows of a payload before it is decoded: its title and counts.
@@ -53,7 +55,8 @@ export class GraphViewer {
     const staged = (data.nodes || []).length > STAGED_MIN;
     this.g = staged ? summary(data) : decode(data);
     this.h = null; // the grouping model, made once the frame shows (start)
-    this.engine = new LayoutEngine(this.opts.inlineMax ?? INLINE_MAX);
+    this.engine = this.opts.engine || new LayoutEngine();
+    this.engine.inlineMax = this.opts.inlineMax ?? INLINE_MAX;
     this.expanded = new Set([ROOT]);
     this.layouts = new Map();
     this.epochs = new Map();
@@ -70,20 +73,23 @@ export class GraphViewer {
     this.ready = this.start(data, staged);
   }
 
-  // The frame (toolbar, an empty canvas) shows first; a large graph's grouping
-  // model and first layout follow in tasks of their own, so the page stays live.
+  // The frame (toolbar, an empty canvas) shows first; a large graph is decoded and
+  // grouped in slices (tasks of at most SLICE_MS), its first layouts run in the worker,
+  // so the page stays live however large the graph.
   async start(data, staged) {
-    const tick = () => (staged ? new Promise((r) => setTimeout(r)) : null);
     if (staged) {
-      this.setBusy(true);
-      await tick();
-      this.g = decode(data);
+      this.setBusy(true, "reading the graph\u2026");
+      const ms = this.opts.sliceMs ?? SLICE_MS;
+      this.g = await runSliced(decodeSteps(data), ms);
       this.panel.g = this.g;
-      await tick();
+      const h = new Hierarchy(this.g, { ...this.opts, deferred: true });
+      await runSliced(h.build(), ms);
+      this.h = h;
+      await nextTask(); // the first view's layouts in a task of their own
+    } else {
+      this.h = new Hierarchy(this.g, this.opts);
     }
-    this.h = new Hierarchy(this.g, this.opts);
     this.opened = this.defaultExpansion();
-    await tick();
     return this.firstView();
   }
 
@@ -130,7 +136,7 @@ export class GraphViewer {
     const gen = ++this.gen;
     try {
       for (;;) {
-        const pending = this.prepare(gen);
+        const pending = this.prepare(gen, true);
         if (pending) this.setBusy(true);
         if (pending && !(await pending)) return;
         if (this.missing().length) continue;
@@ -140,6 +146,8 @@ export class GraphViewer {
           this.expanded.delete(id);
           this.invalidate(id);
         }
+        await nextTask();
+        if (gen !== this.gen) return;
       }
     } catch (err) {
       this.fail(err);
@@ -361,13 +369,16 @@ export class GraphViewer {
   }
 
   // Lays out what the view needs. Returns null when that was done inline, else a
-  // promise of whether it finished (false: a newer update took over).
-  prepare(gen) {
+  // promise of whether it finished (false: a newer update took over). `sliced` (the
+  // first view): inline layouts yield to the page every SLICE_MS.
+  prepare(gen, sliced) {
     const todo = this.missing();
+    let start = performance.now();
+    const spent = () => sliced && performance.now() - start > SLICE_MS;
     let i = 0;
     for (; i < todo.length; i++) {
       const input = this.layoutInput(todo[i]);
-      if (!this.engine.inline(input)) break;
+      if (!this.engine.inline(input) || spent()) break;
       this.store(todo[i], input, this.oriented(todo[i], input));
     }
     if (i === todo.length) return null;
@@ -375,6 +386,10 @@ export class GraphViewer {
       for (; i < todo.length; i++) {
         const c = todo[i];
         if (this.layouts.has(c)) continue;
+        if (spent()) {
+          await nextTask();
+          start = performance.now();
+        }
         const epoch = this.epochs.get(c) || 0;
         const input = this.layoutInput(c);
         const out = await this.orientedAsync(c, input);
@@ -408,9 +423,9 @@ export class GraphViewer {
     return pending.then((done) => { if (done) finish(); }, (err) => this.fail(err));
   }
 
-  setBusy(on) {
+  setBusy(on, what) {
     if (on) this.root.dataset.busy = "1"; else delete this.root.dataset.busy;
-    this.busy.textContent = on ? "laying out\u2026" : "";
+    this.busy.textContent = on ? what || "laying out\u2026" : "";
   }
 
   fail(err) {
