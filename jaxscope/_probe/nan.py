@@ -47,19 +47,22 @@ from jaxscope.compat import probe as _cp
 
 _MODES = ("interpreted", "compiled")
 #: Equations per chunk flag: at least ``_CHUNK``, more in big programs so that there
-#: are at most about ``_MAX_CHUNKS`` of them; outside loops a chunk's flag reads its
-#: last ``_PER_CHUNK`` values XLA keeps in memory (each value read costs compile
-#: time; the search steps back from a flag, see ``_hunt``). Measured with
-#: ``benchmarks/bench_probe.py``.
+#: are at most about ``_MAX_CHUNKS`` of them in loop bodies and ``_MAX_TOP_CHUNKS``
+#: outside loops; outside loops a chunk's flag reads its last ``_PER_CHUNK`` values
+#: XLA keeps in memory (each value read costs compile time; the search steps back
+#: from a flag, see ``_hunt``). Measured with ``benchmarks/bench_probe.py``.
 _CHUNK = 8
 _MAX_CHUNKS = 64
+_MAX_TOP_CHUNKS = 256
 _PER_CHUNK = 1
 #: Outside loops a chunk's kept values leave the program as they are, and the host
 #: reads their flags: a reduction per flag costs XLA a kernel to compile (about as
 #: much as the rest of a 1,000-equation program for 64 of them), an output almost
-#: nothing. Values over this size are reduced in the program instead, so the
-#: extra outputs stay under ``_MAX_CHUNKS * _RAW_BYTES``.
+#: nothing, so there are more, smaller chunks there (a smaller window to read
+#: after). A value over ``_RAW_BYTES``, or past ``_RAW_TOTAL`` bytes of them, is
+#: reduced in the program instead.
 _RAW_BYTES = 1 << 20
+_RAW_TOTAL = 64 << 20
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,19 +106,23 @@ class _Chunks:
     observed costs compile time: a few flags over results keep the instrumented
     compile close to the plain one. The second run looks inside the chunk found."""
 
-    def __init__(self, members: list[Node], size: int) -> None:
+    def __init__(self, members: list[Node], size: int, top_size: int) -> None:
         self.chunks: dict[str, list[Node]] = {}
         self.results: dict[str, set[int]] = {}
         #: chunks outside loops, whose kept values leave the program as they are
         self.raw: set[str] = set()
+        self._raw_bytes = 0
         self._last: set[tuple[int, ...]] = set()
         self._where: dict[tuple[int, ...], str] = {}
         self._readers = _readers(members)
         run: list[Node] = []
         for node in members:
-            if run and (_loop_of(node) is not _loop_of(run[-1]) or len(run) >= size):
-                self._close(run)
-                run = []
+            if run:
+                loop = _loop_of(run[-1])
+                limit = size if loop is not None else top_size
+                if _loop_of(node) is not loop or len(run) >= limit:
+                    self._close(run)
+                    run = []
             run.append(node)
         if run:
             self._close(run)
@@ -146,7 +153,12 @@ class _Chunks:
             # outside loops, the chunk's last kept value: the search steps back
             # from there while the culprit's operands are not finite
             watched_vars = watched_vars[-_PER_CHUNK:]
-            if all(_nbytes(v) <= _RAW_BYTES for v in watched_vars):
+            sizes = [_nbytes(v) for v in watched_vars]
+            if (
+                max(sizes, default=0) <= _RAW_BYTES
+                and self._raw_bytes + sum(sizes) <= _RAW_TOTAL
+            ):
+                self._raw_bytes += sum(sizes)
                 self.raw.add(key)
         self.results[key] = {id(v) for v in watched_vars}
 
@@ -476,7 +488,11 @@ def _hunt(
     selected = {n.path for n in nodes}
     inside = Rewriter(selected, _no_record, "first").inside
     members = [n for n in nodes if n.path not in inside]
-    chunks = _Chunks(members, max(_CHUNK, -(-len(members) // _MAX_CHUNKS)))
+    chunks = _Chunks(
+        members,
+        max(_CHUNK, -(-len(members) // _MAX_CHUNKS)),
+        max(_CHUNK, -(-len(members) // _MAX_TOP_CHUNKS)),
+    )
     order: list[list[str]] = []
     rewriter = Rewriter(selected, chunks.record, "first")
     # one compiled run: the program's outputs say whether to hunt, its flags where
@@ -594,9 +610,9 @@ def find_nan(
 
     ``mode="interpreted"`` runs the program compiled, then, when its outputs hold a
     NaN, steps it equation by equation to the first one (the stepper's values). ``mode=
-    "compiled"`` runs it compiled once with a finiteness flag per equation, so the
-    numbers are XLA's, and reads the culprit's operands from a second compiled run of
-    the program up to it: far faster on big programs and long loops, and it names the
+    "compiled"`` runs it compiled once with finiteness flags (one per run of a few
+    equations), so the numbers are XLA's, and when its outputs hold a NaN reads the
+    culprit's operands from a second compiled run of the program up to it: far faster on big programs and long loops, and it names the
     pass (forward or backward) and, inside ``shard_map``, the device.
 
     Args:

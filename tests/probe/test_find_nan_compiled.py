@@ -243,3 +243,22 @@ def test_values_too_big_to_leave_the_program_are_flagged_inside_it():
     assert found.primitive == "sqrt" and found.kind == "nan"
     assert found.inputs[0].shape == (600, 600)
     assert js.find_nan(f, mode="compiled")(a, a * 2.0) is None
+
+
+def test_past_the_bytes_the_host_reads_flags_are_reduced_in_the_program(
+    monkeypatch,
+):
+    from jaxscope._probe import nan
+
+    monkeypatch.setattr(nan, "_RAW_TOTAL", 3 << 20)  # three 1 MiB values
+
+    def f(w, x, shift):
+        for _ in range(40):  # 20 chunks, each keeping a 1 MiB product
+            x = jnp.tanh(x @ w)
+            x = x * 1.0 + 0.0
+        return jnp.log(x - shift)
+
+    w, x = jnp.eye(512) * 0.5, jnp.ones((512, 512))
+    found = js.find_nan(f, mode="compiled")(w, x, jnp.float32(2.0))
+    assert found.primitive == "log" and found.kind == "nan"
+    assert js.find_nan(f, mode="compiled")(w, x, jnp.float32(-2.0)) is None
