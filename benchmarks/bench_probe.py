@@ -8,8 +8,8 @@ program is an Equinox MLP train step with optax Adam (``programs.train_step``).
 - ``js.probe`` of 10 values (the first ten ``dot_general`` results), at 1,000
   equations. Budget: median ratio <= 1.3.
 - ``js.find_nan(mode="compiled")`` at 1,000, 10,000 and 100,000 equations, on the
-  finite step and on the step with a NaN made by its last equation (three
-  compiles: as it is, flagged, and up to the culprit). Budget: median ratio <= 2.0
+  finite step and on the step with a NaN made by its last equation (two
+  compiles: flagged, and up to the culprit). Budget: median ratio <= 2.0
   on the finite step; the NaN case and the interpreted mode (``js.find_nan(f)``,
   which steps the program; its first round pays JAX's cold eager-op compiles)
   are reported beside it.
@@ -115,7 +115,7 @@ def bench(cfg: harness.Config) -> Iterator[harness.Result]:
             make=nan,
             rounds=rounds,
             warmup=warm,
-            note="three compiles: as it is, flagged, up to the culprit",
+            note="two compiles: flagged, then up to the culprit",
         )
         if n <= 10_000:
             yield harness.compare(

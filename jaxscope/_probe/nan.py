@@ -1,11 +1,13 @@
 """``js.find_nan(f, mode=...)``: the first equation making a NaN (or an Inf).
 
-``mode="compiled"`` first runs the program compiled as it is: when its outputs are
-finite there is nothing to hunt. Otherwise it adds finiteness flags to the program,
-one pair per run of consecutive equations (``_Chunks``, about ``_MAX_CHUNKS`` of
-them), runs it compiled once, and reads the first flag set in program order: inside ``scan`` and ``while`` loops the flags
-are those of the first iteration that set them (with its number), inside a
-``shard_map`` there is one row per device. A second compiled run, of the program
+``mode="compiled"`` runs the program compiled once with finiteness flags, one pair
+per run of consecutive equations (``_Chunks``, about ``_MAX_CHUNKS`` of them): when
+its outputs are finite there is nothing to hunt; otherwise the first flag set in
+program order says where to look. Outside loops the flags are read on the host from
+the chunks' values, which leave the program as they are; inside ``scan`` and
+``while`` loops the flags are reduced in the program, those of the first iteration
+that set them (with its number), and inside a ``shard_map`` there is one row per
+device. A second compiled run, of the program
 up to that chunk, reads each of its equations' operands and results at that
 iteration; the first equation with a non-finite result is re-run alone, eagerly, on
 its operands to show its results.
@@ -22,7 +24,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.extend.core import jaxpr_as_fun
 
 from jaxscope._checks import check_flag
 from jaxscope._exceptions import InvalidCallError
@@ -46,13 +47,22 @@ from jaxscope.compat import probe as _cp
 
 _MODES = ("interpreted", "compiled")
 #: Equations per chunk flag: at least ``_CHUNK``, more in big programs so that there
-#: are at most about ``_MAX_CHUNKS`` of them; outside loops a chunk's flag reads its
-#: last ``_PER_CHUNK`` values XLA keeps in memory (each value read costs compile
-#: time; the search steps back from a flag, see ``_hunt``). Measured with
-#: ``benchmarks/bench_probe.py``.
+#: are at most about ``_MAX_CHUNKS`` of them in loop bodies and ``_MAX_TOP_CHUNKS``
+#: outside loops; outside loops a chunk's flag reads its last ``_PER_CHUNK`` values
+#: XLA keeps in memory (each value read costs compile time; the search steps back
+#: from a flag, see ``_hunt``). Measured with ``benchmarks/bench_probe.py``.
 _CHUNK = 8
 _MAX_CHUNKS = 64
+_MAX_TOP_CHUNKS = 256
 _PER_CHUNK = 1
+#: Outside loops a chunk's kept values leave the program as they are, and the host
+#: reads their flags: a reduction per flag costs XLA a kernel to compile (about as
+#: much as the rest of a 1,000-equation program for 64 of them), an output almost
+#: nothing, so there are more, smaller chunks there (a smaller window to read
+#: after). A value over ``_RAW_BYTES``, or past ``_RAW_TOTAL`` bytes of them, is
+#: reduced in the program instead.
+_RAW_BYTES = 1 << 20
+_RAW_TOTAL = 64 << 20
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,17 +106,23 @@ class _Chunks:
     observed costs compile time: a few flags over results keep the instrumented
     compile close to the plain one. The second run looks inside the chunk found."""
 
-    def __init__(self, members: list[Node], size: int) -> None:
+    def __init__(self, members: list[Node], size: int, top_size: int) -> None:
         self.chunks: dict[str, list[Node]] = {}
         self.results: dict[str, set[int]] = {}
+        #: chunks outside loops, whose kept values leave the program as they are
+        self.raw: set[str] = set()
+        self._raw_bytes = 0
         self._last: set[tuple[int, ...]] = set()
         self._where: dict[tuple[int, ...], str] = {}
         self._readers = _readers(members)
         run: list[Node] = []
         for node in members:
-            if run and (_loop_of(node) is not _loop_of(run[-1]) or len(run) >= size):
-                self._close(run)
-                run = []
+            if run:
+                loop = _loop_of(run[-1])
+                limit = size if loop is not None else top_size
+                if _loop_of(node) is not loop or len(run) >= limit:
+                    self._close(run)
+                    run = []
             run.append(node)
         if run:
             self._close(run)
@@ -137,6 +153,13 @@ class _Chunks:
             # outside loops, the chunk's last kept value: the search steps back
             # from there while the culprit's operands are not finite
             watched_vars = watched_vars[-_PER_CHUNK:]
+            sizes = [_nbytes(v) for v in watched_vars]
+            if (
+                max(sizes, default=0) <= _RAW_BYTES
+                and self._raw_bytes + sum(sizes) <= _RAW_TOTAL
+            ):
+                self._raw_bytes += sum(sizes)
+                self.raw.add(key)
         self.results[key] = {id(v) for v in watched_vars}
 
     def record(self, node: Node, invals: list[Any], outs: list[Any]) -> Entries:
@@ -152,9 +175,32 @@ class _Chunks:
         )
         if node.path not in self._last:
             return {}
+        if key in self.raw:
+            kept = [o for o in pending if is_inexact(getattr(o, "dtype", np.int32))]
+            pending.clear()
+            return {f"{key}|raw{j}": o for j, o in enumerate(kept)}
         code = _code(pending)
         pending.clear()
         return {f"{key}|nan": code == 2, f"{key}|any": code >= 1}
+
+    def flags(self, found: dict[str, Any]) -> None:
+        """Add the flags of the chunks whose values came out as they are."""
+        for key in self.raw:
+            kept = [v for k, v in found.items() if k.startswith(f"{key}|raw")]
+            kinds = {nonfinite_kind(v, True, True) for v in kept}
+            found[f"{key}|nan"] = np.bool_("nan" in kinds)
+            found[f"{key}|any"] = np.bool_(bool(kinds - {None}))
+
+
+def _nbytes(var: Any) -> int:
+    """The bytes of ``var``'s value (0 where its type has no plain size)."""
+    aval = getattr(var, "aval", None)
+    shape = getattr(aval, "shape", None)
+    try:
+        itemsize = np.dtype(getattr(aval, "dtype", None)).itemsize
+    except TypeError:  # an extended dtype (a typed key)
+        return 0
+    return int(np.prod(shape, dtype=np.int64)) * itemsize if shape is not None else 0
 
 
 #: Primitives whose results XLA keeps in memory anyway (fusion roots): a flag on
@@ -219,22 +265,33 @@ def _readers(members: list[Node]) -> dict[int, set[int]]:
 
 
 def _pack(entries: Entries, order: list[list[str]]) -> dict[str, Any]:
-    """Entries of one shape and dtype stacked into one output each (fewer outputs
-    for XLA to keep); ``order`` receives the keys of each group."""
+    """Flags of one shape and dtype stacked into one output each (fewer outputs
+    for XLA to keep), values as they are; ``order`` receives the keys of each
+    group (a value's own)."""
     groups: dict[tuple[Any, ...], list[str]] = {}
     for key in sorted(entries):
         value = entries[key]
-        groups.setdefault((value.shape, str(value.dtype)), []).append(key)
+        group = (key,) if _is_raw(key) else (value.shape, str(value.dtype))
+        groups.setdefault(group, []).append(key)
     order[:] = list(groups.values())
     return {
         str(k): jnp.stack([entries[key] for key in keys])
+        if not _is_raw(keys[0])
+        else entries[keys[0]]
         for k, keys in enumerate(order)
     }
 
 
-def _unpack(packed: dict[str, Any], order: list[list[str]]) -> dict[str, np.ndarray]:
-    found: dict[str, np.ndarray] = {}
+def _is_raw(key: str) -> bool:
+    return key.rpartition("|")[2].startswith("raw")
+
+
+def _unpack(packed: dict[str, Any], order: list[list[str]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
     for k, keys in enumerate(order):
+        if _is_raw(keys[0]):
+            found[keys[0]] = packed[str(k)]
+            continue
         block = np.asarray(packed[str(k)])
         for j, key in enumerate(keys):
             found[key] = block[j]
@@ -352,7 +409,7 @@ def _inside(
             found[f"{key}|argin{k}.{j}"] = jnp.asarray(v)
         for j, v in enumerate(outs):
             found[f"{key}|argout{k}.{j}"] = jnp.asarray(v)
-        if node is last:
+        if node is last and in_loop:  # the iteration to keep (outside: the host)
             code = _code(pending)
             found[f"{key}|hit"] = code >= 1 if hunt_inf else code == 2
         return found
@@ -362,11 +419,14 @@ def _inside(
     def program(*flat: Any) -> Entries:
         return rewriter.run(top, flat)[1]
 
+    in_loop = _loop_of(members[0]) is not None
     entries = {k: np.asarray(v) for k, v in jax.jit(program)(*leaves).items()}
-    place = _position(members[0], entries, f"{key}|hit")
-    if place is None:
-        return None
-    iterations = place[1]
+    iterations: list[int | None] = [None] * len(enclosing(members[0]))
+    if in_loop:
+        place = _position(members[0], entries, f"{key}|hit")
+        if place is None:
+            return None
+        iterations = place[1]
     rows = [
         it
         for outer, it in zip(enclosing(members[0]), iterations, strict=True)
@@ -424,25 +484,27 @@ def _hunt(
             return NanInInput(
                 path=path, kind=kind, value=summarize_value(path, leaf, user_name=path)
             )
-    try:
-        outs = jax.jit(jaxpr_as_fun(staged_call.traced.jaxpr))(*leaves)
-    except Exception:
-        outs = None  # the instrumented run names the failing program's NaN, if any
-    kinds = [nonfinite_kind(o, True, True) for o in outs or ()]
-    out_inf = any(nonfinite_kind(o, False, True) == "inf" for o in outs or ())
-    hunt_inf = out_inf if inf is None else inf
-    clean = "nan" not in kinds and not (out_inf and hunt_inf)
-    if outs is not None and clean and inf is not True:
-        return None
     nodes = [n for n in reachable(top) if _inexact_outputs(n)]
     selected = {n.path for n in nodes}
     inside = Rewriter(selected, _no_record, "first").inside
     members = [n for n in nodes if n.path not in inside]
-    chunks = _Chunks(members, max(_CHUNK, -(-len(members) // _MAX_CHUNKS)))
+    chunks = _Chunks(
+        members,
+        max(_CHUNK, -(-len(members) // _MAX_CHUNKS)),
+        max(_CHUNK, -(-len(members) // _MAX_TOP_CHUNKS)),
+    )
     order: list[list[str]] = []
     rewriter = Rewriter(selected, chunks.record, "first")
-    _, packed, _, _ = run_compiled(top, leaves, rewriter, lambda e: _pack(e, order))
+    # one compiled run: the program's outputs say whether to hunt, its flags where
+    outs, packed, _, _ = run_compiled(top, leaves, rewriter, lambda e: _pack(e, order))
     flags = _unpack(packed, order)
+    chunks.flags(flags)
+    kinds = [nonfinite_kind(o, True, True) for o in outs]
+    out_inf = any(nonfinite_kind(o, False, True) == "inf" for o in outs)
+    hunt_inf = out_inf if inf is None else inf
+    clean = "nan" not in kinds and not (out_inf and hunt_inf)
+    if clean and inf is not True:
+        return None
     tag = "any" if hunt_inf else "nan"
     keys = list(chunks.chunks)
     flagged = sorted(
@@ -548,9 +610,9 @@ def find_nan(
 
     ``mode="interpreted"`` runs the program compiled, then, when its outputs hold a
     NaN, steps it equation by equation to the first one (the stepper's values). ``mode=
-    "compiled"`` runs it compiled once with a finiteness flag per equation, so the
-    numbers are XLA's, and reads the culprit's operands from a second compiled run of
-    the program up to it: far faster on big programs and long loops, and it names the
+    "compiled"`` runs it compiled once with finiteness flags (one per run of a few
+    equations), so the numbers are XLA's, and when its outputs hold a NaN reads the
+    culprit's operands from a second compiled run of the program up to it: far faster on big programs and long loops, and it names the
     pass (forward or backward) and, inside ``shard_map``, the device.
 
     Args:

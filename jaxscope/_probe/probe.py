@@ -21,7 +21,7 @@ from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import qualname, short_repr
 from jaxscope._probe.rewrite import Entries, Rewriter, path_key
-from jaxscope._probe.select import Selector, Target, phase
+from jaxscope._probe.select import Selector, Target, needs_names, phase
 from jaxscope._records import SourceLoc
 from jaxscope._source import loc_of_function, short_loc
 from jaxscope._staging import Staged, stage, staged, static_args
@@ -287,7 +287,7 @@ def _probe(
     statics: tuple[tuple[Any, ...], tuple[Any, ...]],
 ) -> ProbeView:
     api = "js.probe"
-    log = LocalsLog()
+    log = LocalsLog() if needs_names(at) else None
     staged_call, leaves, top = stage_program(fun, args, kwargs, statics, api, log)
     targets = Selector(top, log).resolve(at, api)
     selected = {t.node.path for t in targets}

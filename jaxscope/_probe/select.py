@@ -72,6 +72,15 @@ def _location(spec: Any) -> tuple[str | None, int] | None:
         return None
 
 
+def needs_names(specs: Sequence[Any]) -> bool:
+    """Whether resolving ``specs`` may read the user's names (a line or a callable
+    never does): recording them slows the trace, so only then is it done."""
+    return any(
+        not (callable(spec) and not isinstance(spec, str)) and _location(spec) is None
+        for spec in specs
+    )
+
+
 def _results(run: list[Node]) -> list[tuple[Node, int]]:
     """The outputs of a run of equations that no other equation of the run reads."""
     read = {id(v) for node in run for v in node.invars}

@@ -188,3 +188,77 @@ def test_a_nan_inside_a_cond_branch_is_found_inside_the_branch():
 
     found = js.find_nan(f, mode="compiled")(jnp.ones(3))
     assert found.primitive == "log"
+
+
+def _whole_program_compiles(fn, *args) -> tuple[object, int]:
+    """``js.find_nan(fn, mode="compiled")(*args)`` and how many of the programs XLA
+    compiled for it take every argument (the program, not one equation re-run)."""
+    import logging
+
+    shapes = {f"{a.dtype}{list(a.shape)}".replace(" ", "") for a in args}
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    handler = Collect(logging.DEBUG)
+    logger = logging.getLogger("jax")
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles():
+            found = js.find_nan(fn, mode="compiled")(*args)
+    finally:
+        logger.removeHandler(handler)
+    compiles = [line for line in lines if line.startswith("Compiling ")]
+    whole = [
+        line for line in compiles if all(s in line.replace(" ", "") for s in shapes)
+    ]
+    return found, len(whole)
+
+
+def test_a_hunt_compiles_the_program_twice_and_a_finite_program_once():
+    def loss(w, b, x):
+        h = jnp.tanh(x @ w + b)
+        return jnp.log(h.sum(axis=1) + 1.0).mean()
+
+    w = jnp.full((3, 5), 0.5)
+    x = jnp.ones((4, 3))
+    found, n = _whole_program_compiles(loss, w, jnp.full((5,), -3.0), x)
+    assert found.primitive == "log"
+    assert n == 2  # the flagged run, then the window: no plain run first
+    found, n = _whole_program_compiles(loss, w, jnp.zeros((5,)), x)
+    assert found is None
+    assert n == 1  # the flagged run's outputs are finite: done
+
+
+def test_values_too_big_to_leave_the_program_are_flagged_inside_it():
+    # 600 x 600 float32 values are over the size whose flags the host reads
+    def f(a, b):
+        c = jnp.dot(a, b)
+        return jnp.sqrt(c - 700.0)
+
+    a = jnp.ones((600, 600))
+    found = js.find_nan(f, mode="compiled")(a, a)
+    assert found.primitive == "sqrt" and found.kind == "nan"
+    assert found.inputs[0].shape == (600, 600)
+    assert js.find_nan(f, mode="compiled")(a, a * 2.0) is None
+
+
+def test_past_the_bytes_the_host_reads_flags_are_reduced_in_the_program(
+    monkeypatch,
+):
+    from jaxscope._probe import nan
+
+    monkeypatch.setattr(nan, "_RAW_TOTAL", 3 << 20)  # three 1 MiB values
+
+    def f(w, x, shift):
+        for _ in range(40):  # 20 chunks, each keeping a 1 MiB product
+            x = jnp.tanh(x @ w)
+            x = x * 1.0 + 0.0
+        return jnp.log(x - shift)
+
+    w, x = jnp.eye(512) * 0.5, jnp.ones((512, 512))
+    found = js.find_nan(f, mode="compiled")(w, x, jnp.float32(2.0))
+    assert found.primitive == "log" and found.kind == "nan"
+    assert js.find_nan(f, mode="compiled")(w, x, jnp.float32(-2.0)) is None

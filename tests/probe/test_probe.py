@@ -167,6 +167,9 @@ def test_the_users_function_and_its_cache_are_untouched():
     view = js.probe(f, at="h")(jnp.ones(3))
     assert f._cache_size() == before
     assert view.compile_seconds > 0
+    view = js.probe(f, at=lambda e: e.primitive == "sin")(jnp.ones(3))
+    assert f._cache_size() == before  # staged without the names, too
+    assert view.values[0].primitive == "sin"
 
 
 def test_the_view_summarises_values_in_text_and_escaped_html():
@@ -211,3 +214,28 @@ def test_names_bound_under_value_and_grad_in_an_nnx_step_read_their_values(libs)
     leaves = [k for k in view if k.startswith("grads[")]
     assert leaves and all("linear" in k or "shift" in k for k in leaves)
     assert {v.phase for v in view.values if v.name == "pred"} == {"forward"}
+
+
+def test_a_line_or_a_predicate_probe_traces_without_reading_the_users_locals(mlp):
+    # reading locals (sys.settrace while JAX traces) slows all of tracing: only a
+    # name needs them
+    import sys
+
+    outer = sys.gettrace()
+    tracers = []
+
+    def f(x):
+        tracers.append(sys.gettrace())
+        h = jnp.sin(x) * 2.0
+        return h.sum()
+
+    line = f"test_probe.py:{_line(f, 'h = ')}"
+    view = js.probe(f, at=[lambda e: e.primitive == "sin", line])(jnp.ones(3))
+    assert view.values[0].primitive == "sin"
+    assert view[line].tolist() == pytest.approx([float(jnp.sin(1.0) * 2)] * 3)
+    assert tracers == [outer]
+    view = js.probe(f, at="h")(jnp.ones(3))
+    assert view["h"].tolist() == pytest.approx([float(jnp.sin(1.0) * 2)] * 3)
+    assert len(tracers) == 2
+    if outer is None:  # where a debugger or coverage traces, locals are not read
+        assert tracers[1] is not None
