@@ -6,10 +6,15 @@ e.g. <example>``, raised as ``InvalidCallError`` (a ``ValueError``).
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import short_repr
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 def _fail(where: str, name: str, what: str, value: Any, example: str) -> None:
@@ -58,3 +63,36 @@ def check_flag(
     if not isinstance(value, bool):
         what = "None, True or False" if none_ok else "True or False"
         _fail(where, name, what, value, example)
+
+
+def takes_the_function_alone(api: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Mark a public ``js.<name>(fun, **options)`` that returns a function of the
+    arguments: ``js.<name>(fun, *args)`` becomes a one-line error that writes the call.
+
+    Example:
+        >>> @takes_the_function_alone
+        ... def jaxpr(fun, *, max_eqns=200):
+        ...     return fun
+        >>> def step(x):
+        ...     return x
+        >>> jaxpr(step, 1.0, max_eqns=5)
+        Traceback (most recent call last):
+        ...
+        jaxscope._exceptions.InvalidCallError: js.jaxpr takes the function alone and returns a function of its arguments: write js.jaxpr(step, max_eqns=5)(*args), not js.jaxpr(step, *args)
+    """
+    name = f"js.{api.__name__}"
+
+    @functools.wraps(api)
+    def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if len(args) > 1:
+            fun = getattr(args[0], "__name__", None)
+            fun = fun if isinstance(fun, str) and fun.isidentifier() else "f"
+            options = "".join(f", {k}={short_repr(v, 40)}" for k, v in kwargs.items())
+            raise InvalidCallError(
+                f"{name} takes the function alone and returns a function of its "
+                f"arguments: write {name}({fun}{options})(*args), not "
+                f"{name}({fun}, *args)"
+            )
+        return api(*args, **kwargs)
+
+    return checked

@@ -341,3 +341,40 @@ def test_events_of_needs_a_function_name():
         log.events_of(3)
     assert "function must be a function's name, got 3" in _one_line_error(info)
     assert log.events_of("_g")
+
+
+# Every view that takes the function first returns a function of its arguments, like
+# jax.make_jaxpr; passing the arguments along with the function is the common slip.
+CURRIED = {
+    "jaxpr": {},
+    "hlo": {},
+    "graph": {},
+    "step": {},
+    "find_nan": {"mode": "compiled"},
+    "probe": {"at": ["y"]},
+    "memory": {},
+    "residuals": {},
+    "profile": {"repeat": 1},
+    "compile_profile": {},
+    "shardings": {},
+}
+
+
+@pytest.mark.parametrize("api", sorted(CURRIED))
+def test_arguments_passed_with_the_function_say_to_call_what_it_returns(api):
+    def step(x):
+        y = jnp.sin(x)
+        return y * 2.0
+
+    options = CURRIED[api]
+    with pytest.raises(InvalidCallError) as info:
+        getattr(js, api)(step, X, **options)
+    message = _one_line_error(info)
+    fix = message.split("write ", 1)[1].split(", not ", 1)[0]
+    assert fix.startswith(f"js.{api}(step"), message
+    assert fix.endswith(")(*args)"), message
+    # The fix, applied: the call it names, with the arguments given to what it returns.
+    env = {"js": js, "step": step}
+    made = eval(fix.removesuffix("(*args)"), env)  # our own message, as pasted
+    assert callable(made)
+    made(X)

@@ -18,6 +18,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxscope._checks import takes_the_function_alone
+
 # registers the profile with js.diff's readers
 from jaxscope._compile import facts as _diff_reader  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from jaxscope._compile.counts import EqnCounts, Key, count_eqns, ops_by_line
@@ -51,6 +53,7 @@ from jaxscope._staging import (
 from jaxscope.compat import jaxpr as _cj
 
 
+@takes_the_function_alone
 def compile_profile(
     fun: Callable[..., Any],
     *,

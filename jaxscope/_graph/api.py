@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from jaxscope._checks import takes_the_function_alone
 from jaxscope._graph.view import GraphView
 from jaxscope._jaxpr.api import jaxpr_view
 from jaxscope._staging import staged
 
 
+@takes_the_function_alone
 def graph(
     fun: Callable[..., Any],
     *,

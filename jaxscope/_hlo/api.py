@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from jaxscope._checks import takes_the_function_alone
 from jaxscope._hlo.model import capture, check_stage
 from jaxscope._hlo.view import HloView
 from jaxscope._staging import function_name, library_lowered, staged, trace
 
 
+@takes_the_function_alone
 def hlo(
     fun: Callable[..., Any],
     *,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from jaxscope._checks import takes_the_function_alone
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import qualname
 from jaxscope._jaxpr.builder import build_model
@@ -12,6 +13,7 @@ from jaxscope._jaxpr.view import JaxprView
 from jaxscope._staging import stage, staged
 
 
+@takes_the_function_alone
 def jaxpr(
     fun: Callable[..., Any],
     *,

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxscope._checks import check_flag
+from jaxscope._checks import check_flag, takes_the_function_alone
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import qualname, short_repr
 from jaxscope._host import is_inexact
@@ -585,6 +585,7 @@ def _finding(
     )
 
 
+@takes_the_function_alone
 def find_nan(
     fun: Callable[..., Any],
     *,

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxscope._checks import takes_the_function_alone
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import qualname, short_repr
@@ -342,6 +343,7 @@ def _probe(
     )
 
 
+@takes_the_function_alone
 def probe(
     fun: Callable[..., Any],
     *,

@@ -13,7 +13,7 @@ from typing import Any
 
 import jax
 
-from jaxscope._checks import check_count
+from jaxscope._checks import check_count, takes_the_function_alone
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError
 from jaxscope._format import format_bytes, plural
@@ -200,6 +200,7 @@ def memory_call(
     )
 
 
+@takes_the_function_alone
 def memory(
     fun: Callable[..., Any],
     *,

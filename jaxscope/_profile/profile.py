@@ -14,7 +14,7 @@ from typing import Any
 
 import jax
 
-from jaxscope._checks import check_count
+from jaxscope._checks import check_count, takes_the_function_alone
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError, JaxscopeError, ProfileError
 from jaxscope._format import plural, short_dtype
@@ -275,6 +275,7 @@ def _platform(compiled: Any) -> str:
     return ""
 
 
+@takes_the_function_alone
 def profile(
     fun: Callable[..., Any],
     *,

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jaxscope._checks import takes_the_function_alone
 from jaxscope._display import Renderable, printable
 from jaxscope._format import plural
 from jaxscope._jaxpr.builder import build_model
@@ -650,6 +651,7 @@ def _as_vjp(
         return None
 
 
+@takes_the_function_alone
 def residuals(
     fun: Callable[..., Any],
     *,

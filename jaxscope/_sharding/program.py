@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 import jax
 
+from jaxscope._checks import takes_the_function_alone
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import InvalidCallError, ShardingValueError
 from jaxscope._format import plural, short_dtype
@@ -483,6 +484,7 @@ def program_shardings(
     )
 
 
+@takes_the_function_alone
 def shardings(
     fun: Callable[..., Any],
     *,

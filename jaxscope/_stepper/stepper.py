@@ -23,7 +23,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxscope._checks import check_flag
+from jaxscope._checks import check_flag, takes_the_function_alone
 from jaxscope._display import Renderable, printable
 from jaxscope._exceptions import (
     BreakpointError,
@@ -763,6 +763,7 @@ def _outputs(staged: Staged, leaves: list[Any]) -> Any:
     return jax.jit(jaxpr_as_fun(staged.traced.jaxpr))(*leaves)
 
 
+@takes_the_function_alone
 def step(
     fun: Callable[..., Any],
     *,
