@@ -123,15 +123,15 @@ _CSS = """
 #ID{font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.45}
 #ID .jxs-head{margin:2px 0 6px 0;color:#555}
 #ID .jxs-cols{display:flex;gap:12px;align-items:flex-start}
-#ID .jxs-code{flex:3;overflow-x:auto;white-space:pre;min-width:0}
+#ID .jxs-code{flex:3;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere;min-width:0}
 #ID .jxs-src{flex:2;max-height:40em;overflow:auto;border-left:2px solid #ddd;padding-left:8px}
 #ID .jxs-e,#ID .jxs-s{cursor:pointer;border-radius:2px}
 #ID .jxs-e{display:flex;align-items:baseline}
-#ID .jxs-q{min-width:0;white-space:pre-wrap;overflow-wrap:anywhere}
+#ID .jxs-q{min-width:0}
 #ID .jxs-e>.jxs-l{flex-shrink:0}
 #ID .jxs-e:hover,#ID .jxs-s:hover,#ID .jxs-hl{background:rgba(255,200,0,.2)}
 #ID .jxs-pin{background:rgba(255,180,0,.3);box-shadow:inset 3px 0 0 #f5a000}
-#ID .jxs-o{color:#00838f}#ID .jxs-p{color:#8e24aa;font-weight:bold}
+#ID .jxs-o{color:#00838f}#ID .jxs-p{color:#8e24aa}
 #ID .jxs-a{color:#888}#ID .jxs-i{color:#2e7d32}
 #ID .jxs-l{color:#b26a00;margin-left:2em}
 #ID .jxs-f,#ID summary{color:#1a4fa0}
@@ -172,7 +172,7 @@ class _HtmlWriter:
             self.child(child, indent + 6)
 
     def elided(self, region: Region, indent: int, count: int, limit: int) -> None:
-        pad = f' style="padding-left:{indent + 4}ch"'
+        pad = f' style="padding-left:{_ems(indent + 4)}"'
         start = limit // 2
         end = start + count
         while start < end:
@@ -198,7 +198,7 @@ class _HtmlWriter:
             is_open = child.depth <= view.depth
         else:
             is_open = child.total <= HTML_OPEN_MAX_EQNS
-        pad = f' style="padding-left:{indent}ch"'
+        pad = f' style="padding-left:{_ems(indent)}"'
         if child.shared and indent == 0:
             label = f"let {child.shared} = "
         else:
@@ -223,7 +223,7 @@ class _HtmlWriter:
     def close(self, region: Region, indent: int) -> None:
         tail = " in" if region.shared and indent == 0 else ""
         self.parts.append(
-            f'<div class="jxs-f" style="padding-left:{indent + 2}ch">'
+            f'<div class="jxs-f" style="padding-left:{_ems(indent + 2)}">'
             f"{_esc(closing_text(region) + tail)}</div>"
         )
 
@@ -247,7 +247,7 @@ def _eqn_row(
     if info.source is not None and show_source:
         src = f'<span class="jxs-l">{_esc(short_loc(info.source))}</span>'
     return (
-        f'<div class="jxs-e"{data}{scope} style="padding-left:{indent + 4}ch">'
+        f'<div class="jxs-e"{data}{scope} style="padding-left:{_ems(indent + 4)}">'
         f"{_eqn_spans(info, refs)}{src}</div>"
     )
 
@@ -257,12 +257,19 @@ def _eqn_spans(info: EqnInfo, refs: dict[str, str] | None = None) -> str:
     one that wraps: a long line wraps beside its source annotation, which stays in
     view (the row is a flex box), rather than pushing it out of the code column."""
     outs, prim, params, ins = eqn_parts(info, nested=False, refs=refs)
+    # Tags kept short: a 50k-equation view writes this row thousands of times.
+    params_html = f'<span class="jxs-a">{_esc(params)}</span>' if params else ""
     return (
         f'<span class="jxs-q"><span class="jxs-o">{_esc(outs)}</span> = '
-        f'<span class="jxs-p">{_esc(prim)}</span>'
-        f'<span class="jxs-a">{_esc(params)}</span> '
+        f'<b class="jxs-p">{_esc(prim)}</b>{params_html} '
         f'<span class="jxs-i">{_esc(ins)}</span></span>'
     )
+
+
+def _ems(chars: int) -> str:
+    """A monospaced indent of ``chars`` characters in em, which sanitizers keep
+    (they drop ``ch``, so a ``ch`` width would need an em fallback on every row)."""
+    return f"{chars * 0.6:g}em"
 
 
 def _binders(consts: list[tuple[str, str]], invars: list[tuple[str, str]]) -> str:
@@ -342,7 +349,7 @@ def _by_source_html(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
             if index < 0 or rows >= HTML_MAX_ROWS:
                 left = -index if index < 0 else n - index
                 parts.append(
-                    f'<div class="jxs-n" style="padding-left:4ch">... {left} '
+                    f'<div class="jxs-n" style="padding-left:2.4em">... {left} '
                     "equations not shown here (see <code>.text_by_line()</code>) ...</div>"
                 )
                 if index >= 0:
@@ -351,7 +358,7 @@ def _by_source_html(view: JaxprView, keys: dict[tuple[str, int], int]) -> str:
             info = infos[index]
             rows += 1
             parts.append(
-                f'<div class="jxs-e"{data} style="padding-left:{4 + 2 * info.depth}ch">'
+                f'<div class="jxs-e"{data} style="padding-left:{_ems(4 + 2 * info.depth)}">'
                 f"{_eqn_spans(info)}</div>"
             )
         parts.append("</details>")

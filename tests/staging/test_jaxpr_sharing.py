@@ -72,7 +72,7 @@ def test_html_prints_the_shared_jaxpr_once_and_refers_to_it():
     html = to_html(view)  # the renderer's markup (readers get a styled copy)
     assert html.count("let relu = { lambda") == 1
     assert html.count("jaxpr=relu") == 3
-    assert html.count('<span class="jxs-p">max</span>') == 1
+    assert html.count('<b class="jxs-p">max</b>') == 1
 
 
 def test_long_binder_lines_wrap_at_the_display_width_in_displays_only():
