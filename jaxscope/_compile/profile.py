@@ -181,6 +181,13 @@ def profile_call(
             "the lines add up to the measured trace"
         )
         profile = dataclasses.replace(profile, trace_sampling=how)
+    elif sampler.method == "cpu":
+        how = (
+            f"sampled every {sampler.interval * 1e3:g} ms of CPU time or clock tick, "
+            "whichever is longer (a CPU-time timer signal, as SIGALRM was in use); "
+            "each sample is weighted so the lines add up to the measured trace"
+        )
+        profile = dataclasses.replace(profile, trace_sampling=how)
     if compiles_so_far is not None:
         profile = dataclasses.replace(profile, compiles_so_far=compiles_so_far)
     return profile

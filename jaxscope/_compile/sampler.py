@@ -1,17 +1,20 @@
 # pyright: strict
 """Python time per user line while JAX traces: the tracing thread's stack, sampled.
 
-On the main thread (scripts, notebooks, terminal IPython) a real-time interval
-timer (``SIGALRM``) interrupts the trace every ``TRACE_SAMPLE_SECONDS`` and its
-handler reads the interrupted frame: no second thread, so no GIL hand-over slows
-the trace on a loaded machine. Python runs the handler between bytecodes, so time
-spent inside one long C call is seen when it returns. The timer and the previous
-handler are restored on every exit path, and a timer or handler someone else
-installed is never replaced. Elsewhere (another thread, a platform without
-``setitimer``, ``SIGALRM`` in use) a second
-thread reads the tracing thread's frame (``sys._current_frames``) at the same
-interval, as often as Python's switch interval lets it. Each sample stands for an
-equal share of the measured trace time, so the lines add up to the trace exactly.
+On the main thread (scripts, notebooks, terminal IPython) an interval timer
+interrupts the trace every ``TRACE_SAMPLE_SECONDS`` and its handler reads the
+interrupted frame: no second thread, so no GIL hand-over slows or starves the
+sampling on a loaded machine. Python runs the handler between bytecodes, so time
+spent inside one long C call is seen when it returns. The real-time timer
+(``SIGALRM``) is used where it is free; where someone else holds it (pytest-timeout
+does, for every test) the process's CPU-time timer (``SIGPROF``) is. The timer and
+the previous handler are restored on every exit path, and a timer or handler
+someone else installed is never replaced. Elsewhere (another thread, a platform
+without ``setitimer``, both timers in use) a second thread reads the tracing
+thread's frame (``sys._current_frames``) at the same interval, whenever it gets
+the GIL: a trace that often drops and retakes the GIL can starve it, so its
+samples are few on a busy machine. Each sample stands for an equal share of the
+measured trace time, so the lines add up to the trace exactly.
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ from jaxscope._source import display_filename, is_library_file, is_user_file
 # A stack's user frames, innermost first: (shown file, line, function, own code?).
 Stack = tuple[tuple[str, int, str, bool], ...]
 
+# The interval timers tried in turn, as (``setitimer`` timer, its signal, the
+# ``method`` named): wall-clock time first, then the process's CPU time.
+_TIMERS = (("ITIMER_REAL", "SIGALRM", "signal"), ("ITIMER_PROF", "SIGPROF", "cpu"))
+
 
 class TraceSampler:
     """``with TraceSampler() as s: trace()`` then ``s.stacks``: one per sample."""
@@ -42,16 +49,25 @@ class TraceSampler:
         self._files: dict[str, tuple[str, bool, bool]] = {}
         self._base: types.FrameType | None = None
         self._previous: Any = None
+        self._timer = 0
+        self._signum = 0
+        #: "signal" (wall-clock timer), "cpu" (CPU-time timer) or "thread"
         self.method = "thread"
 
     def __enter__(self) -> TraceSampler:
         # frames at or below the caller are its own stack, never the program's
         self._base = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
-        if self._signal_free():
-            self._previous = signal.signal(signal.SIGALRM, self._on_signal)
-            signal.setitimer(signal.ITIMER_REAL, self.interval, self.interval)
-            self.method = "signal"
-            return self
+        found = self._free_timer()
+        if found is not None:
+            self._timer, self._signum, method = found
+            self._previous = signal.signal(self._signum, self._on_signal)
+            try:
+                signal.setitimer(self._timer, self.interval, self.interval)
+            except OSError:  # the handler goes back; a thread samples instead
+                signal.signal(self._signum, self._previous)
+            else:
+                self.method = method
+                return self
         self._sampler = threading.Thread(
             target=self._run, name="jaxscope-trace-sampler", daemon=True
         )
@@ -59,26 +75,33 @@ class TraceSampler:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.method == "signal":
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self._previous)
+        if self.method != "thread":
+            signal.setitimer(self._timer, 0)
+            signal.signal(self._signum, self._previous)
         else:
             self._stop.set()
             if self._sampler is not None:
                 self._sampler.join()
         self._base = None
 
-    def _signal_free(self) -> bool:
+    def _free_timer(self) -> tuple[int, int, str] | None:
+        """The first timer of ``_TIMERS`` nobody uses (no timer running, the default
+        handler on its signal), or None (not the main thread, or none free)."""
         if threading.current_thread() is not threading.main_thread():
-            return False
-        if not hasattr(signal, "setitimer") or not hasattr(signal, "SIGALRM"):
-            return False
-        try:
-            running = signal.getitimer(signal.ITIMER_REAL)
-            handler = signal.getsignal(signal.SIGALRM)
-        except (OSError, ValueError):
-            return False
-        return running == (0.0, 0.0) and handler in (signal.SIG_DFL, None)
+            return None
+        for timer_name, signal_name, method in _TIMERS:
+            timer: int | None = getattr(signal, timer_name, None)
+            signum: int | None = getattr(signal, signal_name, None)
+            if timer is None or signum is None or not hasattr(signal, "setitimer"):
+                continue
+            try:
+                running = signal.getitimer(timer)
+                handler = signal.getsignal(signum)
+            except (OSError, ValueError):
+                continue
+            if running == (0.0, 0.0) and handler in (signal.SIG_DFL, None):
+                return timer, signum, method
+        return None
 
     def _on_signal(self, _signum: int, frame: types.FrameType | None) -> None:
         self.stacks.append(self._stack(frame))

@@ -32,6 +32,10 @@ _PARTITIONED = re.compile(r"_internal_pmap_axis_name.*partitioned (\d+) times")
 _INCONSISTENT = re.compile(r"^(?:vmap|pmap) got inconsistent sizes")
 _REPLICATION = re.compile(r"out_specs which require replication which can't be")
 _MESH_AXES = re.compile(r"replicated across mesh ax[ie]s (?P<axes>\([^)]*\)|'[^']*')")
+# jax 0.9 and 0.10: "... only varying across mesh axes {} and not {data,model}, ..."
+_NOT_VARYING = re.compile(
+    r"only varying across mesh axes \{[^}]*\} and not \{(?P<axes>[^}]*)\}"
+)
 _PARAM_SHAPE = re.compile(
     r'^For parameter "(?P<param>[^"]+)" in "(?P<scope>[^"]+)", the given initializer '
     r"is expected to generate shape (?P<want>\([^)]*\)), but the existing parameter "
@@ -287,7 +291,15 @@ def _max_steps(facts: LibraryFacts) -> str:
 
 def _replication(text: str, facts: LibraryFacts) -> str:
     axes_match = _MESH_AXES.search(text)
-    axes = axes_match.group("axes") if axes_match else "'i'"
+    not_varying = _NOT_VARYING.search(text)
+    if axes_match:
+        axes = axes_match.group("axes")
+    elif not_varying and not_varying.group("axes").strip():
+        names = [repr(n.strip()) for n in not_varying.group("axes").split(",")]
+        axes = names[0] if len(names) == 1 else f"({', '.join(names)})"
+    else:
+        axes = "'i'"
+    which = "mesh axes" if axes.startswith("(") else "mesh axis"
     fn = facts.shard_fn or "the function"
     if facts.shard_return:
         combine = (
@@ -300,7 +312,7 @@ def _replication(text: str, facts: LibraryFacts) -> str:
             "for a mean, on the value it returns"
         )
     return (
-        f"out_specs says every device returns the same value over mesh axis {axes}, "
+        f"out_specs says every device returns the same value over {which} {axes}, "
         f"but {fn} returns each device's own (partial) result: combine the results "
         f"inside {fn} before returning, {combine}; or keep one result per device "
         f"with out_specs=P({axes})"

@@ -46,10 +46,11 @@ SHARDING_MESSAGES = (
     IN_SPECS,
     NO_MESH,
 )
-# JAX's repr of a sharding in a message: its spec says all the reader needs.
+# JAX's repr of a sharding in a message: its spec says all the reader needs (jax
+# 0.9 writes the spec as PartitionSpec(...), 0.10 as P(...)).
 _NAMED = re.compile(
     r"NamedSharding\(mesh=(?:Abstract)?Mesh\((?:[^()]|\([^()]*\))*\), "
-    r"spec=(?P<spec>P\((?:[^()]|\([^()]*\))*\))[^()]*\)"
+    r"spec=(?:P|PartitionSpec)(?P<spec>\((?:[^()]|\([^()]*\))*\))[^()]*\)"
 )
 # shard_map's message gives the mesh, which the (unsharded) operands may not.
 _MESH_GIVEN = re.compile(
@@ -136,7 +137,7 @@ def _layout_lines(sharding: ShardingFacts) -> tuple[str, ...]:
 
 def sharding_explanation(facts: Facts) -> Explanation:
     """JAX's first line with the operands' sharded types, and the fix."""
-    first = _NAMED.sub(r"\g<spec>", first_line(facts.text))
+    first = _NAMED.sub(r"P\g<spec>", first_line(facts.text))
     axis = collective_axis(facts.site)
     if not first and axis:
         first = f"unknown mesh axis '{axis}' in a collective"

@@ -146,9 +146,12 @@ class Interpreter:
             return
 
         def on_sigint(signum: int, frame: Any) -> None:
+            # The flag first: code under the equation (JAX's own included) may
+            # catch the KeyboardInterrupt raised below, or turn it into another
+            # error; the run still pauses.
+            self._interrupted = True
             if self._binding:
                 raise KeyboardInterrupt
-            self._interrupted = True
 
         signal.signal(signal.SIGINT, on_sigint)
         try:
@@ -230,6 +233,12 @@ class Interpreter:
                             self._binding = True
                             try:
                                 outs = _bind(node, invals)
+                            except StepError:
+                                # failed while a Ctrl-C arrived: interrupted (a
+                                # real failure comes back when it runs again)
+                                if not self._interrupted:
+                                    raise
+                                raise KeyboardInterrupt from None
                             finally:
                                 self._binding = False
                             if self.breaks.nan or self.breaks.inf:

@@ -102,10 +102,6 @@ def test_per_line_counts_add_up_to_the_totals(which, unrolled_profile, nested_pr
     assert compile_estimate == pytest.approx(cp.stages.compile, rel=1e-6)
 
 
-@pytest.mark.skipif(
-    jax.__version_info__ < (0, 10),
-    reason="on jax 0.9 the trace's samples land in JAX's frames, not the loop's line (cause open)",
-)
 def test_trace_time_goes_to_the_line_that_traces(unrolled_profile, line_of):
     cp = unrolled_profile
     line = cp.line(line_of(unrolled, "UNROLLED"))
@@ -240,16 +236,35 @@ def test_html_shades_lines_and_escapes_source(unrolled_profile):
     assert "<script" not in page
 
 
-def test_the_sampling_timer_and_signal_handler_are_restored():
+def _timer_state():
     import signal
 
-    before = signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)
-    free = before[0] in (signal.SIG_DFL, None) and before[1] == (0.0, 0.0)
+    return {
+        name: (signal.getsignal(getattr(signal, name)), signal.getitimer(timer))
+        for name, timer in (
+            ("SIGALRM", signal.ITIMER_REAL),
+            ("SIGPROF", signal.ITIMER_PROF),
+        )
+    }
+
+
+def _free(state):
+    import signal
+
+    handler, running = state
+    return handler in (signal.SIG_DFL, None) and running == (0.0, 0.0)
+
+
+def test_the_sampling_timer_and_signal_handler_are_restored():
+    before = _timer_state()
     cp = js.compile_profile(unrolled)(jnp.ones(3))
-    assert ("timer signal" in cp.trace_sampling) is free
-    after = signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)
-    assert after[0] == before[0]
-    assert (after[1] == (0.0, 0.0)) is (before[1] == (0.0, 0.0))
+    wall, cpu = _free(before["SIGALRM"]), _free(before["SIGPROF"])
+    assert ("(a timer signal)" in cp.trace_sampling) is wall
+    assert ("of CPU time" in cp.trace_sampling) is (cpu and not wall)
+    after = _timer_state()
+    for name in before:
+        assert after[name][0] == before[name][0]
+        assert (after[name][1] == (0.0, 0.0)) is (before[name][1] == (0.0, 0.0))
 
 
 def test_a_profile_made_on_another_thread_samples_from_a_second_thread():
@@ -274,18 +289,58 @@ def test_text_lists_the_jitted_functions_inside(nested_profile):
     assert "inner: 2 eqns called at" in text
 
 
-def test_an_alarm_the_user_set_is_left_alone_and_a_thread_samples():
+@pytest.fixture
+def alarm_taken():
+    """SIGALRM held as pytest-timeout holds it for every test: a handler and a
+    running real-time timer (one that fails the test should it fire)."""
     import signal
 
     def on_alarm(signum, frame):
         raise AssertionError("the user's alarm must not fire in this test")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
+    timer = signal.setitimer(signal.ITIMER_REAL, 600)
+    try:
+        yield on_alarm
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, *timer)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_an_alarm_the_user_set_is_left_alone_and_the_cpu_timer_samples(
+    alarm_taken, line_of
+):
+    import signal
+
+    cp = js.compile_profile(unrolled)(jnp.ones(3))
+    assert signal.getsignal(signal.SIGALRM) is alarm_taken
+    assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 600
+    assert signal.getsignal(signal.SIGPROF) in (signal.SIG_DFL, None)
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
+    assert "of CPU time" in cp.trace_sampling
+    assert cp.totals.eqns == 4000
+    # the samples are in the loop's line, not in JAX's frames around it
+    assert cp.trace_samples > 0
+    line = cp.line(line_of(unrolled, "UNROLLED"))
+    assert line.trace_seconds > 0.5 * cp.stages.trace
+
+
+def test_with_both_timers_in_use_a_thread_samples_and_both_are_left_alone(
+    alarm_taken,
+):
+    import signal
+
+    def on_prof(signum, frame):
+        raise AssertionError("the user's profiling timer must not fire here")
+
+    previous = signal.signal(signal.SIGPROF, on_prof)
     try:
         cp = js.compile_profile(unrolled)(jnp.ones(3))
-        assert signal.getsignal(signal.SIGALRM) is on_alarm
+        assert signal.getsignal(signal.SIGPROF) is on_prof
+        assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
     finally:
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGPROF, previous)
+    assert signal.getsignal(signal.SIGALRM) is alarm_taken
     assert "second thread" in cp.trace_sampling
     assert cp.totals.eqns == 4000
 

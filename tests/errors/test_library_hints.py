@@ -95,6 +95,29 @@ def test_shard_map_without_psum_gets_the_collective_in_the_users_names(catch, me
     assert "reshape or transpose" not in report.hint.lower()
 
 
+def test_shard_map_without_psum_on_a_two_axis_mesh_names_both_axes(catch):
+    # The 2-D mesh of the README: the hint's collective names the mesh's own axes
+    # (it named a made-up 'i' where JAX's message lists them as "not {data,model}").
+    mesh2 = jax.make_mesh((4, 2), ("data", "model"))
+
+    def total(x):
+        return jnp.sum(x, keepdims=True)
+
+    x = jax.device_put(jnp.ones((8, 4)), NamedSharding(mesh2, P("data", "model")))
+    specs = {"mesh": mesh2, "in_specs": P("data", "model"), "out_specs": P()}
+    report = js.explain(catch(jax.jit(jax.shard_map(total, **specs)), x))
+    fix = "jax.lax.psum(jnp.sum(x, keepdims=True), ('data', 'model'))"
+    assert f"`return {fix}`" in report.hint
+    assert "over mesh axes ('data', 'model')" in report.hint
+    assert "'i'" not in report.hint
+
+    def fixed(x):  # the hint applied
+        return jax.lax.psum(jnp.sum(x, keepdims=True), ("data", "model"))
+
+    out = jax.jit(jax.shard_map(fixed, **specs))(x)
+    assert out.shape == (1, 1) and float(out[0, 0]) == 32.0  # the sum of all 32 ones
+
+
 def _step(w, x):
     return jnp.sum(w * x)
 

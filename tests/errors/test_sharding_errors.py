@@ -179,8 +179,8 @@ def test_duplicate_axis_in_a_spec(catch):
 
 @pytest.mark.skipif(
     jax.__version_info__ < (0, 10),
-    reason="jax 0.9 words this error differently (its message is explained as JAX "
-    "wrote it, without the sharding hint)",
+    reason="jax 0.9 does not check in_specs against the argument's sharding: this "
+    "program fails later, on out_specs' replication, and gets that hint",
 )
 def test_shard_map_in_specs_that_disagree_with_the_input(catch, xa):
     body = partial(jax.shard_map, mesh=mesh, in_specs=P("data", None), out_specs=P())
@@ -189,11 +189,6 @@ def test_shard_map_in_specs_that_disagree_with_the_input(catch, xa):
     assert "in_specs=P('data', 'model')" in report.hint
 
 
-@pytest.mark.skipif(
-    jax.__version_info__ < (0, 10),
-    reason="jax 0.9 words this error differently (its message is explained as JAX "
-    "wrote it, without the sharding hint)",
-)
 def test_the_long_sharding_repr_in_jax_message_is_cut_to_its_spec(catch, xa):
     ya = jax.device_put(
         np.ones((64, 32), np.float32), NamedSharding(mesh, P("model", "data"))
