@@ -21,7 +21,8 @@ class ProbeMagics(JaxscopeMagics):
         "--at",
         action="append",
         default=[],
-        help="a variable name, file:LINE or named scope to read (repeatable)",
+        help="variable names, file:LINEs or named scopes to read, comma-separated "
+        "(or repeat --at)",
     )
     @argument(
         "--loops",
@@ -47,7 +48,9 @@ class ProbeMagics(JaxscopeMagics):
                 "%jaxprobe needs at least one --at: a variable name, file:LINE or "
                 "named scope; write e.g. %jaxprobe --at logits f(x)"
             )
-        at = [int(a) if a.strip().isdigit() else a for a in opts.at]
+        # `--at logits,loss`: no name, line or scope has a comma in it.
+        names = [part.strip() for a in opts.at for part in a.split(",")]
+        at = [int(a) if a.isdigit() else a for a in names if a]
         view = self.traced_call("jaxprobe", opts, probe, at=at, loops=opts.loops)
         return present(view, line)
 
