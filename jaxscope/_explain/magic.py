@@ -2,22 +2,25 @@
 
 ``on_load`` installs a custom exception handler (``shell.set_custom_exc``). For an
 exception JAX raised it shows ``js.explain``'s report (HTML with a folded full traceback
-in Jupyter, rich text in a terminal); every other exception goes down IPython's usual
-path untouched. The exception itself is never replaced: ``sys.last_value``, ``%debug``,
+in Jupyter, rich text in a terminal); jaxscope's own one-line errors for a bad call
+(``js.jaxpr(f, x)``) end their traceback at the user's line, not inside jaxscope; every
+other exception goes down IPython's usual path untouched. The exception itself is never replaced: ``sys.last_value``, ``%debug``,
 ``%tb``, ``%pdb`` and ``%xmode`` keep working on the original.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from jaxscope._exceptions import InvalidCallError
+from jaxscope._exceptions import InvalidCallError, JaxscopeError
 from jaxscope._ipython.magics import JaxscopeMagics, usage_errors
 from jaxscope._ipython.options import parse_magic_args
 
@@ -28,6 +31,7 @@ _KEY_PREVIOUS = "errors.previous"
 _KEY_MODE = "errors.mode"
 _MODES = ("on", "off", "full")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @magics_class
@@ -118,6 +122,16 @@ def _handle(
                 report = explain(value)
         except Exception:
             report = None
+    ours = _up_to_jaxscope(tb) if mode != "off" else None
+    if report is None and ours is not None and isinstance(value, JaxscopeError):
+        # A bad call of ours: the traceback ends at the user's line. The exception
+        # and its whole traceback stay recorded for %tb and %debug.
+        shell._get_exc_info((etype, value, tb))
+        stb = shell.InteractiveTB.structured_traceback(
+            etype, value, ours, tb_offset=tb_offset
+        )
+        shell._showtraceback(etype, value, stb)
+        return
     if report is None:
         shell.showtraceback((etype, value, tb), running_compiled_code=True)
         return
@@ -133,6 +147,26 @@ def _handle(
         return
     if getattr(shell, "call_pdb", False):
         shell.debugger(force=True)
+
+
+def _up_to_jaxscope(tb: Any) -> Any:
+    """A copy of ``tb`` that stops before its first frame inside jaxscope, or None
+    where it has none of the user's frames or never enters jaxscope."""
+    package = _PACKAGE_DIR
+    frames: list[Any] = []
+    entered = False
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(package + os.sep):
+            entered = True
+            break
+        frames.append(tb)
+        tb = tb.tb_next
+    if not entered or not frames:
+        return None
+    copy = None
+    for t in reversed(frames):
+        copy = types.TracebackType(copy, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return copy
 
 
 def _is_parse_error(etype: type, tb: Any) -> bool:

@@ -240,3 +240,31 @@ def test_a_failing_report_renderer_falls_back_to_ipythons_traceback(jax_ns):
     assert "Traceback" in out and "TracerBoolConversionError" in out
     assert "ErrorReport(" not in out  # not the report's repr
     assert not [w for w in caught if "renderer" in str(w.message)]
+
+
+def test_a_bad_call_of_ours_ends_at_the_users_line_not_inside_jaxscope(jax_ns):
+    ip = jax_ns
+    run(ip, "import jaxscope as js\ndef step(x):\n    return x * 2\n")
+    called, result, out = run(ip, "js.jaxpr(step, jnp.ones(3))")
+    assert isinstance(result.error_in_exec, js.InvalidCallError)
+    assert "write js.jaxpr(step)(*args)" in out
+    assert "js.jaxpr(step, jnp.ones(3))" in out  # the user's line, with its arrow
+    assert "_checks.py" not in out and "raise InvalidCallError" not in out
+    # The exception and its traceback are kept whole for %tb and %debug.
+    assert sys.last_value is result.error_in_exec
+    assert sys.last_traceback is result.error_in_exec.__traceback__
+    tb = sys.last_traceback
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    assert tb.tb_frame.f_code.co_filename.endswith("_checks.py")
+
+
+def test_a_bad_call_of_ours_in_jaxerrors_off_is_ipythons_usual_display(jax_ns):
+    ip = jax_ns
+    run(ip, "import jaxscope as js\ndef step(x):\n    return x * 2\n")
+    ip.run_line_magic("jaxerrors", "off")
+    try:
+        _, _, out = run(ip, "js.jaxpr(step, jnp.ones(3))")
+    finally:
+        ip.run_line_magic("jaxerrors", "on")
+    assert "_checks.py" in out
