@@ -245,7 +245,7 @@ def test_a_failing_report_renderer_falls_back_to_ipythons_traceback(jax_ns):
 def test_a_bad_call_of_ours_ends_at_the_users_line_not_inside_jaxscope(jax_ns):
     ip = jax_ns
     run(ip, "import jaxscope as js\ndef step(x):\n    return x * 2\n")
-    called, result, out = run(ip, "js.jaxpr(step, jnp.ones(3))")
+    _, result, out = run(ip, "js.jaxpr(step, jnp.ones(3))")
     assert isinstance(result.error_in_exec, js.InvalidCallError)
     assert "write js.jaxpr(step)(*args)" in out
     assert "js.jaxpr(step, jnp.ones(3))" in out  # the user's line, with its arrow
