@@ -899,6 +899,8 @@ export class GraphViewer {
       highlightLine: (f, l) => this.highlightLine(f, l),
       goToSource: (f, l) => this.goToSource(f, l),
       groups: () => this.g.groups.map((g) => ({ id: g.id, label: g.label, size: g.size, kind: g.kind })),
+      // the labels of the groups drawn open
+      opened: () => [...this.expanded].filter((id) => id[0] === "g").map((id) => this.h.item.get(id).label),
       visible: () => Number(this.root.dataset.visible),
       focus: (id) => this.focusItem(id),
       view: () => this.pz.state(),
