@@ -309,3 +309,22 @@ test("a payload without origins opens by cost alone, as before the field existed
   const order = defaultExpansion(h, 60).map((ids) => ids.map((id) => h.item.get(id).label));
   assert.deepEqual(order, [["jit _where"], ["softmax_cross_entropy_with_integer_labels"], ["jit _take"], ["jit helper"]]);
 });
+
+test("the first view opens the forward pass's groups before the backward's", () => {
+  const p = new Payload("step");
+  const x = p.node({ kind: 1, label: "x" });
+  const fwd = p.group({ kind: "call", label: "loss_fn" });
+  const model = p.group({ kind: "scope", label: "CNN", parent: fwd });
+  const inModel = [0, 1, 2].map(() => p.node({ label: "conv", group: model }));
+  const bwd = p.group({ kind: "call", label: "loss_fn (backward)", backward: 1 });
+  const back = p.node({ label: "transpose", group: bwd });
+  const back2 = p.node({ label: "mul", group: bwd });
+  let prev = x;
+  for (const n of [...inModel, back, back2]) {
+    p.edge(prev, n);
+    prev = n;
+  }
+  const h = build(p);
+  const order = defaultExpansion(h, 60).map((ids) => ids.map((id) => h.item.get(id).label));
+  assert.deepEqual(order, [["loss_fn"], ["CNN"], ["loss_fn (backward)"]]);
+});

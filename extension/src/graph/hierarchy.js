@@ -32,16 +32,17 @@ const NUMBERED = /^(.*?)(\d+)(\D*)$/;
 /**
  * The groups the first view opens, as the bundles that open together, in order,
  * while at most `budget` items show. The user's own groups (origin 0) open first,
- * those adding the fewest items first; then the library calls made from the user's
- * code (origin 1, `self.head`, `optimizer.update`) while the budget lasts; groups
- * inside a library or JAX (origin 2, `jit _where`) never do. Artificial boxes and
+ * the forward pass's before the backward's, those adding the fewest items first;
+ * then the library calls made from the user's code (origin 1, `self.head`,
+ * `optimizer.update`) while the budget lasts; groups inside a library or JAX
+ * (origin 2, `jit _where`) never do. Artificial boxes and
  * three or more numbered siblings ("layer0", "layer1", ..., "Block #1", ...) stay
  * closed, two open together or not at all.
  */
 export function defaultExpansion(h, budget) {
   let visible = h.members(ROOT).length;
   const opened = [];
-  const queue = []; // bundles: [ids, origin, cost]
+  const queue = []; // bundles: [ids, rank (origin, then backward), cost]
   const push = (c) => {
     const bundles = new Map();
     for (const id of h.children.get(c) || []) {
@@ -56,7 +57,8 @@ export function defaultExpansion(h, budget) {
       if (ids.length >= 3) continue;
       const origin = Math.max(...ids.map((id) => h.item.get(id).origin || 0));
       if (origin >= 2) continue;
-      queue.push([ids, origin, ids.reduce((a, id) => a + h.members(id).length - 1, 0)]);
+      const backward = ids.some((id) => h.item.get(id).backward) ? 1 : 0;
+      queue.push([ids, origin * 2 + backward, ids.reduce((a, id) => a + h.members(id).length - 1, 0)]);
     }
   };
   push(ROOT);
