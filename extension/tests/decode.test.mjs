@@ -52,6 +52,14 @@ test("decode reads every group field, the later optional ones included", () => {
   assert.equal(layer.backward, false);
   assert.deepEqual(layer.lines, { file: "model.py", first: 5, last: 6 });
   assert.equal(layer.function, "layer_fn");
+  assert.equal(layer.origin, 0);
+});
+
+test("decode reads whose code a group is", () => {
+  const p = new Payload();
+  p.group({ kind: "call", label: "softmax_cross_entropy_with_integer_labels", origin: 1 });
+  p.group({ kind: "jit", label: "jit _take", parent: 0, origin: 2 });
+  assert.deepEqual(decode(p.json()).groups.map((g) => g.origin), [1, 2]);
 });
 
 test("decode reads a backward group", () => {
@@ -69,6 +77,7 @@ test("decode accepts a group written before the optional fields existed", () => 
   assert.equal(layer.backward, false);
   assert.equal(layer.function, "");
   assert.equal(layer.label, "layer");
+  assert.equal(layer.origin, 0);
 });
 
 test("decode reads edges as node indices and interned strings", () => {
@@ -143,6 +152,7 @@ test("the checked-in payload example (tests/graph/test_payload_contract.py write
   const labels = g.groups.map((x) => x.label);
   assert.deepEqual(labels, ["loss", "layer0", "layer1", "loss (backward)", "layer1", "layer0"]);
   assert.deepEqual(g.groups.map((x) => x.backward), [false, false, false, true, true, true]);
+  assert.deepEqual(g.groups.map((x) => x.origin), [0, 0, 0, 0, 0, 0]);
   assert.deepEqual(g.nodes.filter((n) => n.kind === "input").map((n) => n.label), ["params[0]", "params[1]", "x"]);
   const dot = g.nodes.find((n) => n.primitive === "dot_general");
   assert.equal(dot.source.file, "model.py");

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { ROOT, decode } from "../src/graph/decode.js";
-import { AUX_MIN_GROUPS, Hierarchy, IO_MIN } from "../src/graph/hierarchy.js";
+import { AUX_MIN_GROUPS, Hierarchy, IO_MIN, defaultExpansion } from "../src/graph/hierarchy.js";
 import { Payload, chain } from "./payload.mjs";
 
 const build = (p, opts) => new Hierarchy(decode(p.json()), opts);
@@ -267,4 +267,64 @@ test("a shared weight in the inputs' box still gets a stub in each group it feed
   assert.equal(h.item.get(h.children.get(ROOT)[0]).kind, "io");
   for (let g = 0; g < AUX_MIN_GROUPS; g++) assert.deepEqual(h.stubs.get("g" + g), [`x0@g${g}`]);
   assert.equal((h.lifted.get(ROOT) || []).length, 0); // no edge from the box
+});
+
+// A loss as a user writes it: their jitted helper, optax's loss (holding JAX's own
+// jits), and a jnp.where at the top level (JAX's `jit _where`).
+function libraryLoss() {
+  const p = new Payload("loss");
+  const x = p.node({ kind: 1, label: "x" });
+  const where = p.group({ kind: "jit", label: "jit _where", origin: 2 });
+  const w = p.node({ label: "select_n", group: where });
+  const helper = p.group({ kind: "jit", label: "jit helper" });
+  const inHelper = [0, 1, 2, 3, 4].map(() => p.node({ label: "tanh", group: helper }));
+  const loss = p.group({ kind: "call", label: "softmax_cross_entropy_with_integer_labels", origin: 1 });
+  const take = p.group({ kind: "jit", label: "jit _take", parent: loss, origin: 2 });
+  const taken = [0, 1].map(() => p.node({ label: "gather", group: take }));
+  const lse = p.node({ label: "log_softmax", group: loss });
+  const out = p.node({ kind: 2, label: "out" });
+  let prev = x;
+  for (const n of [w, ...inHelper, ...taken, lse, out]) {
+    p.edge(prev, n);
+    prev = n;
+  }
+  return p;
+}
+
+test("the first view opens the user's groups first, then library calls, never library internals", () => {
+  const h = build(libraryLoss());
+  const label = (id) => h.item.get(id).label;
+  const order = defaultExpansion(h, 60).map((ids) => ids.map(label));
+  // the library call adds fewer items than the user's helper, yet opens after it
+  assert.deepEqual(order, [["jit helper"], ["softmax_cross_entropy_with_integer_labels"]]);
+  // a budget for the user's group alone leaves the library call closed
+  const tight = h.members(ROOT).length + h.members("g1").length - 1;
+  assert.deepEqual(defaultExpansion(h, tight).map((ids) => ids.map(label)), [["jit helper"]]);
+});
+
+test("a payload without origins opens by cost alone, as before the field existed", () => {
+  const data = libraryLoss().json();
+  data.groups = data.groups.map((g) => g.slice(0, 13));
+  const h = new Hierarchy(decode(data));
+  const order = defaultExpansion(h, 60).map((ids) => ids.map((id) => h.item.get(id).label));
+  assert.deepEqual(order, [["jit _where"], ["softmax_cross_entropy_with_integer_labels"], ["jit _take"], ["jit helper"]]);
+});
+
+test("the first view opens the forward pass's groups before the backward's", () => {
+  const p = new Payload("step");
+  const x = p.node({ kind: 1, label: "x" });
+  const fwd = p.group({ kind: "call", label: "loss_fn" });
+  const model = p.group({ kind: "scope", label: "CNN", parent: fwd });
+  const inModel = [0, 1, 2].map(() => p.node({ label: "conv", group: model }));
+  const bwd = p.group({ kind: "call", label: "loss_fn (backward)", backward: 1 });
+  const back = p.node({ label: "transpose", group: bwd });
+  const back2 = p.node({ label: "mul", group: bwd });
+  let prev = x;
+  for (const n of [...inModel, back, back2]) {
+    p.edge(prev, n);
+    prev = n;
+  }
+  const h = build(p);
+  const order = defaultExpansion(h, 60).map((ids) => ids.map((id) => h.item.get(id).label));
+  assert.deepEqual(order, [["loss_fn"], ["CNN"], ["loss_fn (backward)"]]);
 });

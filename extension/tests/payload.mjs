@@ -30,11 +30,11 @@ export class Payload {
 
   /** A group; returns its index. `parent` -1 is the top level. */
   group({ kind = "scope", label, parent = -1, size = 0, primitive = "", inputs = [], outputs = [],
-    params = [], source = null, scope = "", backward = 0, lines = null, fn = "" }) {
+    params = [], source = null, scope = "", backward = 0, lines = null, fn = "", origin = 0 }) {
     this.groups.push([
       this.s(kind), this.s(label), parent, size, this.s(primitive), this.pairs(inputs),
       this.pairs(outputs), this.pairs(params), this.loc(source), this.s(scope), backward,
-      lines ? [this.s(lines[0]), lines[1], lines[2]] : [], this.s(fn),
+      lines ? [this.s(lines[0]), lines[1], lines[2]] : [], this.s(fn), origin,
     ]);
     return this.groups.length - 1;
   }

@@ -47,6 +47,9 @@ from jaxscope._gc import gc_paused
 from jaxscope._graph import calls
 from jaxscope._graph.records import (
     AUX_MIN_GROUPS,
+    ORIGIN_LIBRARY,
+    ORIGIN_LIBRARY_CALL,
+    ORIGIN_USER,
     GraphEdge,
     GraphGroup,
     GraphModel,
@@ -55,6 +58,7 @@ from jaxscope._graph.records import (
 from jaxscope._jaxpr.records import JaxprModel, Region
 from jaxscope._records import EqnInfo, SourceLoc, fill_in
 from jaxscope._source import short_path
+from jaxscope.compat.source import is_jax_file, is_library_file
 
 _TRANSFORM = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$")
 
@@ -179,6 +183,11 @@ def _group_label(info: EqnInfo, children: list[Region], function: str) -> str:
     if info.source is not None:
         return f"{kind} @ {short_path(info.source.file)}:{info.source.line}"
     return kind
+
+
+def _in_library(file: str) -> bool:
+    """Whether a traced function's ``file`` is an installed library's or JAX's."""
+    return bool(file) and (is_library_file(file) or is_jax_file(file))
 
 
 def _eqn_fields(info: EqnInfo) -> dict[str, Any]:
@@ -327,6 +336,7 @@ class _Builder:
         self.library_calls: set[str] = set()  # call groups of a library's function
         # call group -> the nodes and groups directly in it
         self.members: dict[str, int] = {}
+        self.origins: dict[str | None, int] = {None: ORIGIN_USER}  # see GraphGroup
 
     def call_group(
         self,
@@ -339,8 +349,12 @@ class _Builder:
     ) -> str:
         gid = f"k{len(self.groups.items)}"
         self.call_ids.add(gid)
+        origin = ORIGIN_USER
         if library:
             self.library_calls.add(gid)
+            inside = self.origins[parent] == ORIGIN_LIBRARY
+            origin = ORIGIN_LIBRARY if inside else ORIGIN_LIBRARY_CALL
+        self.origins[gid] = origin
         self.placed(parent)
         self.groups.add(
             GraphGroup(
@@ -352,6 +366,7 @@ class _Builder:
                 source=SourceLoc(file=call_site[0], line=call_site[1]),
                 backward=backward,
                 function=function,
+                origin=origin,
             )
         )
         return gid
@@ -361,6 +376,7 @@ class _Builder:
     ) -> str:
         gid = f"s{len(self.groups.items)}"
         self.placed(parent)
+        origin = self.origins[gid] = self.origins[parent]
         self.groups.add(
             GraphGroup(
                 id=gid,
@@ -370,6 +386,7 @@ class _Builder:
                 size=0,
                 scope=scope,
                 backward=backward,
+                origin=origin,
             )
         )
         return gid
@@ -465,6 +482,10 @@ class _Builder:
         when it has several."""
         gid = f"g{_path_id(info.path)}"
         function = _group_function(info, children)
+        origin = self.origins[parent]
+        if any(_in_library(r.function_file) for r in children):
+            origin = ORIGIN_LIBRARY
+        self.origins[gid] = origin
         self.groups.add(
             GraphGroup(
                 id=gid,
@@ -473,6 +494,7 @@ class _Builder:
                 parent=parent,
                 size=0,
                 function=function,
+                origin=origin,
                 **_eqn_fields(info),
             )
         )
@@ -495,8 +517,10 @@ class _Builder:
                     path=child.path,
                     inputs=tuple(child.invars),
                     outputs=tuple(child.outvars),
+                    origin=origin,
                 )
             )
+            self.origins[rid] = origin
             self.region(child, rid, backward)
         self.wires.leave(info, children)
 

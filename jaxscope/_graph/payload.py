@@ -102,7 +102,7 @@ def _payload(graph: GraphModel) -> dict[str, Any]:
     top level), ``inputs``/``outputs``/``params`` are flat lists of string indices
     (name, type, name, type...), ``source`` is ``[file, line, function]`` or ``[]``.
     A group is ``[kind, label, parent, size, primitive, inputs, outputs, params,
-    source, scope, backward, lines, function]``. ``edges`` is a flat list ``src, dst,
+    source, scope, backward, lines, function, origin]``. ``edges`` is a flat list ``src, dst,
     var, type, ...`` (node indices, then string indices; a destination ``-1 - k`` is
     group ``k``). ``sources`` maps file → line → text.
 
@@ -115,6 +115,10 @@ def _payload(graph: GraphModel) -> dict[str, Any]:
       source lines of the equations inside, in the file holding most of them, or ``[]``;
     - group ``[12]`` ``function``: string index of the function(s) traced into the
       group's nested jaxprs (``"rnn_cell"``; ``""`` for a scope, a lambda or none);
+    - group ``[13]`` ``origin``: whose code the group is (``GraphGroup.origin``): 0
+      the user's own, 1 a library call from the user's code (``self.head``,
+      ``optimizer.update``), 2 inside a library or JAX (``jit _where``); the
+      viewer's first view opens 0, then 1, never 2 (absent: 0);
     - ``aux``: sorted node indices of auxiliary nodes, those consumed in
       ``auxMinGroups`` or more distinct groups (a weight or mask shared by many
       layers): draw a copy in each consuming group rather than long edges;
@@ -140,6 +144,7 @@ def _payload(graph: GraphModel) -> dict[str, Any]:
             int(g.backward),
             [s(g.lines[0]), g.lines[1], g.lines[2]] if g.lines else [],
             s(g.function),
+            g.origin,
         ]
         for g in graph.groups
     ]

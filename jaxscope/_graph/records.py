@@ -63,6 +63,10 @@ class GraphGroup:
     ``lines`` is ``(file, first, last)``: the source lines of the equations inside,
     in the file that holds most of them (None when none has a source line).
     ``function`` names the Python function traced into the group's nested jaxpr(s).
+    ``origin`` says whose code the group is: ``ORIGIN_USER`` (0), the user's own;
+    ``ORIGIN_LIBRARY_CALL`` (1), a library function the user's code calls
+    (``self.head``, ``optimizer.update``); ``ORIGIN_LIBRARY`` (2), inside a library
+    or JAX itself (``jit _where``, the ``jit _take`` under optax's loss).
     """
 
     id: str
@@ -80,6 +84,12 @@ class GraphGroup:
     backward: bool = False
     lines: tuple[str, int, int] | None = None
     function: str = ""
+    origin: int = 0
+
+
+ORIGIN_USER = 0
+ORIGIN_LIBRARY_CALL = 1
+ORIGIN_LIBRARY = 2
 
 
 @dataclass(frozen=True, slots=True)

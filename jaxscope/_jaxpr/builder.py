@@ -383,6 +383,7 @@ def _walk(
 ) -> Region:
     atom = b.atom
     function, traced_for = _cj.jaxpr_function(jaxpr)
+    function_file = _cj.jaxpr_function_file(jaxpr)
     region = Region(
         path=path,
         label=label,
@@ -391,6 +392,7 @@ def _walk(
         outvars=[],
         function=function,
         traced_for=traced_for,
+        function_file=function_file,
     )
     # JAX prints outputs nothing reads as `_` (a DropVar, or a var left unused).
     used = {id(v) for v in jaxpr.outvars}

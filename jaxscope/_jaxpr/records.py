@@ -15,6 +15,7 @@ class Region:
     ``path`` is the prefix its equations' paths extend; ``()`` for the top jaxpr.
     ``total`` counts its equations, nested ones included. ``function`` is the name of
     the Python function traced into it (``"rnn_cell"``, ``"<lambda>"``, or ``""``),
+    ``function_file`` the file defining it,
     ``traced_for`` the API that traced it (``"scan"``, ``"fori_loop"``, ``"jit"``).
     """
 
@@ -28,6 +29,8 @@ class Region:
     total: int = 0
     function: str = ""
     traced_for: str = ""
+    #: the file defining ``function`` (``""`` when unknown)
+    function_file: str = ""
     #: the name displays print it under (``let relu = {...} in``) when the same
     #: jaxpr is used more than once, as JAX's printer does; ``""`` otherwise
     shared: str = ""

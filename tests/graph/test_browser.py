@@ -1035,3 +1035,45 @@ def test_the_first_view_runs_no_long_main_thread_task(gpage, tmp_path, layers):
     longest = max((d for start, d in tasks if start < ready), default=0.0)
     assert longest < 200, (longest, tasks)
     assert any(x.startswith("layer0") for x in _group_labels(gpage))
+
+
+# ------------------------------------------------- whose groups the first view opens
+
+JAX_INTERNALS = ("jit _take", "jit _where", "jit take_along_axis")
+
+
+def _opened(page):
+    return page.evaluate(f"{API}.opened()")
+
+
+@pytest.mark.parametrize("program", [_nnx_transformer_step, _linen_cnn_step])
+def test_the_first_view_opens_the_users_groups_never_jax_internals(
+    gpage, tmp_path, program
+):
+    f, args = program()
+    _open_static(gpage, tmp_path, js.graph(f)(*args))
+    opened = _opened(gpage)
+    assert "loss_fn" in opened and "loss_fn (backward)" in opened
+    assert {"Transformer", "CNN"} & set(opened)
+    assert not [x for x in opened if x.startswith(JAX_INTERNALS)], opened
+    # still there, closed, for the user to open
+    if program is _nnx_transformer_step:
+        assert "jit _take" in _group_labels(gpage)
+
+
+@jax.jit
+def _user_helper(x):
+    return jnp.tanh(x) * 2.0
+
+
+def test_a_plain_jax_programs_own_nested_jits_still_open(gpage, tmp_path):
+    def loss(w, x):
+        h = _user_helper(x @ w)
+        return jnp.sum(jnp.where(h > 0, h, 0.0) ** 2)
+
+    f = jax.jit(jax.value_and_grad(loss))
+    _open_static(gpage, tmp_path, js.graph(f)(jnp.ones((3, 3)), jnp.ones((2, 3))))
+    opened = _opened(gpage)
+    assert opened.count("jit _user_helper") == 2, opened  # forward and backward
+    assert "jit _where" not in opened
+    assert "jit _where" in _group_labels(gpage)

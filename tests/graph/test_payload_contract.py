@@ -114,6 +114,7 @@ def test_the_viewer_decodes_every_group_and_edge_as_python_wrote_them(
         assert theirs["size"] == mine.size
         assert theirs["backward"] == mine.backward
         assert theirs["function"] == mine.function
+        assert theirs["origin"] == mine.origin
         lines = mine.lines
         assert theirs["lines"] == (
             None
@@ -193,6 +194,6 @@ def test_python_writes_the_payload_the_checked_in_example_shows():
 
     def labels(payload):
         s = payload["strings"]
-        return [(s[g[0]], s[g[1]], g[2], g[10]) for g in payload["groups"]]
+        return [(s[g[0]], s[g[1]], g[2], g[10], g[13]) for g in payload["groups"]]
 
     assert labels(fresh) == labels(example)

@@ -48,6 +48,7 @@ export function* decodeSteps(data) {
     params: pairs(g[7]), source: loc(g[8]), scope: str(g[9]), backward: g[10] === 1,
     lines: g[11] && g[11].length ? { file: str(g[11][0]), first: g[11][1], last: g[11][2] } : null,
     function: g[12] === undefined ? "" : str(g[12]),
+    origin: typeof g[13] === "number" ? g[13] : 0,
   }));
   const N = data.nodes || [];
   const nodes = new Array(N.length);

@@ -30,6 +30,50 @@ const SERIES_GAP = 4;
 const NUMBERED = /^(.*?)(\d+)(\D*)$/;
 
 /**
+ * The groups the first view opens, as the bundles that open together, in order,
+ * while at most `budget` items show. The user's own groups (origin 0) open first,
+ * the forward pass's before the backward's, those adding the fewest items first;
+ * then the library calls made from the user's code (origin 1, `self.head`,
+ * `optimizer.update`) while the budget lasts; groups inside a library or JAX
+ * (origin 2, `jit _where`) never do. Artificial boxes and
+ * three or more numbered siblings ("layer0", "layer1", ..., "Block #1", ...) stay
+ * closed, two open together or not at all.
+ */
+export function defaultExpansion(h, budget) {
+  let visible = h.members(ROOT).length;
+  const opened = [];
+  const queue = []; // bundles: [ids, rank (origin, then backward), cost]
+  const push = (c) => {
+    const bundles = new Map();
+    for (const id of h.children.get(c) || []) {
+      if (id[0] !== "g" || !h.isContainer(id)) continue;
+      const num = h.numbered(id);
+      const key = num ? num.key : id;
+      if (!bundles.has(key)) bundles.set(key, []);
+      bundles.get(key).push(id);
+    }
+    // three or more numbered siblings stay closed: their names are the structure
+    for (const ids of bundles.values()) {
+      if (ids.length >= 3) continue;
+      const origin = Math.max(...ids.map((id) => h.item.get(id).origin || 0));
+      if (origin >= 2) continue;
+      const backward = ids.some((id) => h.item.get(id).backward) ? 1 : 0;
+      queue.push([ids, origin * 2 + backward, ids.reduce((a, id) => a + h.members(id).length - 1, 0)]);
+    }
+  };
+  push(ROOT);
+  while (queue.length) {
+    queue.sort((a, b) => b[1] - a[1] || b[2] - a[2]);
+    const [ids, , cost] = queue.pop();
+    if (visible + cost > budget) continue;
+    visible += cost;
+    opened.push(ids);
+    for (const id of ids) push(id);
+  }
+  return opened;
+}
+
+/**
  * Item ids: "R" the top level, "n<k>" node k, "g<k>" group k, "a<k>" an artificial
  * layer, "x<k>@<container>" a stub of auxiliary node k inside a consuming container.
  */

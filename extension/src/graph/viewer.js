@@ -7,7 +7,7 @@
 import { ROOT, checkFormat, decode, decodeSteps } from "./decode.js";
 import { clip, cssKind, el, svg, svgText } from "./dom.js";
 import { LayoutEngine } from "./engine.js";
-import { Hierarchy } from "./hierarchy.js";
+import { Hierarchy, defaultExpansion } from "./hierarchy.js";
 import { layoutGraph } from "./layout.js";
 import { DetailPanel } from "./panel.js";
 import { goToSource } from "./goto.js";
@@ -93,39 +93,11 @@ export class GraphViewer {
     return this.firstView();
   }
 
-  // Open groups, those adding fewest items first, while the view stays under
-  // VISIBLE_BUDGET items; artificial boxes and three or more numbered siblings
-  // ("layer0", "layer1", ..., "Block #1", ...) start closed, two open together or not
-  // at all. Returns what opened together, in that order.
+  // Open groups (see `defaultExpansion` in hierarchy.js) while the view stays under
+  // VISIBLE_BUDGET items. Returns what opened together, in that order.
   defaultExpansion() {
-    const h = this.h;
-    let visible = h.members(ROOT).length;
-    const opened = [];
-    const queue = []; // bundles: [ids, cost]
-    const push = (c) => {
-      const bundles = new Map();
-      for (const id of h.children.get(c) || []) {
-        if (id[0] !== "g" || !h.isContainer(id)) continue;
-        const num = h.numbered(id);
-        const key = num ? num.key : id;
-        if (!bundles.has(key)) bundles.set(key, []);
-        bundles.get(key).push(id);
-      }
-      // three or more numbered siblings stay closed: their names are the structure
-      for (const ids of bundles.values()) {
-        if (ids.length < 3) queue.push([ids, ids.reduce((a, id) => a + h.members(id).length - 1, 0)]);
-      }
-    };
-    push(ROOT);
-    while (queue.length) {
-      queue.sort((a, b) => b[1] - a[1]);
-      const [ids, cost] = queue.pop();
-      if (visible + cost > VISIBLE_BUDGET) continue;
-      visible += cost;
-      for (const id of ids) this.expanded.add(id);
-      opened.push(ids);
-      for (const id of ids) push(id);
-    }
+    const opened = defaultExpansion(this.h, VISIBLE_BUDGET);
+    for (const ids of opened) for (const id of ids) this.expanded.add(id);
     return opened;
   }
 
@@ -927,6 +899,8 @@ export class GraphViewer {
       highlightLine: (f, l) => this.highlightLine(f, l),
       goToSource: (f, l) => this.goToSource(f, l),
       groups: () => this.g.groups.map((g) => ({ id: g.id, label: g.label, size: g.size, kind: g.kind })),
+      // the labels of the groups drawn open
+      opened: () => [...this.expanded].filter((id) => id[0] === "g").map((id) => this.h.item.get(id).label),
       visible: () => Number(this.root.dataset.visible),
       focus: (id) => this.focusItem(id),
       view: () => this.pz.state(),
