@@ -174,23 +174,28 @@ def profile_call(
         names,
         len(sampler.stacks),
     )
-    if sampler.method == "thread":
-        how = (
-            f"sampled from a second thread every {sampler.interval * 1e3:g} ms, as "
-            "often as Python's switch interval lets it; each sample is weighted so "
-            "the lines add up to the measured trace"
-        )
-        profile = dataclasses.replace(profile, trace_sampling=how)
-    elif sampler.method == "cpu":
-        how = (
-            f"sampled every {sampler.interval * 1e3:g} ms of CPU time or clock tick, "
-            "whichever is longer (a CPU-time timer signal, as SIGALRM was in use); "
-            "each sample is weighted so the lines add up to the measured trace"
-        )
-        profile = dataclasses.replace(profile, trace_sampling=how)
+    how = _SAMPLED_BY.get(sampler.method)
+    if how is not None:
+        ms = f"{sampler.interval * 1e3:g}"
+        profile = dataclasses.replace(profile, trace_sampling=how.format(ms=ms))
     if compiles_so_far is not None:
         profile = dataclasses.replace(profile, compiles_so_far=compiles_so_far)
     return profile
+
+
+# How the trace was sampled, where not by SIGALRM's wall-clock timer (the default).
+_SAMPLED_BY = {
+    "thread": (
+        "sampled from a second thread every {ms} ms, as often as Python's switch "
+        "interval lets it; each sample is weighted so the lines add up to the "
+        "measured trace"
+    ),
+    "cpu": (
+        "sampled every {ms} ms of CPU time or clock tick, whichever is longer (a "
+        "CPU-time timer signal, as SIGALRM was in use); each sample is weighted so "
+        "the lines add up to the measured trace"
+    ),
+}
 
 
 def _constant_names(fun: Any, counts: EqnCounts) -> dict[Key, list[str]]:

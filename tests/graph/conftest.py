@@ -55,3 +55,22 @@ def graph_browser(require_chromium):
         b = p.chromium.launch(executable_path=require_chromium, args=BROWSER_ARGS)
         yield b
         b.close()
+
+
+def _open_static(page, tmp_path, view):
+    """Open ``view``'s HTML as a static page and wait until the graph is drawn."""
+    path = tmp_path / "graph.html"
+    path.write_text(
+        "<!doctype html><html><head><meta charset='utf-8'></head><body>"
+        + view._repr_mimebundle_()["text/html"]
+        + "</body></html>",
+        "utf-8",
+    )
+    page.goto(path.as_uri())
+    page.wait_for_selector(".jaxscope-graph[data-state=ready]", timeout=15000)
+
+
+@pytest.fixture
+def open_static():
+    """``open_static(page, tmp_path, view)``: a view's HTML as a drawn static page."""
+    return _open_static

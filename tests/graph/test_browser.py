@@ -47,18 +47,6 @@ def gpage(graph_browser):
     assert not problems, problems
 
 
-def _open_static(page, tmp_path, view):
-    path = tmp_path / "graph.html"
-    path.write_text(
-        "<!doctype html><html><head><meta charset='utf-8'></head><body>"
-        + view._repr_mimebundle_()["text/html"]
-        + "</body></html>",
-        "utf-8",
-    )
-    page.goto(path.as_uri())
-    page.wait_for_selector(".jaxscope-graph[data-state=ready]", timeout=15000)
-
-
 def _visible(page):
     return int(page.get_attribute(".jaxscope-graph", "data-visible"))
 
@@ -69,11 +57,11 @@ def _settled(page):
 
 
 def test_static_html_lays_out_every_node_and_shows_a_node_on_click(
-    gpage, tmp_path, nested
+    gpage, tmp_path, nested, open_static
 ):
     page = gpage
     view = js.graph(nested)(jnp.ones(4), 1.0)
-    _open_static(page, tmp_path, view)
+    open_static(page, tmp_path, view)
     # every group here is small, so everything starts expanded
     assert _visible(gpage) == len(view.nodes) == 21
     assert page.locator(".jsg-node").count() == 21
@@ -94,10 +82,10 @@ def test_static_html_lays_out_every_node_and_shows_a_node_on_click(
     assert "1 upstream" in panel.locator(".jsg-reach").inner_text()
 
 
-def test_groups_collapse_and_expand_on_click(gpage, tmp_path, nested):
+def test_groups_collapse_and_expand_on_click(gpage, tmp_path, nested, open_static):
     page = gpage
     view = js.graph(nested)(jnp.ones(4), 1.0)
-    _open_static(page, tmp_path, view)
+    open_static(page, tmp_path, view)
     before = _visible(gpage)
     scan = page.locator(".jsg-frame", has_text="scan").locator(".jsg-frame-head").first
     scan.click()
@@ -113,10 +101,10 @@ def test_groups_collapse_and_expand_on_click(gpage, tmp_path, nested):
     assert _visible(gpage) == 2 + 2 + 4 + 6  # inputs, outputs, loose eqns, top groups
 
 
-def test_search_by_primitive_variable_and_line(gpage, tmp_path, nested):
+def test_search_by_primitive_variable_and_line(gpage, tmp_path, nested, open_static):
     page = gpage
     view = js.graph(nested)(jnp.ones(4), 1.0)
-    _open_static(page, tmp_path, view)
+    open_static(page, tmp_path, view)
     box = page.locator(".jsg-search")
     box.fill("sin")
     box.press("Enter")  # searches and goes to the first result: a sin node
@@ -148,10 +136,10 @@ def test_search_by_primitive_variable_and_line(gpage, tmp_path, nested):
     assert page.locator(".jsg-node.jsg-selected").count() == 1
 
 
-def test_a_source_line_highlights_its_nodes(gpage, tmp_path, nested):
+def test_a_source_line_highlights_its_nodes(gpage, tmp_path, nested, open_static):
     page = gpage
     view = js.graph(nested)(jnp.ones(4), 1.0)
-    _open_static(page, tmp_path, view)
+    open_static(page, tmp_path, view)
     page.locator(
         ".jsg-node[data-primitive=cos], .jsg-node[data-primitive=mul]"
     ).first.click()
@@ -171,10 +159,10 @@ def _big_program(n):
     return js.graph(f)(jnp.ones(2))
 
 
-def test_large_groups_start_collapsed_and_open_in_chunks(gpage, tmp_path):
+def test_large_groups_start_collapsed_and_open_in_chunks(gpage, tmp_path, open_static):
     page = gpage
     view = _big_program(400)
-    _open_static(page, tmp_path, view)
+    open_static(page, tmp_path, view)
     # input, output, and the scope open on its four closed layers (few boxes to show)
     assert _visible(gpage) == 6
     frame = page.locator(".jsg-frame", has_text="big")
@@ -195,7 +183,7 @@ def test_large_groups_start_collapsed_and_open_in_chunks(gpage, tmp_path):
     assert page.locator(".jsg-node.jsg-selected").count() == 1
 
 
-def test_user_strings_never_execute(gpage, tmp_path):
+def test_user_strings_never_execute(gpage, tmp_path, open_static):
     page = gpage
     evil = "<script>window.__pwned=1</script><img src=x onerror=window.__pwned=2>"
 
@@ -207,7 +195,7 @@ def test_user_strings_never_execute(gpage, tmp_path):
     f.__name__ = f.__qualname__ = evil
     view = js.graph(f)(jnp.ones(2))
     assert any(g.label.startswith("<script>") for g in view.groups)
-    _open_static(page, tmp_path, view)
+    open_static(page, tmp_path, view)
     page.locator(".jsg-node[data-primitive=sin]").click()
     page.locator(".jsg-frame-head").first.click()  # group panel shows the scope label
     page.locator(".jsg-search").fill("<script>")
@@ -280,9 +268,9 @@ def _transform(page):
     return tx, ty, k
 
 
-def test_wheel_zooms_drag_pans_and_buttons_zoom(gpage, tmp_path, nested):
+def test_wheel_zooms_drag_pans_and_buttons_zoom(gpage, tmp_path, nested, open_static):
     page = gpage
-    _open_static(page, tmp_path, js.graph(nested)(jnp.ones(4), 1.0))
+    open_static(page, tmp_path, js.graph(nested)(jnp.ones(4), 1.0))
     box = page.locator(".jsg-canvas").bounding_box()
     cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     tx0, ty0, k0 = _transform(page)
@@ -309,7 +297,9 @@ def test_wheel_zooms_drag_pans_and_buttons_zoom(gpage, tmp_path, nested):
     assert whole and whole["height"] <= canvas["height"] + 1
 
 
-def test_a_flat_program_is_split_into_artificial_layers_at_top_level(gpage, tmp_path):
+def test_a_flat_program_is_split_into_artificial_layers_at_top_level(
+    gpage, tmp_path, open_static
+):
     page = gpage
 
     def f(x):
@@ -319,7 +309,7 @@ def test_a_flat_program_is_split_into_artificial_layers_at_top_level(gpage, tmp_
 
     view = js.graph(f)(jnp.ones(2))
     assert len(view.groups) == 0 and len(view.nodes) == 302
-    _open_static(page, tmp_path, view)
+    open_static(page, tmp_path, view)
     # 302 top-level items: 4 artificial layers of at most 100, all closed
     assert _visible(page) == 4
     assert page.locator(".jsg-group.jsg-k-chunk").count() == 4
@@ -333,14 +323,16 @@ def test_a_flat_program_is_split_into_artificial_layers_at_top_level(gpage, tmp_
     assert page.locator(".jsg-node").count() == 2
 
 
-def test_artificial_layers_are_labelled_by_their_source_lines(gpage, tmp_path):
+def test_artificial_layers_are_labelled_by_their_source_lines(
+    gpage, tmp_path, open_static
+):
     path = tmp_path / "long_program.py"
     body = "".join(f"    x = x * {1 + k / 1000}\n" for k in range(250))
     path.write_text(f"def f(x):\n{body}    return x\n", "utf-8")
     namespace: dict = {}
     exec(compile(path.read_text("utf-8"), str(path), "exec"), namespace)
     view = js.graph(namespace["f"])(jnp.ones(2))
-    _open_static(gpage, tmp_path, view)
+    open_static(gpage, tmp_path, view)
     labels = [
         t.split(" ", 1)[1]
         for t in gpage.locator(".jsg-group.jsg-k-chunk .jsg-label").all_text_contents()
@@ -350,7 +342,9 @@ def test_artificial_layers_are_labelled_by_their_source_lines(gpage, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_flat_program_of_15000_equations_shows_and_opens(gpage, tmp_path):
+def test_a_flat_program_of_15000_equations_shows_and_opens(
+    gpage, tmp_path, open_static
+):
     # 15,002 items make 151 layers, themselves split in 2: their ids once collided,
     # a layer became its own child and the viewer died with "Invalid array length"
     def f(x):
@@ -359,7 +353,7 @@ def test_a_flat_program_of_15000_equations_shows_and_opens(gpage, tmp_path):
         return x
 
     view = js.graph(f)(jnp.ones(2))
-    _open_static(gpage, tmp_path, view)
+    open_static(gpage, tmp_path, view)
     outer = gpage.locator(".jsg-group.jsg-k-chunk")
     assert outer.count() == 2
     assert "10000 nodes" in outer.first.text_content()
@@ -419,7 +413,7 @@ CONTRAST = """() => {
 
 @pytest.mark.parametrize("theme", ["light", "jupyterlab-dark", "prefers-dark"])
 def test_labels_and_group_headers_are_readable_in_light_and_dark_themes(
-    graph_browser, tmp_path, nested, theme
+    graph_browser, tmp_path, nested, theme, open_static
 ):
     context = graph_browser.new_context(
         viewport={"width": 1280, "height": 800},
@@ -427,7 +421,7 @@ def test_labels_and_group_headers_are_readable_in_light_and_dark_themes(
     )
     page = context.new_page()
     view = js.graph(nested)(jnp.ones(4), 1.0)
-    _open_static(page, tmp_path, view)
+    open_static(page, tmp_path, view)
     if theme == "jupyterlab-dark":
         page.evaluate(
             """(vars) => { document.body.dataset.jpThemeLight = 'false';
@@ -463,9 +457,9 @@ def _open_all_blocks(page):
     )
 
 
-def test_shared_weights_are_drawn_as_stubs_in_each_group(gpage, tmp_path):
+def test_shared_weights_are_drawn_as_stubs_in_each_group(gpage, tmp_path, open_static):
     view = _scoped_blocks(6)
-    _open_static(gpage, tmp_path, view)
+    open_static(gpage, tmp_path, view)
     _open_all_blocks(gpage)
     weights = [i for i, n in enumerate(view.nodes) if n.kind == "input"][1:]
     assert len(weights) == 4
@@ -485,10 +479,12 @@ def test_shared_weights_are_drawn_as_stubs_in_each_group(gpage, tmp_path):
     )
 
 
-def test_keyboard_moves_expands_collapses_and_goes_full_window(gpage, tmp_path, nested):
+def test_keyboard_moves_expands_collapses_and_goes_full_window(
+    gpage, tmp_path, nested, open_static
+):
     page = gpage
     view = js.graph(nested)(jnp.ones(4), 1.0)
-    _open_static(page, tmp_path, view)
+    open_static(page, tmp_path, view)
     root = page.locator(".jaxscope-graph")
     root.focus()
     page.keyboard.press("ArrowDown")  # the first item
@@ -529,11 +525,11 @@ def test_keyboard_moves_expands_collapses_and_goes_full_window(gpage, tmp_path, 
 
 
 def test_search_steps_through_results_and_marks_producers_and_consumers(
-    gpage, tmp_path, nested
+    gpage, tmp_path, nested, open_static
 ):
     page = gpage
     view = js.graph(nested)(jnp.ones(4), 1.0)
-    _open_static(page, tmp_path, view)
+    open_static(page, tmp_path, view)
     box = page.locator(".jsg-search")
     box.fill("%" + next(n for n in view.nodes if n.label == "sin").outputs[0][0])
     box.press("Enter")  # a variable: its producer and its consumer
@@ -564,7 +560,9 @@ def test_search_steps_through_results_and_marks_producers_and_consumers(
     assert crumbs[0] == view.title and len(crumbs) >= 2
 
 
-def test_fit_shows_a_tall_graph_whole_and_expanding_recentres(gpage, tmp_path):
+def test_fit_shows_a_tall_graph_whole_and_expanding_recentres(
+    gpage, tmp_path, open_static
+):
     page = gpage
 
     def f(x):
@@ -572,7 +570,7 @@ def test_fit_shows_a_tall_graph_whole_and_expanding_recentres(gpage, tmp_path):
             x = jnp.sin(x)
         return x
 
-    _open_static(page, tmp_path, js.graph(f)(jnp.ones(2)))
+    open_static(page, tmp_path, js.graph(f)(jnp.ones(2)))
     canvas = page.locator(".jsg-canvas").bounding_box()
     assert canvas
     layer = page.locator(".jsg-group.jsg-k-chunk").nth(2)
@@ -608,10 +606,10 @@ def test_fit_shows_a_tall_graph_whole_and_expanding_recentres(gpage, tmp_path):
     assert grown == pytest.approx(height + 150, abs=2)
 
 
-def test_layout_without_web_workers(gpage, tmp_path):
+def test_layout_without_web_workers(gpage, tmp_path, open_static):
     # a page may forbid workers (a strict CSP): every layout then runs inline
     gpage.add_init_script("delete window.Worker")
-    _open_static(gpage, tmp_path, _big_program(400))
+    open_static(gpage, tmp_path, _big_program(400))
     api = "document.querySelector('.jaxscope-graph-mount').__jaxscopeGraph"
     assert gpage.evaluate(f"{api}.layoutInWorker()") is False
     gpage.locator(".jsg-group.jsg-k-chunk").first.click()
@@ -628,7 +626,9 @@ _FAILING_WORKER = """window.Worker = class {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("worker", ["none", "failing"])
-def test_a_large_payload_is_read_without_a_worker_too(gpage, tmp_path, worker):
+def test_a_large_payload_is_read_without_a_worker_too(
+    gpage, tmp_path, worker, open_static
+):
     # the packed payload of a 20k-equation step is read in the worker; without one
     # (or once it fails) the page reads it itself
     gpage.add_init_script(
@@ -636,7 +636,7 @@ def test_a_large_payload_is_read_without_a_worker_too(gpage, tmp_path, worker):
     )
     f, args = _named_scope_step(230)
     view = js.graph(f)(*args)
-    _open_static(gpage, tmp_path, view)
+    open_static(gpage, tmp_path, view)
     _settled(gpage)
     assert gpage.evaluate(f"{API}.layoutInWorker()") is False
     assert any(x.startswith("layer0") for x in _group_labels(gpage))
@@ -662,7 +662,7 @@ TIMED_ACTION = """async ([what, arg]) => {
 
 
 @pytest.mark.slow
-def test_budgets_at_20000_equations(gpage, tmp_path):
+def test_budgets_at_20000_equations(gpage, tmp_path, open_static):
     # benchmarks/bench_graph.py reports the real figures; here 3x slack for a busy CI
     def f(x):
         for k in range(20):
@@ -672,7 +672,7 @@ def test_budgets_at_20000_equations(gpage, tmp_path):
         return x
 
     view = js.graph(f)(jnp.ones(2))
-    _open_static(gpage, tmp_path, view)
+    open_static(gpage, tmp_path, view)
     first = gpage.evaluate(
         "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame("
         "() => r(performance.now()))))"
@@ -690,11 +690,13 @@ def test_budgets_at_20000_equations(gpage, tmp_path):
     assert gpage.locator(f".jsg-node[data-id=n{middle}].jsg-selected").count() == 1
 
 
-def test_the_payloads_aux_list_decides_which_nodes_are_stubs(gpage, tmp_path):
+def test_the_payloads_aux_list_decides_which_nodes_are_stubs(
+    gpage, tmp_path, open_static
+):
     view = _scoped_blocks(6)
     weights = [i for i, n in enumerate(view.nodes) if n.kind == "input"][1:]
     view.payload()["aux"] = weights[:1]  # as the model marks them; only the first here
-    _open_static(gpage, tmp_path, view)
+    open_static(gpage, tmp_path, view)
     _open_all_blocks(gpage)
     assert gpage.locator(f".jsg-stub[data-id^='x{weights[0]}@']").count() == 6
     assert gpage.locator(".jsg-stub").count() == 6
@@ -768,9 +770,9 @@ def _on_screen(page, locator):
     )
 
 
-def test_a_named_scope_training_step_opens_on_its_layers(gpage, tmp_path):
+def test_a_named_scope_training_step_opens_on_its_layers(gpage, tmp_path, open_static):
     f, args = _named_scope_step(6)
-    _open_static(gpage, tmp_path, js.graph(f)(*args))
+    open_static(gpage, tmp_path, js.graph(f)(*args))
     labels = _group_labels(gpage)
     layers = [f"layer{i}" for i in range(6)]
     # forward, then backward in reverse, the inputs, the update and the outputs
@@ -793,9 +795,11 @@ def _line_of(f, text):
     return next(start + k for k, line in enumerate(lines) if text in line)
 
 
-def test_69_layers_open_on_a_series_that_opens_page_by_page(gpage, tmp_path):
+def test_69_layers_open_on_a_series_that_opens_page_by_page(
+    gpage, tmp_path, open_static
+):
     f, args = _named_scope_step(69)
-    _open_static(gpage, tmp_path, js.graph(f)(*args))
+    open_static(gpage, tmp_path, js.graph(f)(*args))
     labels = _group_labels(gpage)
     assert "layer0 \u2026 layer68 (69 blocks)" in labels
     assert "layer68 \u2026 layer0 (69 blocks)" in labels
@@ -872,10 +876,10 @@ def _equinox_mlp_step():
 
 @pytest.mark.parametrize("program", [_linen_cnn_step, _equinox_mlp_step])
 def test_small_models_open_readable_in_a_view_as_tall_as_they_need(
-    gpage, tmp_path, program
+    gpage, tmp_path, program, open_static
 ):
     f, args = program()
-    _open_static(gpage, tmp_path, js.graph(f)(*args))
+    open_static(gpage, tmp_path, js.graph(f)(*args))
     assert _smallest_text_px(gpage) >= 9
     height = gpage.locator(".jaxscope-graph").bounding_box()["height"]  # type: ignore[index]
     assert 200 <= height <= 760
@@ -945,9 +949,9 @@ def _nnx_transformer_step(blocks=3):
     return train_step, (model, optimizer, jnp.ones((2, 4, 8)), jnp.array([1, 2]))
 
 
-def test_search_finds_groups_first_with_their_path(gpage, tmp_path):
+def test_search_finds_groups_first_with_their_path(gpage, tmp_path, open_static):
     f, args = _nnx_transformer_step()
-    _open_static(gpage, tmp_path, js.graph(f)(*args))
+    open_static(gpage, tmp_path, js.graph(f)(*args))
 
     def results(query):
         gpage.evaluate(f"{API}.search({json.dumps(query)})")
@@ -980,10 +984,12 @@ def test_search_finds_groups_first_with_their_path(gpage, tmp_path):
     assert "loss_fn \u203a Transformer" in listed
 
 
-def test_a_group_shows_what_crosses_its_boundary_and_what_it_holds(gpage, tmp_path):
+def test_a_group_shows_what_crosses_its_boundary_and_what_it_holds(
+    gpage, tmp_path, open_static
+):
     f, args = _named_scope_step(2)
     view = js.graph(f)(*args)
-    _open_static(gpage, tmp_path, view)
+    open_static(gpage, tmp_path, view)
     gpage.locator(".jsg-group.jsg-collapsed", has_text="layer1").first.click()
     _settled(gpage)
     panel = gpage.locator(".jsg-panel")
@@ -1017,7 +1023,9 @@ new MutationObserver((_, obs) => {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("layers", [230, 1150], ids=["20k", "100k"])
-def test_the_first_view_runs_no_long_main_thread_task(gpage, tmp_path, layers):
+def test_the_first_view_runs_no_long_main_thread_task(
+    gpage, tmp_path, layers, open_static
+):
     # a plain-JAX training step of ~87 equations per layer: 20k and 100k equations.
     # Reading the payload, grouping and laying out run in the worker or in slices,
     # with the frame shown first; nothing blocks the page for 200 ms (its input would
@@ -1026,7 +1034,7 @@ def test_the_first_view_runs_no_long_main_thread_task(gpage, tmp_path, layers):
     view = js.graph(f)(*args)
     assert len(view.nodes) > layers * 80
     gpage.add_init_script(_FIRST_VIEW_PROBE)
-    _open_static(gpage, tmp_path, view)
+    open_static(gpage, tmp_path, view)
     _settled(gpage)
     gpage.wait_for_timeout(100)  # the observer reports after the task
     ready = float(gpage.get_attribute(".jaxscope-graph", "data-ready-at") or "nan")
@@ -1048,10 +1056,10 @@ def _opened(page):
 
 @pytest.mark.parametrize("program", [_nnx_transformer_step, _linen_cnn_step])
 def test_the_first_view_opens_the_users_groups_never_jax_internals(
-    gpage, tmp_path, program
+    gpage, tmp_path, program, open_static
 ):
     f, args = program()
-    _open_static(gpage, tmp_path, js.graph(f)(*args))
+    open_static(gpage, tmp_path, js.graph(f)(*args))
     opened = _opened(gpage)
     assert "loss_fn" in opened and "loss_fn (backward)" in opened
     assert {"Transformer", "CNN"} & set(opened)
@@ -1066,13 +1074,13 @@ def _user_helper(x):
     return jnp.tanh(x) * 2.0
 
 
-def test_a_plain_jax_programs_own_nested_jits_still_open(gpage, tmp_path):
+def test_a_plain_jax_programs_own_nested_jits_still_open(gpage, tmp_path, open_static):
     def loss(w, x):
         h = _user_helper(x @ w)
         return jnp.sum(jnp.where(h > 0, h, 0.0) ** 2)
 
     f = jax.jit(jax.value_and_grad(loss))
-    _open_static(gpage, tmp_path, js.graph(f)(jnp.ones((3, 3)), jnp.ones((2, 3))))
+    open_static(gpage, tmp_path, js.graph(f)(jnp.ones((3, 3)), jnp.ones((2, 3))))
     opened = _opened(gpage)
     assert opened.count("jit _user_helper") == 2, opened  # forward and backward
     assert "jit _where" not in opened

@@ -83,21 +83,13 @@ def test_a_program_without_libraries_has_only_its_own_functions_on_stacks():
 
 @pytest.mark.browser
 def test_search_finds_the_optimizer_by_its_library_functions(
-    adamw_step, graph_browser, tmp_path
+    adamw_step, graph_browser, tmp_path, open_static
 ):
     page = graph_browser.new_page(viewport={"width": 1280, "height": 800})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:
-        path = tmp_path / "graph.html"
-        path.write_text(
-            "<!doctype html><html><head><meta charset='utf-8'></head><body>"
-            + adamw_step._repr_mimebundle_()["text/html"]
-            + "</body></html>",
-            "utf-8",
-        )
-        page.goto(path.as_uri())
-        page.wait_for_selector(".jaxscope-graph[data-state=ready]", timeout=15000)
+        open_static(page, tmp_path, adamw_step)
 
         def results(query):
             page.evaluate(f"{API}.search({json.dumps(query)})")
